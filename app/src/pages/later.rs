@@ -1,0 +1,85 @@
+//! Screens whose features arrive with later work. Each says plainly what it
+//! will hold; none shows invented data.
+
+use leptos::prelude::*;
+
+#[component]
+fn NotYetAvailable(title: &'static str, purpose: &'static str) -> impl IntoView {
+    view! {
+        <section class="screen">
+            <h1>{title}</h1>
+            <p class="empty">{purpose}</p>
+            <p class="empty">"This screen is not available in this build of Lore yet."</p>
+        </section>
+    }
+}
+
+#[component]
+pub fn SetupWizard() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Setup wizard"
+            purpose="Choose a persona, add the first source and a provider, run the first index and ask the first question."
+        />
+    }
+}
+
+#[component]
+pub fn Sources() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Sources"
+            purpose="Uploads and website crawls that feed the knowledge base, with their status, freshness and indexing progress."
+        />
+    }
+}
+
+#[component]
+pub fn Providers() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Providers"
+            purpose="Model provider accounts, their model targets and probes, and the execution roles bound to them."
+        />
+    }
+}
+
+#[component]
+pub fn Playground() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Playground"
+            purpose="Ask questions through the answer pipeline and inspect citations, cache status and the trace."
+        />
+    }
+}
+
+#[component]
+pub fn Prompt() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Prompt"
+            purpose="The persona, the prompt editor and the history of immutable, restorable profile versions."
+        />
+    }
+}
+
+#[component]
+pub fn Access() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Access"
+            purpose="Secret and widget access keys for the public surfaces, with their scopes and 7-day usage."
+        />
+    }
+}
+
+#[component]
+pub fn Tuning() -> impl IntoView {
+    view! {
+        <NotYetAvailable
+            title="Advanced tuning"
+            purpose="Embedding model, chunking, retrieval cutoff and weights, semantic-cache gates and source volatility."
+        />
+    }
+}

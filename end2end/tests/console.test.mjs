@@ -1,0 +1,92 @@
+// The console in a real browser: OIDC sign-in against a real provider, the
+// hydrated Readiness panel, the non-admin view, and sign-out.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLore, launchBrowser, signIn, hydrated, ADMIN, USER } from './helpers.mjs';
+
+let lore;
+let browser;
+
+before(async () => {
+  lore = await startLore();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await lore?.stop();
+});
+
+test('an admin signs in through the identity provider and sees Readiness', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, lore.baseUrl, ADMIN);
+
+  await hydrated(page);
+  assert.equal(new URL(page.url()).pathname, '/');
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  // The Readiness panel is fetched by the hydrated page from /admin/setup-state/.
+  const verdict = page.locator('.readiness .verdict');
+  await verdict.waitFor();
+  assert.equal(await verdict.getAttribute('data-can-answer'), 'no');
+  assert.equal(await page.locator('.readiness [data-check]').count(), 6);
+  assert.match(await page.locator('[data-check="provider"]').innerText(), /missing/i);
+  for (const screen of ['Setup wizard', 'Sources', 'Providers', 'Playground', 'Prompt', 'Access', 'Advanced tuning', 'Dashboard']) {
+    assert.equal(await page.getByRole('navigation').getByRole('link', { name: screen, exact: true }).count(), 1, screen);
+  }
+  await context.close();
+});
+
+test('the hydrated Readiness panel refreshes on click', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, lore.baseUrl, ADMIN);
+  await hydrated(page);
+  await page.locator('.readiness .verdict').waitFor();
+
+  const refreshed = page.waitForResponse((r) => r.url().endsWith('/admin/setup-state/') && r.status() === 200);
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  const body = await (await refreshed).json();
+  assert.equal(body.can_answer, false);
+
+  // Client-side navigation works too: the router is live.
+  await page.getByRole('navigation').getByRole('link', { name: 'Sources', exact: true }).click();
+  await page.getByRole('heading', { name: 'Sources' }).waitFor();
+  assert.equal(new URL(page.url()).pathname, '/sources');
+  await context.close();
+});
+
+test('a signed-in account that is not an admin finds the admin area unavailable', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, lore.baseUrl, USER);
+
+  const notice = page.locator('[data-code="admin_unavailable"]');
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /not an authorized admin/);
+  assert.match(await notice.innerText(), /bob@example\.test/);
+  assert.equal(await page.getByRole('navigation').count(), 0);
+
+  const api = await context.request.get(`${lore.baseUrl}/admin/setup-state/`);
+  assert.equal(api.status(), 403);
+  assert.equal((await api.json()).error.code, 'admin_unavailable');
+  await context.close();
+});
+
+test('after sign-out the old cookie no longer works', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, lore.baseUrl, ADMIN);
+  await hydrated(page);
+  const cookie = (await context.cookies()).find((c) => c.name === 'lore_session');
+  assert.ok(cookie, 'a session cookie was set');
+  assert.equal(cookie.httpOnly, true);
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(/\/signin/);
+
+  const replay = await fetch(`${lore.baseUrl}/admin/setup-state/`, { headers: { cookie: `lore_session=${cookie.value}` } });
+  assert.equal(replay.status, 401);
+  await context.close();
+});

@@ -1,0 +1,420 @@
+//! Typed settings, as the operator contract of DESIGN.md names them.
+//!
+//! Loading (compiled defaults → `lore.toml` → `LORE_*` environment) happens at
+//! the edge, in `server::config`; this module only says what the settings are,
+//! what they default to, and how derived values (database URL, base URL, ...)
+//! follow from the data directory and the bind address.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Where the embedding model lives by default, below `models.dir`.
+pub const DEFAULT_EMBEDDING_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    #[serde(default)]
+    pub server: ServerSettings,
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    #[serde(default)]
+    pub database: DatabaseSettings,
+    #[serde(default)]
+    pub vectors: VectorSettings,
+    #[serde(default)]
+    pub models: ModelSettings,
+    #[serde(default)]
+    pub auth: AuthSettings,
+    #[serde(default)]
+    pub ingest: IngestSettings,
+    #[serde(default)]
+    pub mcp: McpSettings,
+    /// `text` (default) or `json` (`LORE_LOG_FORMAT=json`).
+    #[serde(default)]
+    pub log_format: LogFormat,
+    /// 32 bytes, base64: encrypts provider keys and derives the session signing
+    /// key. When unset, a key file is created (mode 0600) in the data directory.
+    #[serde(default)]
+    pub master_key: Option<Secret>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            server: ServerSettings::default(),
+            data_dir: default_data_dir(),
+            database: DatabaseSettings::default(),
+            vectors: VectorSettings::default(),
+            models: ModelSettings::default(),
+            auth: AuthSettings::default(),
+            ingest: IngestSettings::default(),
+            mcp: McpSettings::default(),
+            log_format: LogFormat::default(),
+            master_key: None,
+        }
+    }
+}
+
+impl Settings {
+    /// `server.base_url`, or `http://{bind}` when unset. Never ends with `/`.
+    pub fn base_url(&self) -> String {
+        match &self.server.base_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.server.bind),
+        }
+    }
+
+    /// `database.url`, or a SQLite file in the data directory.
+    pub fn database_url(&self) -> String {
+        match &self.database.url {
+            Some(url) => url.expose().to_owned(),
+            None => format!("sqlite://{}/lore.db?mode=rwc", self.data_dir.display()),
+        }
+    }
+
+    /// `vectors.uri`, or a LanceDB directory in the data directory.
+    pub fn vectors_uri(&self) -> String {
+        match &self.vectors.uri {
+            Some(uri) => uri.clone(),
+            None => self.data_dir.join("lancedb").display().to_string(),
+        }
+    }
+
+    /// `models.dir`, or `models/` in the data directory.
+    pub fn models_dir(&self) -> PathBuf {
+        match &self.models.dir {
+            Some(dir) => dir.clone(),
+            None => self.data_dir.join("models"),
+        }
+    }
+
+    /// Whether an identity provider is configured (otherwise the bootstrap link
+    /// is the way in).
+    pub fn oidc_configured(&self) -> bool {
+        self.auth.oidc.issuer.is_some()
+    }
+
+    /// Problems that make this configuration unable to work as intended, each
+    /// a sentence for the Readiness panel. Empty when all is well.
+    pub fn integrity_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Some(base) = &self.server.base_url {
+            match url::Url::parse(base) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+                _ => problems.push(format!("server.base_url must be an http(s) URL, not {base:?}.")),
+            }
+        }
+        let oidc = &self.auth.oidc;
+        if oidc.issuer.is_some() {
+            if oidc.client_id.is_none() {
+                problems.push("auth.oidc.issuer is set but auth.oidc.client_id is not.".into());
+            }
+            if self.auth.admins.is_empty() && self.auth.admin_groups.is_empty() {
+                problems.push(
+                    "An identity provider is configured but auth.admins and auth.admin_groups are empty, so nobody can administer Lore."
+                        .into(),
+                );
+            }
+        } else if oidc.client_id.is_some() || oidc.client_secret.is_some() {
+            problems.push("auth.oidc.client_id is set but auth.oidc.issuer is not.".into());
+        }
+        if self.auth.session.token_minutes == 0 || self.auth.session.lifetime_hours == 0 {
+            problems.push("auth.session durations must be greater than zero.".into());
+        }
+        problems
+    }
+
+    /// The effective settings as shown to an operator (`lore config`): derived
+    /// values filled in, secrets and URL passwords redacted.
+    pub fn effective_view(&self) -> serde_json::Value {
+        let mut view = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        if let Some(map) = view.as_object_mut() {
+            if let Some(server) = map.get_mut("server").and_then(|v| v.as_object_mut()) {
+                server.insert("base_url".into(), self.base_url().into());
+            }
+            if let Some(db) = map.get_mut("database").and_then(|v| v.as_object_mut()) {
+                db.insert("url".into(), redact_url_password(&self.database_url()).into());
+            }
+            if let Some(vectors) = map.get_mut("vectors").and_then(|v| v.as_object_mut()) {
+                vectors.insert("uri".into(), redact_url_password(&self.vectors_uri()).into());
+            }
+            if let Some(models) = map.get_mut("models").and_then(|v| v.as_object_mut()) {
+                models.insert("dir".into(), self.models_dir().display().to_string().into());
+            }
+        }
+        view
+    }
+}
+
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("./data")
+}
+
+/// Replaces the password of a `scheme://user:password@host` URL with `[redacted]`.
+pub fn redact_url_password(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut url) if url.password().is_some() => {
+            // set_password only fails for URLs that cannot have one.
+            let _ = url.set_password(Some(Secret::REDACTED));
+            url.to_string()
+        }
+        _ => raw.to_owned(),
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    #[serde(default = "default_bind")]
+    pub bind: SocketAddr,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Built console assets (`pkg/lore.js`, `pkg/lore_bg.wasm`, `pkg/lore.css`).
+    /// Defaults to `site/` next to the directory of the `lore` executable,
+    /// which is where `scripts/lib.sh` builds it.
+    #[serde(default)]
+    pub site_root: Option<PathBuf>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self { bind: default_bind(), base_url: None, site_root: None }
+    }
+}
+
+fn default_bind() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 3000))
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// `sqlite://…` or `postgres://…`. May carry a password, hence secret.
+    #[serde(default)]
+    pub url: Option<Secret>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorSettings {
+    #[serde(default)]
+    pub uri: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// The on-CPU embedding model (a Hugging Face repository name).
+    #[serde(default = "default_embedding_model")]
+    pub embedding: String,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        Self { dir: None, embedding: default_embedding_model() }
+    }
+}
+
+fn default_embedding_model() -> String {
+    DEFAULT_EMBEDDING_MODEL.to_owned()
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    #[serde(default)]
+    pub oidc: OidcSettings,
+    /// Emails of authorized admins. Accepts a list or a comma-separated string
+    /// (`LORE_AUTH__ADMINS=a@example.com,b@example.com`).
+    #[serde(default, deserialize_with = "list_or_comma_string")]
+    pub admins: Vec<String>,
+    /// Members of any of these groups (from the ID token's groups claim) are
+    /// authorized admins.
+    #[serde(default, deserialize_with = "list_or_comma_string")]
+    pub admin_groups: Vec<String>,
+    #[serde(default)]
+    pub session: SessionSettings,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcSettings {
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Absent for a public client (PKCE only).
+    #[serde(default)]
+    pub client_secret: Option<Secret>,
+    /// The ID-token claim that lists the account's groups.
+    #[serde(default = "default_groups_claim")]
+    pub groups_claim: String,
+}
+
+impl Default for OidcSettings {
+    fn default() -> Self {
+        Self { issuer: None, client_id: None, client_secret: None, groups_claim: default_groups_claim() }
+    }
+}
+
+fn default_groups_claim() -> String {
+    "groups".to_owned()
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSettings {
+    /// Lifetime of the signed cookie token; it is re-issued while the session lives.
+    #[serde(default = "default_token_minutes")]
+    pub token_minutes: u32,
+    /// Absolute lifetime of a console session.
+    #[serde(default = "default_lifetime_hours")]
+    pub lifetime_hours: u32,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self { token_minutes: default_token_minutes(), lifetime_hours: default_lifetime_hours() }
+    }
+}
+
+fn default_token_minutes() -> u32 {
+    15
+}
+
+fn default_lifetime_hours() -> u32 {
+    12
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngestSettings {
+    /// Lets crawls reach private, loopback and link-local addresses (tests).
+    #[serde(default)]
+    pub allow_private_addresses: bool,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSettings {
+    #[serde(default)]
+    pub session: McpSessionSettings,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSessionSettings {
+    // Environment keys arrive lower-cased (`LORE_MCP__SESSION__IDLETIMEOUTSECONDS`),
+    // file keys as the spec spells them.
+    #[serde(rename = "idleTimeoutSeconds", alias = "idletimeoutseconds", default = "default_idle_timeout")]
+    pub idle_timeout_seconds: u64,
+    #[serde(rename = "allowClientDelete", alias = "allowclientdelete", default)]
+    pub allow_client_delete: bool,
+}
+
+impl Default for McpSessionSettings {
+    fn default() -> Self {
+        Self { idle_timeout_seconds: default_idle_timeout(), allow_client_delete: false }
+    }
+}
+
+fn default_idle_timeout() -> u64 {
+    1800
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// A string that never prints: `Debug` and `Serialize` show `[redacted]`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub const REDACTED: &'static str = "[redacted]";
+
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that must use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Self::REDACTED)
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(Self::REDACTED)
+    }
+}
+
+fn list_or_comma_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrString {
+        List(Vec<String>),
+        String(String),
+    }
+    let items = match ListOrString::deserialize(deserializer)? {
+        ListOrString::List(items) => items,
+        ListOrString::String(joined) => joined.split(',').map(str::to_owned).collect(),
+    };
+    Ok(items.into_iter().map(|item| item.trim().to_owned()).filter(|item| !item.is_empty()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_values_follow_the_data_dir_and_bind() {
+        let settings = Settings { data_dir: PathBuf::from("/srv/lore"), ..Settings::default() };
+        assert_eq!(settings.base_url(), "http://127.0.0.1:3000");
+        assert_eq!(settings.database_url(), "sqlite:///srv/lore/lore.db?mode=rwc");
+        assert_eq!(settings.vectors_uri(), "/srv/lore/lancedb");
+        assert_eq!(settings.models_dir(), PathBuf::from("/srv/lore/models"));
+        assert!(settings.integrity_problems().is_empty());
+    }
+
+    #[test]
+    fn secrets_and_url_passwords_never_print() {
+        let mut settings = Settings::default();
+        settings.database.url = Some(Secret::new("postgres://lore:hunter2@db/lore"));
+        settings.auth.oidc.client_secret = Some(Secret::new("s3cret"));
+        settings.master_key = Some(Secret::new("bWFzdGVy"));
+        let shown = settings.effective_view().to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(!shown.contains("bWFzdGVy"), "{shown}");
+        assert!(shown.contains("postgres://lore:%5Bredacted%5D@db/lore"), "{shown}");
+        assert!(!format!("{settings:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_partial_oidc_block_is_an_integrity_problem() {
+        let mut settings = Settings::default();
+        settings.auth.oidc.issuer = Some("http://127.0.0.1:9/".into());
+        let problems = settings.integrity_problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("client_id"));
+        assert!(problems[1].contains("nobody can administer"));
+    }
+}

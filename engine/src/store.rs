@@ -1,0 +1,65 @@
+//! The admin-record database: connection, migrations, and the cluster row.
+//!
+//! SeaORM hides the backend; the same code runs on SQLite (the embedded
+//! default) and PostgreSQL (`database.url = "postgres://…"`).
+
+use std::time::Duration;
+
+use chrono::Utc;
+use entity::cluster_state;
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{ActiveModelTrait, ConnectOptions, Database, DatabaseConnection, EntityTrait, Set};
+
+use crate::Result;
+
+/// Connects with a small pool; SQLite files are created when missing.
+pub async fn connect(url: &str) -> Result<DatabaseConnection> {
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(if url.starts_with("sqlite:") { 4 } else { 10 })
+        .connect_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    Ok(Database::connect(options).await?)
+}
+
+/// Applies pending migrations. Applying them again changes nothing.
+pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
+    Migrator::up(db, None).await?;
+    Ok(())
+}
+
+/// The names of migrations not yet applied (empty when the schema is current).
+pub async fn pending_migrations(db: &DatabaseConnection) -> Result<Vec<String>> {
+    Ok(Migrator::get_pending_migrations(db)
+        .await?
+        .iter()
+        .map(|migration| migration.name().to_owned())
+        .collect())
+}
+
+/// Creates the cluster row on first start; leaves an existing one untouched.
+pub async fn ensure_cluster(db: &DatabaseConnection) -> Result<cluster_state::Model> {
+    if let Some(existing) = cluster_state::Entity::find_by_id(cluster_state::SINGLETON_ID).one(db).await? {
+        return Ok(existing);
+    }
+    let row = cluster_state::ActiveModel {
+        id: Set(cluster_state::SINGLETON_ID),
+        cluster_id: Set(uuid::Uuid::new_v4().to_string()),
+        created_at: Set(Utc::now()),
+        setup_step: Set("persona".to_owned()),
+        corpus_fingerprint: Set(None),
+    };
+    Ok(row.insert(db).await?)
+}
+
+/// Whether the database answers a trivial query and the schema is current:
+/// what `/readyz` reports.
+pub async fn check_ready(db: &DatabaseConnection) -> Result<()> {
+    db.ping().await?;
+    let pending = pending_migrations(db).await?;
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::Error::Internal(format!("migrations not applied: {}", pending.join(", "))))
+    }
+}

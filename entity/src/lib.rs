@@ -1,0 +1,12 @@
+//! SeaORM entities: the shape of Lore's admin records as stored.
+//!
+//! These types stay on the server. Nothing here crosses the wire: the edge maps
+//! engine types to the wire types in `app::wire`.
+
+pub mod admin_account;
+pub mod admin_session;
+pub mod audit_log;
+pub mod bootstrap_token;
+pub mod cluster_setting;
+pub mod cluster_state;
+pub mod oidc_login;

@@ -1,0 +1,18 @@
+//! Schema migrations, applied at start-up (`lore serve`) or by `lore migrate`.
+//!
+//! Every migration must run on SQLite and PostgreSQL alike; the storage tests
+//! apply them from empty on both. Applied migrations are never edited: a change
+//! is a new migration.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_foundation;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_foundation::Migration)]
+    }
+}

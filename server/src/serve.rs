@@ -1,0 +1,104 @@
+//! `lore serve` and `lore migrate`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use chrono::Utc;
+use engine::{Lore, Settings};
+use tokio::net::TcpListener;
+
+use crate::{console, http, AppState};
+
+/// Builds the whole application for an opened engine.
+pub fn app(lore: Lore) -> axum::Router {
+    let leptos = console::leptos_options(&lore.settings);
+    http::router(AppState { lore, leptos })
+}
+
+/// Serves until `shutdown` resolves, then finishes in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    lore: Lore,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, app(lore).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving HTTP")
+}
+
+pub async fn run_from_cli(mut settings: Settings) -> anyhow::Result<()> {
+    for name in crate::config::ignored_env_vars() {
+        tracing::warn!(variable = %name, "ignoring an environment variable that names no setting");
+    }
+    let bind = settings.server.bind;
+    let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    // With port 0 the OS picks the port; the base URL must name the real one.
+    settings.server.bind = bound;
+    let lore = Lore::open(settings).await.context("opening Lore")?;
+    let base_url = lore.settings.base_url();
+    tracing::info!(%bound, "Lore is listening");
+
+    // Printed, not logged: the sign-in link is a secret meant for this terminal only.
+    println!("Lore is running at {base_url}/");
+    if lore.settings.oidc_configured() {
+        println!("Sign in through your identity provider at {base_url}/signin");
+    } else {
+        let token =
+            engine::auth::bootstrap::issue(&lore, Utc::now()).await.context("issuing the sign-in link")?;
+        println!(
+            "No identity provider is configured. Sign in once with this link (valid {} minutes, from this machine only):\n  {}",
+            engine::auth::bootstrap::LINK_LIFETIME_MINUTES,
+            engine::auth::bootstrap::link(&lore, &token)
+        );
+    }
+
+    serve(listener, lore, shutdown_signal()).await?;
+    tracing::info!("Lore stopped");
+    Ok(())
+}
+
+pub async fn migrate_from_cli(settings: Settings, json: bool) -> anyhow::Result<()> {
+    let db = engine::store::connect(&settings.database_url()).await.context("connecting to the database")?;
+    let pending = engine::store::pending_migrations(&db).await?;
+    engine::store::migrate(&db).await.context("applying migrations")?;
+    if json {
+        println!("{}", serde_json::json!({ "applied": pending }));
+    } else if pending.is_empty() {
+        println!("The database schema is up to date.");
+    } else {
+        println!("Applied {} migration(s): {}", pending.len(), pending.join(", "));
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

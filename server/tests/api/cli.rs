@@ -1,0 +1,115 @@
+//! The `lore` binary itself: help, config, and a real `serve` that stops on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn lore() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lore"));
+    // Only this test's settings: no stray LORE_* from the caller's environment.
+    for (name, _) in std::env::vars() {
+        if name.starts_with("LORE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let output = lore().arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for command in ["serve", "migrate", "config"] {
+        assert!(help.contains(command), "{help}");
+    }
+}
+
+#[test]
+fn config_shows_effective_values_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = lore()
+        .current_dir(dir.path())
+        .args(["config", "--json"])
+        .env("LORE_DATABASE__URL", "postgres://lore:hunter2@127.0.0.1:5432/lore")
+        .env("LORE_AUTH__OIDC__CLIENT_SECRET", "oidc-secret-value")
+        .env("LORE_SERVER__BIND", "127.0.0.1:4123")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let shown = String::from_utf8(output.stdout).unwrap();
+    assert!(!shown.contains("hunter2") && !shown.contains("oidc-secret-value"), "{shown}");
+    let config: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(config["server"]["bind"], "127.0.0.1:4123");
+    assert_eq!(config["server"]["base_url"], "http://127.0.0.1:4123");
+    assert_eq!(config["database"]["url"], "postgres://lore:%5Bredacted%5D@127.0.0.1:5432/lore");
+    assert_eq!(config["auth"]["oidc"]["client_secret"], "[redacted]");
+}
+
+#[test]
+fn migrate_applies_then_reports_nothing_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        let output = lore().env("LORE_DATA_DIR", dir.path()).args(["migrate", "--json"]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    assert!(!run()["applied"].as_array().unwrap().is_empty());
+    assert!(run()["applied"].as_array().unwrap().is_empty());
+}
+
+/// `lore serve` prints its URL and sign-in link, logs JSON lines without
+/// secrets, and on SIGTERM finishes and exits cleanly.
+#[test]
+fn serve_prints_a_sign_in_link_logs_json_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = lore()
+        .arg("serve")
+        .env("LORE_DATA_DIR", dir.path())
+        .env("LORE_SERVER__BIND", "127.0.0.1:0")
+        .env("LORE_LOG_FORMAT", "json")
+        .env("LORE_MODELS__DIR", crate::helpers::models_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let running = stdout.next().unwrap().unwrap();
+    let base_url = running.strip_prefix("Lore is running at ").unwrap().trim_end_matches('/').to_owned();
+    assert!(!base_url.ends_with(":0"), "the real port is printed: {running}");
+    let _explanation = stdout.next().unwrap().unwrap();
+    let link = stdout.next().unwrap().unwrap().trim().to_owned();
+    assert!(link.starts_with(&format!("{base_url}/auth/bootstrap?token=")), "{link}");
+    let token = link.rsplit('=').next().unwrap().to_owned();
+
+    let client =
+        reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    assert_eq!(client.get(&link).send().unwrap().status(), 303);
+    assert_eq!(client.get(format!("{base_url}/healthz")).send().unwrap().status(), 200);
+
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "lore serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).unwrap();
+    assert!(!logs.contains(&token), "the sign-in token reached the log");
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON log line: {line}")))
+        .collect();
+    assert!(
+        lines.iter().any(|line| line["message"] == "served" && line["span"]["path"] == "/auth/bootstrap"),
+        "{logs}"
+    );
+    assert!(lines.iter().any(|line| line["message"] == "Lore stopped"), "{logs}");
+}

@@ -1,0 +1,9 @@
+//! Integration tests of Lore over HTTP: one binary (quick to link), many tests.
+//! Each test spawns its own app on 127.0.0.1:0 with a fresh data directory.
+
+mod auth;
+mod cli;
+mod health;
+mod helpers;
+mod setup_state;
+mod storage;
