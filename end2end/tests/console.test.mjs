@@ -3,7 +3,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLore, launchBrowser, signIn, hydrated, ADMIN, USER } from './helpers.mjs';
+import { startLore, launchBrowser, openPage, signIn, hydrated, ADMIN, USER } from './helpers.mjs';
 
 let lore;
 let browser;
@@ -19,8 +19,7 @@ after(async () => {
 });
 
 test('an admin signs in through the identity provider and sees Readiness', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { context, page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
 
   await hydrated(page);
@@ -35,12 +34,12 @@ test('an admin signs in through the identity provider and sees Readiness', async
   for (const screen of ['Setup wizard', 'Sources', 'Providers', 'Playground', 'Prompt', 'Access', 'Advanced tuning', 'Dashboard']) {
     assert.equal(await page.getByRole('navigation').getByRole('link', { name: screen, exact: true }).count(), 1, screen);
   }
+  assert.deepEqual(errors, [], 'the page logged no errors');
   await context.close();
 });
 
 test('the hydrated Readiness panel refreshes on click', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { context, page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
   await hydrated(page);
   await page.locator('.readiness .verdict').waitFor();
@@ -54,12 +53,12 @@ test('the hydrated Readiness panel refreshes on click', async () => {
   await page.getByRole('navigation').getByRole('link', { name: 'Sources', exact: true }).click();
   await page.getByRole('heading', { name: 'Sources' }).waitFor();
   assert.equal(new URL(page.url()).pathname, '/sources');
+  assert.deepEqual(errors, [], 'the page logged no errors');
   await context.close();
 });
 
 test('a signed-in account that is not an admin finds the admin area unavailable', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { context, page, errors } = await openPage(browser, lore.baseUrl, ['403 /']);
   await signIn(page, lore.baseUrl, USER);
 
   const notice = page.locator('[data-code="admin_unavailable"]');
@@ -71,12 +70,12 @@ test('a signed-in account that is not an admin finds the admin area unavailable'
   const api = await context.request.get(`${lore.baseUrl}/admin/setup-state/`);
   assert.equal(api.status(), 403);
   assert.equal((await api.json()).error.code, 'admin_unavailable');
+  assert.deepEqual(errors, [], 'the page logged no errors');
   await context.close();
 });
 
 test('after sign-out the old cookie no longer works', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { context, page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
   await hydrated(page);
   const cookie = (await context.cookies()).find((c) => c.name === 'lore_session');
@@ -88,5 +87,6 @@ test('after sign-out the old cookie no longer works', async () => {
 
   const replay = await fetch(`${lore.baseUrl}/admin/setup-state/`, { headers: { cookie: `lore_session=${cookie.value}` } });
   assert.equal(replay.status, 401);
+  assert.deepEqual(errors, [], 'the page logged no errors');
   await context.close();
 });

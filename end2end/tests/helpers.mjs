@@ -96,3 +96,26 @@ export async function signIn(page, baseUrl, account) {
 export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
 }
+
+/**
+ * A fresh browser context and page that records what went wrong: uncaught
+ * exceptions and console errors (a hydration error is one), and failed
+ * responses from Lore other than those the test expects (`"403 /"`).
+ * `errors` must stay empty.
+ */
+export async function openPage(browser, baseUrl, expected = []) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  page.on('console', (message) => {
+    // The failed response itself is judged below, with its URL.
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(message.text());
+  });
+  page.on('response', (response) => {
+    const url = new URL(response.url());
+    const seen = `${response.status()} ${url.pathname}`;
+    if (response.status() >= 400 && url.origin === baseUrl && !expected.includes(seen)) errors.push(seen);
+  });
+  return { context, page, errors };
+}

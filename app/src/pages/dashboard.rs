@@ -35,12 +35,13 @@ fn Readiness() -> impl IntoView {
                     "Refresh"
                 </button>
             </div>
-            <Suspense fallback=|| view! { <p class="loading">"Checking readiness…"</p> }>
-                {move || state.get().map(|result| match result {
-                    Ok(state) => view! { <ReadinessView state/> }.into_any(),
-                    Err(message) => view! { <p class="error">{message}</p> }.into_any(),
-                })}
-            </Suspense>
+            // No Suspense: the data only ever loads in the browser, so server and
+            // hydrating client both render "Checking…" first, then the result.
+            {move || match state.get() {
+                None => view! { <p class="loading">"Checking readiness…"</p> }.into_any(),
+                Some(Ok(state)) => view! { <ReadinessView state/> }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+            }}
         </div>
     }
 }

@@ -20,7 +20,10 @@ pub fn SignIn() -> impl IntoView {
                 {move || options.get().map(|result| match result {
                     Ok(options) if options.oidc => {
                         let href = format!("/auth/oidc/start?return_to={}", urlencode(&next()));
-                        view! { <a class="button primary" href=href>"Sign in with your identity provider"</a> }
+                        view! {
+                            // rel=external: a full page load to the server, not a client-side route.
+                            <a class="button primary" href=href rel="external">"Sign in with your identity provider"</a>
+                        }
                             .into_any()
                     }
                     Ok(_) => view! {
