@@ -285,7 +285,7 @@ impl Default for SessionSettings {
 }
 
 fn default_token_minutes() -> u32 {
-    15
+    30
 }
 
 fn default_lifetime_hours() -> u32 {

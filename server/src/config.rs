@@ -80,6 +80,8 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
 }
 
 #[cfg(test)]
+// figment's Jail hands tests its own (large) error type.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
     use figment::Jail;

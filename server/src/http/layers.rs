@@ -8,6 +8,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::Router;
 use axum_extra::extract::cookie::CookieJar;
 use chrono::Utc;
 use engine::auth::{sessions, Viewer};
@@ -19,30 +20,24 @@ use super::auth::{clear_session_cookie, session_cookie, SESSION_COOKIE};
 use super::error::ApiError;
 use crate::AppState;
 
-/// Request logging. Only the path is logged, never the query string: sign-in
-/// links and OIDC callbacks carry secrets there.
-pub fn observability() -> TraceLayer<
-    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
-    impl Fn(&Request<Body>) -> Span + Clone,
-    (),
-    impl Fn(&Response, Duration, &Span) + Clone,
-    (),
-    (),
-    impl Fn(ServerErrorsFailureClass, Duration, &Span) + Clone,
-> {
-    TraceLayer::new_for_http()
-        .make_span_with(|request: &Request<Body>| {
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
-        })
-        .on_request(())
-        .on_response(|response: &Response, latency: Duration, _span: &Span| {
-            tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
-        })
-        .on_body_chunk(())
-        .on_eos(())
-        .on_failure(|class: ServerErrorsFailureClass, latency: Duration, _span: &Span| {
-            tracing::error!(%class, latency_ms = latency.as_millis() as u64, "failed");
-        })
+/// Adds request logging. Only the path is logged, never the query string:
+/// sign-in links and OIDC callbacks carry secrets there.
+pub fn observe<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    router.layer(
+        TraceLayer::new_for_http()
+            .make_span_with(|request: &Request<Body>| {
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+            })
+            .on_request(())
+            .on_response(|response: &Response, latency: Duration, _span: &Span| {
+                tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
+            })
+            .on_body_chunk(())
+            .on_eos(())
+            .on_failure(|class: ServerErrorsFailureClass, latency: Duration, _span: &Span| {
+                tracing::error!(%class, latency_ms = latency.as_millis() as u64, "failed");
+            }),
+    )
 }
 
 /// Finds the session behind the cookie and stores the [`Viewer`] on the

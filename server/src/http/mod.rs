@@ -22,9 +22,9 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/signout", post(auth::sign_out))
         .route("/admin/setup-state/", get(admin::setup_state));
 
-    api.merge(crate::console::routes(&state))
+    let app = api
+        .merge(crate::console::routes(&state))
         .layer(middleware::from_fn(layers::reject_cross_origin))
-        .layer(middleware::from_fn_with_state(state.clone(), layers::session))
-        .layer(layers::observability())
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), layers::session));
+    layers::observe(app).with_state(state)
 }

@@ -197,3 +197,25 @@ async fn a_tampered_session_cookie_is_refused_and_cleared() {
     let set_cookie = response.headers()["set-cookie"].to_str().unwrap();
     assert!(set_cookie.starts_with("lore_session=;") && set_cookie.contains("Max-Age=0"), "{set_cookie}");
 }
+
+#[tokio::test]
+async fn members_of_an_admin_group_are_admins() {
+    // Bob is not listed by email, but the provider puts him in group `staff`.
+    let app =
+        spawn_app_with(Options { oidc: true, admin_groups: vec!["staff".into()], ..Options::default() })
+            .await;
+    assert_eq!(app.sign_in_with_oidc("bob").await, 200);
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+}
+
+#[tokio::test]
+async fn server_functions_refuse_cross_origin_calls() {
+    let app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    let same = app.client.post(app.url("/api/viewer")).header("origin", &app.base_url).send().await.unwrap();
+    assert_eq!(same.status(), 200);
+    assert!(same.text().await.unwrap().contains("Bootstrap admin"));
+    let forged =
+        app.client.post(app.url("/api/viewer")).header("origin", "http://evil.example").send().await.unwrap();
+    assert_eq!(error_code(forged).await, (403, "cross_origin_rejected".into()));
+}

@@ -41,6 +41,8 @@ pub struct Options {
     pub database_url: Option<String>,
     /// Point `models.dir` at an empty directory instead of the real model files.
     pub without_models: bool,
+    /// `auth.admin_groups` (with `oidc`).
+    pub admin_groups: Vec<String>,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -66,6 +68,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         settings.auth.oidc.issuer = Some(provider.issuer.clone());
         settings.auth.oidc.client_id = Some("lore-test".into());
         settings.auth.admins = vec![ADMIN_EMAIL.to_owned()];
+        settings.auth.admin_groups = options.admin_groups;
         Some(provider)
     } else {
         None

@@ -1,6 +1,9 @@
 //! Integration tests of Lore over HTTP: one binary (quick to link), many tests.
 //! Each test spawns its own app on 127.0.0.1:0 with a fresh data directory.
 
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod auth;
 mod cli;
 mod health;
