@@ -16,6 +16,10 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 
+    /// The embedding model is missing, unloadable or failed.
+    #[error(transparent)]
+    Embedding(#[from] crate::embed::EmbedError),
+
     #[error("database error: {0}")]
     Database(#[from] sea_orm::DbErr),
 

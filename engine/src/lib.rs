@@ -7,6 +7,8 @@
 
 pub mod audit;
 pub mod auth;
+pub mod chunk;
+pub mod embed;
 pub mod error;
 pub mod readiness;
 pub mod secrets;
@@ -27,6 +29,8 @@ pub struct Lore {
     pub db: DatabaseConnection,
     pub(crate) keys: Arc<secrets::Keys>,
     pub(crate) oidc: Arc<auth::oidc::OidcClient>,
+    /// Loaded on first use (the weights take a moment and 90 MB).
+    embedder: Arc<tokio::sync::OnceCell<Arc<dyn embed::Embedder>>>,
 }
 
 impl Lore {
@@ -43,6 +47,39 @@ impl Lore {
         store::migrate(&db).await?;
         store::ensure_cluster(&db).await?;
         let oidc = auth::oidc::OidcClient::new(&settings)?;
-        Ok(Self { settings: Arc::new(settings), db, keys: Arc::new(keys), oidc: Arc::new(oidc) })
+        Ok(Self {
+            settings: Arc::new(settings),
+            db,
+            keys: Arc::new(keys),
+            oidc: Arc::new(oidc),
+            embedder: Arc::new(tokio::sync::OnceCell::new()),
+        })
+    }
+
+    /// The embedding model, loaded from local files on first use. It does not
+    /// fetch anything: [`embed::model_files::resolve`] does, at start-up.
+    pub async fn embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
+        let embedder = self
+            .embedder
+            .get_or_try_init(|| async {
+                let settings = self.settings.clone();
+                let found = embed::model_files::locate(&settings).ok_or_else(|| {
+                    embed::EmbedError::Model(format!(
+                        "the files of {} are not in {}",
+                        settings.models.embedding,
+                        embed::model_files::cache_dir(&settings, &settings.models.embedding).display()
+                    ))
+                })?;
+                let model = settings.models.embedding.clone();
+                let loaded = tokio::task::spawn_blocking(move || {
+                    embed::local::LocalEmbedder::load(&found.dir, &model, 1)
+                })
+                .await
+                .map_err(|err| Error::Internal(format!("loading the embedding model panicked: {err}")))??;
+                tracing::info!(model = %settings.models.embedding, "loaded the embedding model");
+                Ok::<_, Error>(Arc::new(loaded) as Arc<dyn embed::Embedder>)
+            })
+            .await?;
+        Ok(embedder.clone())
     }
 }

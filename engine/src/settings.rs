@@ -213,12 +213,20 @@ pub struct ModelSettings {
     /// The on-CPU embedding model (a Hugging Face repository name).
     #[serde(default = "default_embedding_model")]
     pub embedding: String,
+    /// Where model files are downloaded from when they are not on disk (a
+    /// Hugging Face compatible hub or mirror).
+    #[serde(default = "default_hub_url")]
+    pub hub_url: String,
 }
 
 impl Default for ModelSettings {
     fn default() -> Self {
-        Self { dir: None, embedding: default_embedding_model() }
+        Self { dir: None, embedding: default_embedding_model(), hub_url: default_hub_url() }
     }
+}
+
+fn default_hub_url() -> String {
+    "https://huggingface.co".to_owned()
 }
 
 fn default_embedding_model() -> String {

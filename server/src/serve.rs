@@ -40,6 +40,7 @@ pub async fn run_from_cli(mut settings: Settings) -> anyhow::Result<()> {
     let lore = Lore::open(settings).await.context("opening Lore")?;
     let base_url = lore.settings.base_url();
     tracing::info!(%bound, "Lore is listening");
+    fetch_model_files_if_missing(&lore);
 
     // Printed, not logged: the sign-in link is a secret meant for this terminal only.
     println!("Lore is running at {base_url}/");
@@ -58,6 +59,24 @@ pub async fn run_from_cli(mut settings: Settings) -> anyhow::Result<()> {
     serve(listener, lore, shutdown_signal()).await?;
     tracing::info!("Lore stopped");
     Ok(())
+}
+
+/// Fetches the embedding model's files in the background when they are not
+/// on disk; Readiness reports them missing until they arrive.
+fn fetch_model_files_if_missing(lore: &Lore) {
+    if engine::embed::model_files::locate(&lore.settings).is_some() {
+        return;
+    }
+    let settings = lore.settings.clone();
+    tokio::spawn(async move {
+        tracing::info!(model = %settings.models.embedding, "fetching the embedding model's files");
+        match engine::embed::model_files::resolve(&settings).await {
+            Ok(found) => {
+                tracing::info!(dir = %found.dir.display(), origin = ?found.origin, "the embedding model is ready")
+            }
+            Err(err) => tracing::warn!(error = %err, "the embedding model could not be fetched"),
+        }
+    });
 }
 
 pub async fn migrate_from_cli(settings: Settings, json: bool) -> anyhow::Result<()> {

@@ -63,6 +63,11 @@ impl ApiError {
                 "configuration_invalid",
                 "Lore's configuration is invalid.".into(),
             ),
+            ApiError::Engine(E::Embedding(_)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "embedding_unavailable",
+                "The embedding model is not available.".into(),
+            ),
             ApiError::Engine(E::Database(_) | E::Io { .. } | E::Internal(_)) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal", "Something went wrong on our side.".into())
             }

@@ -1,0 +1,159 @@
+//! Chunking: documents → sections (each with its heading path) → chunks that
+//! fit the embedding model's window, measured in the model's own tokens, with
+//! overlap between neighbours so that a sentence cut at a boundary is still
+//! whole in one of them.
+
+use serde::{Deserialize, Serialize};
+use text_splitter::{ChunkConfig, ChunkSizer, TextSplitter};
+
+use crate::embed::Embedder;
+
+/// Chunk size and overlap, in tokens of the embedding model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkingParams {
+    pub max_tokens: usize,
+    pub overlap_tokens: usize,
+}
+
+impl Default for ChunkingParams {
+    /// Fits all-MiniLM-L6-v2's 256-token window with room for a heading and
+    /// the two special tokens.
+    fn default() -> Self {
+        Self { max_tokens: 200, overlap_tokens: 40 }
+    }
+}
+
+impl ChunkingParams {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_tokens < 16 {
+            return Err("chunk size must be at least 16 tokens".into());
+        }
+        if self.overlap_tokens >= self.max_tokens {
+            return Err("chunk overlap must be smaller than the chunk size".into());
+        }
+        Ok(())
+    }
+}
+
+/// A stretch of a document under one heading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// The heading path, outermost first, joined with " › " (`None` before the first heading).
+    pub heading: Option<String>,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub heading: Option<String>,
+    /// The chunk's own text.
+    pub text: String,
+    /// What is embedded: the heading, a blank line, the text.
+    pub embed_text: String,
+    /// 0-based position within the document.
+    pub position: usize,
+}
+
+/// Splits Markdown into sections at ATX headings (`#` … `######`), keeping the
+/// path of enclosing headings. Headings inside fenced code blocks are text.
+pub fn markdown_sections(markdown: &str) -> Vec<Section> {
+    let mut sections = Vec::new();
+    let mut path: Vec<(usize, String)> = Vec::new();
+    let mut current = String::new();
+    let mut in_fence = false;
+    let flush = |path: &[(usize, String)], text: &mut String, sections: &mut Vec<Section>| {
+        let body = text.trim();
+        if !body.is_empty() {
+            let heading = (!path.is_empty())
+                .then(|| path.iter().map(|(_, title)| title.as_str()).collect::<Vec<_>>().join(" › "));
+            sections.push(Section { heading, text: body.to_owned() });
+        }
+        text.clear();
+    };
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        let level = trimmed.chars().take_while(|&c| c == '#').count();
+        let is_heading = !in_fence
+            && (1..=6).contains(&level)
+            && trimmed[level..].starts_with(' ')
+            && !trimmed[level..].trim().is_empty();
+        if is_heading {
+            flush(&path, &mut current, &mut sections);
+            let title = trimmed[level..].trim().trim_end_matches('#').trim().to_owned();
+            path.retain(|(outer, _)| *outer < level);
+            path.push((level, title));
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    flush(&path, &mut current, &mut sections);
+    sections
+}
+
+/// Measures text in the embedding model's tokens.
+struct ModelTokens<'a>(&'a dyn Embedder);
+
+impl ChunkSizer for ModelTokens<'_> {
+    fn size(&self, chunk: &str) -> usize {
+        self.0.count_tokens(chunk)
+    }
+}
+
+/// Chunks sections so that each chunk's `embed_text` fits the model's window.
+pub fn chunk_sections(sections: &[Section], params: ChunkingParams, embedder: &dyn Embedder) -> Vec<Chunk> {
+    // [CLS] and [SEP] take two places in the window.
+    let window = embedder.max_tokens().saturating_sub(2);
+    let mut chunks = Vec::new();
+    for section in sections {
+        let heading_tokens = section.heading.as_deref().map_or(0, |h| embedder.count_tokens(h) + 1);
+        let capacity = params.max_tokens.min(window.saturating_sub(heading_tokens)).max(8);
+        let overlap = params.overlap_tokens.min(capacity / 2);
+        let config = match ChunkConfig::new(capacity).with_sizer(ModelTokens(embedder)).with_overlap(overlap)
+        {
+            Ok(config) => config,
+            // Unreachable: overlap is at most half the capacity.
+            Err(_) => ChunkConfig::new(capacity).with_sizer(ModelTokens(embedder)),
+        };
+        for text in TextSplitter::new(config).chunks(&section.text) {
+            let embed_text = match &section.heading {
+                Some(heading) => format!("{heading}\n\n{text}"),
+                None => text.to_owned(),
+            };
+            chunks.push(Chunk {
+                heading: section.heading.clone(),
+                text: text.to_owned(),
+                embed_text,
+                position: chunks.len(),
+            });
+        }
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_sections_keep_their_heading_path() {
+        let doc = "Intro line.\n\n# Guide\n\nGuide text.\n\n## Install\n\nRun it.\n\n```sh\n# not a heading\n```\n\n## Configure\n\nSet it.\n\n# Reference\n\nAll of it.\n";
+        let sections = markdown_sections(doc);
+        let headings: Vec<Option<&str>> = sections.iter().map(|s| s.heading.as_deref()).collect();
+        assert_eq!(
+            headings,
+            [None, Some("Guide"), Some("Guide › Install"), Some("Guide › Configure"), Some("Reference")]
+        );
+        assert!(sections[2].text.contains("# not a heading"));
+    }
+
+    #[test]
+    fn chunking_parameters_are_validated() {
+        assert!(ChunkingParams::default().validate().is_ok());
+        assert!(ChunkingParams { max_tokens: 100, overlap_tokens: 100 }.validate().is_err());
+        assert!(ChunkingParams { max_tokens: 4, overlap_tokens: 0 }.validate().is_err());
+    }
+}
