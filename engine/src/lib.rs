@@ -10,6 +10,7 @@ pub mod auth;
 pub mod chunk;
 pub mod embed;
 pub mod error;
+pub mod extract;
 pub mod readiness;
 pub mod secrets;
 pub mod settings;
