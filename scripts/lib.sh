@@ -69,6 +69,15 @@ ensure_chromium() {
   fi
 }
 
+# LanceDB's crates generate code with protoc at build time.
+ensure_protoc() {
+  if ! command -v protoc >/dev/null 2>&1; then
+    step "Installing protoc (needed to build LanceDB)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null
+  fi
+}
+
 ensure_postgres() {
   if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
     step "Starting the local PostgreSQL server"

@@ -39,6 +39,11 @@ pub async fn pending_migrations(db: &DatabaseConnection) -> Result<Vec<String>> 
 
 /// Creates the cluster row on first start; leaves an existing one untouched.
 pub async fn ensure_cluster(db: &DatabaseConnection) -> Result<cluster_state::Model> {
+    ensure_cluster_in(db).await
+}
+
+/// [`ensure_cluster`] on any connection, a transaction included.
+pub async fn ensure_cluster_in(db: &impl sea_orm::ConnectionTrait) -> Result<cluster_state::Model> {
     if let Some(existing) = cluster_state::Entity::find_by_id(cluster_state::SINGLETON_ID).one(db).await? {
         return Ok(existing);
     }

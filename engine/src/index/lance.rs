@@ -1,0 +1,294 @@
+//! [`ChunkStore`] on LanceDB: one `chunks` table with a full-text index on
+//! `text`. A document is replaced with one `merge_insert` (update matching
+//! ids, insert new ones, delete the document's leftovers), which LanceDB
+//! commits as a single version.
+
+use std::sync::Arc;
+
+use arrow_array::types::Float32Type;
+use arrow_array::{
+    Array, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator, RecordBatchReader,
+    StringArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use lancedb::index::vector::IvfPqIndexBuilder;
+use lancedb::index::Index;
+use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::table::OptimizeAction;
+use lancedb::{DistanceType, Table};
+
+use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError};
+
+const TABLE: &str = "chunks";
+
+/// From this many rows on, `optimize` builds a vector index (IVF_PQ, cosine);
+/// below it a flat scan is fast enough. Where the line lies was measured with
+/// `lore bench index` (README, Measurements).
+pub const VECTOR_INDEX_MIN_ROWS: usize = 50_000;
+
+/// IVF partitions searched per query, and how many candidates per result are
+/// re-ranked with exact distances: recall close to a flat scan.
+const NPROBES: usize = 20;
+const REFINE_FACTOR: u32 = 10;
+
+pub struct LanceChunkStore {
+    table: Table,
+    schema: SchemaRef,
+    dimensions: usize,
+}
+
+fn store_error(err: impl std::fmt::Display) -> IndexError {
+    IndexError::Store(err.to_string())
+}
+
+fn schema(dimensions: usize) -> SchemaRef {
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("source_id", DataType::Utf8, false),
+        Field::new("document_id", DataType::Utf8, false),
+        Field::new("title", DataType::Utf8, false),
+        Field::new("url", DataType::Utf8, true),
+        Field::new("heading", DataType::Utf8, true),
+        Field::new("position", DataType::UInt32, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new("content_hash", DataType::Utf8, false),
+        Field::new("vector", DataType::FixedSizeList(item, dimensions as i32), false),
+    ]))
+}
+
+impl LanceChunkStore {
+    /// Opens (or creates, with its full-text index) the `chunks` table at `uri`.
+    pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
+        let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+        let schema = schema(dimensions);
+        let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|name| name == TABLE);
+        let table = if exists {
+            db.open_table(TABLE).execute().await.map_err(store_error)?
+        } else {
+            let table = db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?;
+            table
+                .create_index(&["text"], Index::FTS(FtsIndexBuilder::default()))
+                .execute()
+                .await
+                .map_err(store_error)?;
+            table
+        };
+        let stored = table.schema().await.map_err(store_error)?;
+        if let Ok(field) = stored.field_with_name("vector") {
+            if let DataType::FixedSizeList(_, size) = field.data_type() {
+                if *size as usize != dimensions {
+                    return Err(IndexError::Dimensions { expected: *size as usize, got: dimensions });
+                }
+            }
+        }
+        Ok(Self { table, schema, dimensions })
+    }
+
+    fn batch(&self, rows: &[ChunkRow]) -> Result<RecordBatch, IndexError> {
+        if let Some(row) = rows.iter().find(|row| row.vector.len() != self.dimensions) {
+            return Err(IndexError::Dimensions { expected: self.dimensions, got: row.vector.len() });
+        }
+        let strings = |f: fn(&ChunkRow) -> &str| Arc::new(StringArray::from_iter_values(rows.iter().map(f)));
+        let optional =
+            |f: fn(&ChunkRow) -> Option<&str>| Arc::new(rows.iter().map(f).collect::<StringArray>());
+        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            rows.iter().map(|row| Some(row.vector.iter().copied().map(Some).collect::<Vec<_>>())),
+            self.dimensions as i32,
+        );
+        RecordBatch::try_new(
+            self.schema.clone(),
+            vec![
+                strings(|r| &r.id),
+                strings(|r| &r.source_id),
+                strings(|r| &r.document_id),
+                strings(|r| &r.title),
+                optional(|r| r.url.as_deref()),
+                optional(|r| r.heading.as_deref()),
+                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.position))),
+                strings(|r| &r.text),
+                strings(|r| &r.content_hash),
+                Arc::new(vectors),
+            ],
+        )
+        .map_err(store_error)
+    }
+
+    /// Appends rows without replacing anything (bulk loads, benchmarks).
+    pub async fn append(&self, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        let batch = self.batch(&rows)?;
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
+        self.table.add(reader).execute().await.map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Builds (or rebuilds) the vector index.
+    pub async fn build_vector_index(&self) -> Result<(), IndexError> {
+        let builder = IvfPqIndexBuilder::default().distance_type(DistanceType::Cosine);
+        self.table
+            .create_index(&["vector"], Index::IvfPq(builder))
+            .replace(true)
+            .execute()
+            .await
+            .map_err(store_error)
+    }
+
+    async fn has_vector_index(&self) -> Result<bool, IndexError> {
+        let indices = self.table.list_indices().await.map_err(store_error)?;
+        Ok(indices.iter().any(|index| index.columns.iter().any(|c| c == "vector")))
+    }
+
+    async fn collect(
+        &self,
+        stream: lancedb::arrow::SendableRecordBatchStream,
+        score: &str,
+    ) -> Result<Vec<Hit>, IndexError> {
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
+        let mut hits = Vec::new();
+        for batch in &batches {
+            hits.extend(rows_of(batch, score)?);
+        }
+        Ok(hits)
+    }
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
+    batch
+        .column_by_name(name)
+        .and_then(|column| column.as_any().downcast_ref::<T>())
+        .ok_or_else(|| IndexError::Store(format!("the result has no usable column {name}")))
+}
+
+/// Reads hits out of a result batch; `score` names the score column
+/// (`_distance` for vectors, turned into a similarity; `_score` for text).
+fn rows_of(batch: &RecordBatch, score: &str) -> Result<Vec<Hit>, IndexError> {
+    let text = |name| column::<StringArray>(batch, name);
+    let (id, source, document, title, url, heading, body, hash) = (
+        text("id")?,
+        text("source_id")?,
+        text("document_id")?,
+        text("title")?,
+        text("url")?,
+        text("heading")?,
+        text("text")?,
+        text("content_hash")?,
+    );
+    let position = column::<UInt32Array>(batch, "position")?;
+    let vectors = column::<FixedSizeListArray>(batch, "vector")?;
+    let scores = column::<Float32Array>(batch, score)?;
+    let optional = |array: &StringArray, i: usize| (!array.is_null(i)).then(|| array.value(i).to_owned());
+    (0..batch.num_rows())
+        .map(|i| {
+            let vector = vectors.value(i);
+            let vector = vector
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(|| IndexError::Store("vectors are not f32".into()))?
+                .values()
+                .to_vec();
+            let raw = scores.value(i);
+            Ok(Hit {
+                score: if score == "_distance" { 1.0 - raw } else { raw },
+                chunk: ChunkRow {
+                    id: id.value(i).to_owned(),
+                    source_id: source.value(i).to_owned(),
+                    document_id: document.value(i).to_owned(),
+                    title: title.value(i).to_owned(),
+                    url: optional(url, i),
+                    heading: optional(heading, i),
+                    position: position.value(i),
+                    text: body.value(i).to_owned(),
+                    content_hash: hash.value(i).to_owned(),
+                    vector,
+                },
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl ChunkStore for LanceChunkStore {
+    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        let batch = self.batch(&rows)?;
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
+        let mut merge = self.table.merge_insert(&["id"]);
+        merge
+            .when_matched_update_all(None)
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(Some(format!("document_id = {}", quote(document_id))));
+        merge.execute(reader).await.map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {
+        self.table.delete(format!("source_id = {}", quote(source_id)).as_str()).await.map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn vector_search(
+        &self,
+        vector: &[f32],
+        sources: &[String],
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        if sources.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let stream = self
+            .table
+            .query()
+            .nearest_to(vector)
+            .map_err(store_error)?
+            .distance_type(DistanceType::Cosine)
+            .refine_factor(REFINE_FACTOR)
+            .nprobes(NPROBES)
+            .map_err(store_error)?
+            .only_if(sources_filter(sources))
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(store_error)?;
+        self.collect(stream, "_distance").await
+    }
+
+    async fn text_search(
+        &self,
+        query: &str,
+        sources: &[String],
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        if sources.is_empty() || limit == 0 || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let stream = self
+            .table
+            .query()
+            .full_text_search(FullTextSearchQuery::new(query.to_owned()))
+            .only_if(sources_filter(sources))
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(store_error)?;
+        self.collect(stream, "_score").await
+    }
+
+    async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError> {
+        self.table
+            .count_rows(source_id.map(|s| format!("source_id = {}", quote(s))))
+            .await
+            .map_err(store_error)
+    }
+
+    async fn optimize(&self) -> Result<(), IndexError> {
+        self.table.optimize(OptimizeAction::All).await.map_err(store_error)?;
+        if self.count(None).await? >= VECTOR_INDEX_MIN_ROWS && !self.has_vector_index().await? {
+            self.build_vector_index().await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! The chunk index: every chunk's text, vector and provenance, searchable by
+//! vector similarity and by full text. [`ChunkStore`] is the storage concern;
+//! [`lance::LanceChunkStore`] keeps it in LanceDB (an embedded directory by
+//! default, object storage when scaled out).
+
+pub mod lance;
+
+use async_trait::async_trait;
+
+/// One chunk as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkRow {
+    /// `{document_id}:{position}`: stable, so re-indexing a document replaces its rows.
+    pub id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub heading: Option<String>,
+    pub position: u32,
+    pub text: String,
+    /// SHA-256 of what was embedded; the semantic cache checks citations against it.
+    pub content_hash: String,
+    pub vector: Vec<f32>,
+}
+
+/// A chunk found by one search mode, with that mode's raw score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub chunk: ChunkRow,
+    /// Vector mode: cosine similarity. Text mode: BM25 score.
+    pub score: f32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("the vector store failed: {0}")]
+    Store(String),
+    #[error("a vector has {got} dimensions, the index holds {expected}")]
+    Dimensions { expected: usize, got: usize },
+}
+
+#[async_trait]
+pub trait ChunkStore: Send + Sync {
+    /// Replaces all chunks of `document_id` with `rows` in one commit: readers
+    /// see the old chunks or the new ones, never a mix. Empty `rows` deletes.
+    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError>;
+    /// Deletes every chunk of a source.
+    async fn delete_source(&self, source_id: &str) -> Result<(), IndexError>;
+    /// The `limit` nearest chunks to `vector` among `sources`.
+    async fn vector_search(
+        &self,
+        vector: &[f32],
+        sources: &[String],
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError>;
+    /// The `limit` best full-text matches for `query` among `sources`.
+    async fn text_search(
+        &self,
+        query: &str,
+        sources: &[String],
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError>;
+    /// How many chunks are stored (of `source_id`, when given).
+    async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError>;
+    /// Folds recent writes into the indexes (after an indexing run).
+    async fn optimize(&self) -> Result<(), IndexError>;
+}
+
+/// A SQL string literal for LanceDB filters.
+pub(crate) fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+/// `source_id IN (...)`.
+pub(crate) fn sources_filter(sources: &[String]) -> String {
+    let list: Vec<String> = sources.iter().map(|s| quote(s)).collect();
+    format!("source_id IN ({})", list.join(", "))
+}

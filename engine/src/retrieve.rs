@@ -1,0 +1,131 @@
+//! Hybrid retrieval: vector and full-text search over the enabled sources,
+//! fused into one score, cut off, top k. Each result keeps the score it got in
+//! each mode, for the trace and the Playground's corpus diagnostic.
+//!
+//! Fusion is a weighted sum of comparable scores, so that the cutoff means the
+//! same thing whatever the query: the cosine similarity to the query (computed
+//! for text-only hits too, from their stored vectors) and the BM25 score
+//! divided by the best BM25 score among the candidates (0 when the chunk was
+//! not a text match).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::{cosine, EmbedError, Embedder};
+use crate::index::{ChunkRow, ChunkStore, IndexError};
+
+/// Answer-time retrieval settings (a ProfileVersion carries its own copy).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalSettings {
+    pub top_k: usize,
+    /// Results whose fused score is below this are dropped.
+    pub score_cutoff: f32,
+    pub vector_weight: f32,
+    pub text_weight: f32,
+}
+
+impl Default for RetrievalSettings {
+    fn default() -> Self {
+        Self { top_k: 5, score_cutoff: 0.3, vector_weight: 0.7, text_weight: 0.3 }
+    }
+}
+
+/// How many candidates each mode contributes per result wanted.
+const CANDIDATES_PER_RESULT: usize = 4;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Retrieved {
+    pub chunk: ChunkRow,
+    /// The fused score the cutoff and the order use.
+    pub score: f32,
+    /// Cosine similarity of the chunk to the query.
+    pub vector_score: f32,
+    /// Raw BM25 score, when the chunk matched the text search.
+    pub text_score: Option<f32>,
+    /// 1-based rank in each mode's candidate list.
+    pub vector_rank: Option<usize>,
+    pub text_rank: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Retrieval {
+    pub results: Vec<Retrieved>,
+    /// Candidates considered (both modes, deduplicated).
+    pub candidates: usize,
+    /// Candidates dropped by the cutoff.
+    pub below_cutoff: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// Retrieves for `query` among `sources` (the enabled ones).
+pub async fn hybrid(
+    store: &dyn ChunkStore,
+    embedder: &dyn Embedder,
+    query: &str,
+    sources: &[String],
+    settings: &RetrievalSettings,
+) -> Result<Retrieval, RetrieveError> {
+    if sources.is_empty() || settings.top_k == 0 {
+        return Ok(Retrieval::default());
+    }
+    let query_vector = embedder.embed(&[query.to_owned()]).await?.into_iter().next().unwrap_or_default();
+    let limit = settings.top_k * CANDIDATES_PER_RESULT;
+    let (by_vector, by_text) = tokio::join!(
+        store.vector_search(&query_vector, sources, limit),
+        store.text_search(query, sources, limit)
+    );
+    let (by_vector, by_text) = (by_vector?, by_text?);
+
+    let best_text = by_text.iter().map(|hit| hit.score).fold(0.0f32, f32::max);
+    let mut merged: HashMap<String, Retrieved> = HashMap::new();
+    for (rank, hit) in by_vector.into_iter().enumerate() {
+        merged.insert(
+            hit.chunk.id.clone(),
+            Retrieved {
+                vector_score: hit.score,
+                chunk: hit.chunk,
+                score: 0.0,
+                text_score: None,
+                vector_rank: Some(rank + 1),
+                text_rank: None,
+            },
+        );
+    }
+    for (rank, hit) in by_text.into_iter().enumerate() {
+        let entry = merged.entry(hit.chunk.id.clone()).or_insert_with(|| Retrieved {
+            vector_score: cosine(&query_vector, &hit.chunk.vector),
+            chunk: hit.chunk,
+            score: 0.0,
+            text_score: None,
+            vector_rank: None,
+            text_rank: None,
+        });
+        entry.text_score = Some(hit.score);
+        entry.text_rank = Some(rank + 1);
+    }
+
+    let candidates = merged.len();
+    let mut results: Vec<Retrieved> = merged
+        .into_values()
+        .map(|mut r| {
+            let text = match (r.text_score, best_text > 0.0) {
+                (Some(score), true) => score / best_text,
+                _ => 0.0,
+            };
+            r.score = settings.vector_weight * r.vector_score + settings.text_weight * text;
+            r
+        })
+        .collect();
+    results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.chunk.id.cmp(&b.chunk.id)));
+    let kept = results.iter().filter(|r| r.score >= settings.score_cutoff).count();
+    results.truncate(kept.min(settings.top_k));
+    Ok(Retrieval { results, candidates, below_cutoff: candidates - kept })
+}

@@ -1,0 +1,148 @@
+//! The chunk index and hybrid retrieval against real components: LanceDB in a
+//! temporary directory and the real all-MiniLM-L6-v2 embedder.
+
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+
+use engine::chunk::{chunk_sections, ChunkingParams};
+use engine::embed::local::LocalEmbedder;
+use engine::embed::Embedder;
+use engine::extract::{extract, Format};
+use engine::index::lance::LanceChunkStore;
+use engine::index::{ChunkRow, ChunkStore};
+use engine::retrieve::{hybrid, RetrievalSettings};
+
+fn embedder() -> LocalEmbedder {
+    let root = std::env::var_os("LORE_TEST_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lore/models"));
+    LocalEmbedder::load(&root.join("all-MiniLM-L6-v2"), "sentence-transformers/all-MiniLM-L6-v2", 1).unwrap()
+}
+
+const PASSWORD: &str = "# Account\n\n## Reset your password\n\nOpen Settings, choose Security, then Reset password. We email you a link that works for one hour.\n\n## Two-factor authentication\n\nTurn on two-factor authentication under Security to protect your account with a code from your phone.\n";
+const BILLING: &str = "# Billing\n\n## Invoices\n\nInvoices are issued on the first day of each month and can be downloaded as PDF from the Billing page.\n\n## Refunds\n\nAnnual plans can be refunded within 30 days of purchase.\n";
+const DEPLOY: &str = "# Deploying\n\n## Docker\n\nRun the container with the data directory mounted as a volume, and expose port 3000.\n";
+
+/// Extracts, chunks and embeds a Markdown document into rows.
+async fn rows(embedder: &LocalEmbedder, source: &str, document: &str, markdown: &str) -> Vec<ChunkRow> {
+    let extracted = extract(Format::Markdown, markdown.as_bytes(), document).unwrap();
+    let chunks = chunk_sections(&extracted.sections, ChunkingParams::default(), embedder);
+    let vectors =
+        embedder.embed(&chunks.iter().map(|c| c.embed_text.clone()).collect::<Vec<_>>()).await.unwrap();
+    chunks
+        .into_iter()
+        .zip(vectors)
+        .map(|(chunk, vector)| ChunkRow {
+            id: format!("{document}:{}", chunk.position),
+            source_id: source.into(),
+            document_id: document.into(),
+            title: extracted.title.clone().unwrap_or_default(),
+            url: Some(format!("https://docs.example.test/{document}")),
+            heading: chunk.heading,
+            position: chunk.position as u32,
+            text: chunk.text,
+            content_hash: format!("hash-of-{document}-{}", chunk.position),
+            vector,
+        })
+        .collect()
+}
+
+async fn corpus() -> (LanceChunkStore, LocalEmbedder, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = embedder();
+    let store = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    for (source, document, text) in
+        [("help", "account", PASSWORD), ("help", "billing", BILLING), ("ops", "deploy", DEPLOY)]
+    {
+        store.replace_document(document, rows(&embedder, source, document, text).await).await.unwrap();
+    }
+    (store, embedder, dir)
+}
+
+fn all_sources() -> Vec<String> {
+    vec!["help".into(), "ops".into()]
+}
+
+#[tokio::test]
+async fn a_question_finds_the_passage_that_answers_it() {
+    let (store, embedder, _dir) = corpus().await;
+    let retrieval = hybrid(
+        &store,
+        &embedder,
+        "How can I change my password?",
+        &all_sources(),
+        &RetrievalSettings::default(),
+    )
+    .await
+    .unwrap();
+    let best = &retrieval.results[0];
+    assert_eq!(best.chunk.document_id, "account");
+    assert_eq!(best.chunk.heading.as_deref(), Some("Account › Reset your password"));
+    assert!(best.vector_score > 0.4, "{best:?}");
+    assert!(best.text_score.is_some(), "\"password\" is also a text match");
+    assert!(best.vector_rank.is_some() && best.text_rank.is_some());
+    assert!(retrieval.results.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[tokio::test]
+async fn nothing_passes_the_cutoff_for_an_unrelated_question() {
+    let (store, embedder, _dir) = corpus().await;
+    let retrieval = hybrid(
+        &store,
+        &embedder,
+        "What is the boiling point of mercury?",
+        &all_sources(),
+        &RetrievalSettings::default(),
+    )
+    .await
+    .unwrap();
+    assert!(retrieval.results.is_empty(), "{:?}", retrieval.results);
+    assert!(retrieval.candidates > 0 && retrieval.below_cutoff == retrieval.candidates);
+}
+
+#[tokio::test]
+async fn only_the_given_sources_are_searched() {
+    let (store, embedder, _dir) = corpus().await;
+    let settings = RetrievalSettings { score_cutoff: 0.0, ..RetrievalSettings::default() };
+    let only_ops = hybrid(&store, &embedder, "reset password", &["ops".to_owned()], &settings).await.unwrap();
+    assert!(only_ops.results.iter().all(|r| r.chunk.source_id == "ops"));
+    let none = hybrid(&store, &embedder, "reset password", &[], &settings).await.unwrap();
+    assert!(none.results.is_empty());
+}
+
+#[tokio::test]
+async fn replacing_a_document_swaps_all_its_chunks_at_once() {
+    let (store, embedder, _dir) = corpus().await;
+    let before = store.count(Some("help")).await.unwrap();
+    let account_before = rows(&embedder, "help", "account", PASSWORD).await.len();
+
+    let shorter = "# Account\n\nPasswords are managed by your identity provider.\n";
+    let new_rows = rows(&embedder, "help", "account", shorter).await;
+    assert_eq!(new_rows.len(), 1);
+    store.replace_document("account", new_rows).await.unwrap();
+    assert_eq!(store.count(Some("help")).await.unwrap(), before - account_before + 1);
+    assert_eq!(store.count(Some("ops")).await.unwrap(), 1, "other documents untouched");
+
+    let settings = RetrievalSettings { score_cutoff: 0.0, top_k: 20, ..RetrievalSettings::default() };
+    let found = hybrid(&store, &embedder, "password", &all_sources(), &settings).await.unwrap();
+    let account: Vec<_> = found.results.iter().filter(|r| r.chunk.document_id == "account").collect();
+    assert_eq!(account.len(), 1);
+    assert!(account[0].chunk.text.contains("identity provider"));
+
+    store.replace_document("account", Vec::new()).await.unwrap();
+    assert_eq!(store.count(Some("help")).await.unwrap(), before - account_before);
+}
+
+#[tokio::test]
+async fn deleting_a_source_removes_its_chunks_and_the_index_reopens() {
+    let (store, _embedder, dir) = corpus().await;
+    store.delete_source("help").await.unwrap();
+    store.optimize().await.unwrap();
+    assert_eq!(store.count(Some("help")).await.unwrap(), 0);
+    drop(store);
+    let reopened = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    assert_eq!(reopened.count(None).await.unwrap(), 1);
+    assert!(LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 768).await.is_err());
+}
