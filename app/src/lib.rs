@@ -3,9 +3,11 @@
 //!
 //! - [`wire`]: the JSON shapes that cross the wire, shared by both sides.
 //! - [`api`]: `#[server]` functions; under `ssr` each calls one engine function.
+//! - [`client`]: the browser's calls to the JSON endpoints (admin API).
 //! - [`pages`]: one module per console screen.
 
 pub mod api;
+pub mod client;
 pub mod pages;
 pub mod wire;
 

@@ -39,6 +39,119 @@ pub struct SignInOptions {
     pub oidc: bool,
 }
 
+/// A knowledge source (`GET /admin/sources/`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceView {
+    pub id: String,
+    pub name: String,
+    /// `upload` or `website`.
+    pub kind: String,
+    pub enabled: bool,
+    /// `empty`, `queued`, `indexing`, `ready` or `failed`.
+    pub status: String,
+    /// Kind-specific configuration (a website's start URL, patterns, limits).
+    pub config: serde_json::Value,
+    /// `static`, `low`, `medium` or `high`.
+    pub volatility: String,
+    pub document_count: i64,
+    pub chunk_count: i64,
+    pub last_error: Option<String>,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub last_synced_at: Option<String>,
+    pub next_sync_at: Option<String>,
+    /// Within its volatility's re-sync interval (`None`: never synced).
+    pub fresh: Option<bool>,
+    /// The latest indexing run, with its live progress.
+    pub latest_job: Option<JobView>,
+}
+
+/// One indexing run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: String,
+    pub source_id: Option<String>,
+    pub full: bool,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub trigger: String,
+    pub progress: ProgressView,
+    pub errors: Vec<DocumentErrorView>,
+    pub message: Option<String>,
+    /// More than 1: resumed after a restart.
+    pub attempts: i64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgressView {
+    pub discovered: u64,
+    pub fetched: u64,
+    pub extracted: u64,
+    pub chunked: u64,
+    pub embedded: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    pub duplicates: u64,
+    pub skipped: u64,
+    pub removed: u64,
+    pub done: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentErrorView {
+    pub uri: String,
+    pub error: String,
+}
+
+/// A document of a source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentView {
+    pub id: String,
+    pub uri: String,
+    pub title: String,
+    pub url: Option<String>,
+    /// `pending`, `indexed` or `failed`.
+    pub status: String,
+    pub chunk_count: i64,
+    pub error: Option<String>,
+    pub indexed_at: Option<String>,
+}
+
+/// `POST /admin/sources/{id}/files`: the stored file and the run indexing it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UploadReceipt {
+    pub document: DocumentView,
+    pub job: JobView,
+}
+
+/// `POST /admin/search`: hybrid retrieval with each mode's raw score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub results: Vec<SearchHit>,
+    pub candidates: usize,
+    pub below_cutoff: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub heading: Option<String>,
+    pub text: String,
+    /// The fused score that orders results and meets the cutoff.
+    pub score: f32,
+    /// Cosine similarity to the query.
+    pub vector_score: f32,
+    /// Raw BM25 score (absent: not a full-text match).
+    pub text_score: Option<f32>,
+}
+
 /// The error body of every JSON endpoint:
 /// `{"error": {"code": "...", "message": "...", "details": {...}}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -33,8 +33,11 @@ async function waitFor(url, timeoutMs) {
   }
 }
 
-/** Lore with an identity provider; ADMIN is an authorized admin, USER is not. */
-export async function startLore() {
+/**
+ * Lore with an identity provider; ADMIN is an authorized admin, USER is not.
+ * `extraEnv` adds settings (`LORE_INGEST__ALLOW_PRIVATE_ADDRESSES`, ...).
+ */
+export async function startLore(extraEnv = {}) {
   const bin = process.env.LORE_BIN;
   if (!bin) throw new Error('LORE_BIN must name the built `lore` binary (scripts/test sets it)');
   const port = await freePort();
@@ -48,6 +51,7 @@ export async function startLore() {
     LORE_AUTH__OIDC__ISSUER: op.issuer,
     LORE_AUTH__OIDC__CLIENT_ID: CLIENT_ID,
     LORE_AUTH__ADMINS: ADMIN.email,
+    ...extraEnv,
   };
   if (process.env.LORE_TEST_MODELS_DIR) env.LORE_MODELS__DIR = process.env.LORE_TEST_MODELS_DIR;
   const lore = spawn(bin, ['serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

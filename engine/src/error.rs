@@ -20,6 +20,18 @@ pub enum Error {
     #[error(transparent)]
     Embedding(#[from] crate::embed::EmbedError),
 
+    /// Sources, uploads, crawls, indexing jobs and their settings.
+    #[error(transparent)]
+    Ingest(#[from] crate::ingest::IngestError),
+
+    /// A request the caller must fix (the message says how).
+    #[error("{0}")]
+    InvalidInput(String),
+
+    /// Retrieval refuses until a full reindex re-stamps the corpus fingerprint.
+    #[error("retrieval is failing closed: {0}")]
+    RetrievalFailingClosed(String),
+
     #[error("database error: {0}")]
     Database(#[from] sea_orm::DbErr),
 

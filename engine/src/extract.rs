@@ -1,6 +1,8 @@
 //! Extraction: the bytes of a file or a fetched page → title, canonical URL,
 //! and sections of text under their heading paths, ready for chunking.
 //!
+//! PDF text comes out page by page (each page a section headed "Page N").
+//!
 //! HTML keeps the page's main content: `<main>`, else `<article>`, else
 //! `[role=main]`, else `<body>`, with navigation, headers, footers, asides,
 //! scripts, styles and forms dropped wherever they sit.
@@ -15,6 +17,7 @@ pub enum Format {
     Markdown,
     PlainText,
     Html,
+    Pdf,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -46,6 +49,7 @@ pub fn detect(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Resu
         Some("md" | "markdown" | "mdx") => return Ok(Format::Markdown),
         Some("txt" | "text") => return Ok(Format::PlainText),
         Some("html" | "htm" | "xhtml") => return Ok(Format::Html),
+        Some("pdf") => return Ok(Format::Pdf),
         _ => {}
     }
     let mime = content_type.map(|ct| ct.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
@@ -53,12 +57,18 @@ pub fn detect(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Resu
         Some("text/markdown" | "text/x-markdown") => return Ok(Format::Markdown),
         Some("text/html" | "application/xhtml+xml") => return Ok(Format::Html),
         Some("text/plain") => return Ok(Format::PlainText),
+        Some("application/pdf") => return Ok(Format::Pdf),
         _ => {}
+    }
+    if bytes.starts_with(b"%PDF-") {
+        return Ok(Format::Pdf);
     }
     if looks_binary(bytes) {
         let what =
             extension.map(|ext| format!(".{ext} file")).or(mime).unwrap_or_else(|| "binary data".into());
-        return Err(ExtractError::Unsupported(format!("{what}; Lore reads Markdown, plain text and HTML")));
+        return Err(ExtractError::Unsupported(format!(
+            "{what}; Lore reads Markdown, plain text, HTML and PDF"
+        )));
     }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
     if head.contains("<html") || head.contains("<!doctype html") {
@@ -75,6 +85,9 @@ fn looks_binary(bytes: &[u8]) -> bool {
 /// Extracts `bytes` as `format`. `name` titles a document that has no title
 /// of its own (the file name, or the URL).
 pub fn extract(format: Format, bytes: &[u8], name: &str) -> Result<Extracted, ExtractError> {
+    if format == Format::Pdf {
+        return finish(extract_pdf(bytes)?, name);
+    }
     let text =
         std::str::from_utf8(bytes).map_err(|_| ExtractError::Corrupt("it is not valid UTF-8 text".into()))?;
     let extracted = match format {
@@ -89,7 +102,13 @@ pub fn extract(format: Format, bytes: &[u8], name: &str) -> Result<Extracted, Ex
             sections: vec![Section { heading: None, text: text.trim().to_owned() }],
         },
         Format::Html => extract_html(text),
+        Format::Pdf => Extracted { title: None, canonical_url: None, sections: Vec::new() },
     };
+    finish(extracted, name)
+}
+
+/// Drops empty sections, refuses a document with none, titles an untitled one.
+fn finish(extracted: Extracted, name: &str) -> Result<Extracted, ExtractError> {
     let sections: Vec<Section> =
         extracted.sections.into_iter().filter(|s| !s.text.trim().is_empty()).collect();
     if sections.is_empty() {
@@ -97,6 +116,26 @@ pub fn extract(format: Format, bytes: &[u8], name: &str) -> Result<Extracted, Ex
     }
     let title = extracted.title.filter(|t| !t.is_empty()).or_else(|| Some(name.to_owned()));
     Ok(Extracted { title, canonical_url: extracted.canonical_url, sections })
+}
+
+/// Text of each page. The PDF parser can panic on malformed input; that is
+/// caught and reported as a corrupt file, like any other parse failure.
+fn extract_pdf(bytes: &[u8]) -> Result<Extracted, ExtractError> {
+    if !bytes.starts_with(b"%PDF-") {
+        return Err(ExtractError::Corrupt("it does not start like a PDF file".into()));
+    }
+    let parsed = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        .map_err(|_| ExtractError::Corrupt("the PDF structure is damaged".into()))?
+        .map_err(|err| ExtractError::Corrupt(format!("the PDF cannot be parsed ({err})")))?;
+    let sections = parsed
+        .iter()
+        .enumerate()
+        .map(|(page, text)| Section {
+            heading: Some(format!("Page {}", page + 1)),
+            text: text.lines().map(collapse).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n"),
+        })
+        .collect();
+    Ok(Extracted { title: None, canonical_url: None, sections })
 }
 
 /// Elements whose whole subtree is boilerplate, never content.

@@ -8,18 +8,26 @@
 pub mod audit;
 pub mod auth;
 pub mod chunk;
+pub mod corpus;
 pub mod embed;
 pub mod error;
 pub mod extract;
+pub mod index;
+pub mod ingest;
 pub mod readiness;
+pub mod retrieve;
+pub mod search;
 pub mod secrets;
 pub mod settings;
+pub mod sources;
 pub mod store;
+pub mod tuning;
 
 use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
 
+pub use entity as entities;
 pub use error::{Error, Result};
 pub use settings::Settings;
 
@@ -32,6 +40,8 @@ pub struct Lore {
     pub(crate) oidc: Arc<auth::oidc::OidcClient>,
     /// Loaded on first use (the weights take a moment and 90 MB).
     embedder: Arc<tokio::sync::OnceCell<Arc<dyn embed::Embedder>>>,
+    /// Opened on first use, with the embedder's dimensions.
+    chunks: Arc<tokio::sync::OnceCell<Arc<dyn index::ChunkStore>>>,
 }
 
 impl Lore {
@@ -54,6 +64,7 @@ impl Lore {
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
             embedder: Arc::new(tokio::sync::OnceCell::new()),
+            chunks: Arc::new(tokio::sync::OnceCell::new()),
         })
     }
 
@@ -82,5 +93,20 @@ impl Lore {
             })
             .await?;
         Ok(embedder.clone())
+    }
+
+    /// The chunk index (LanceDB at `vectors.uri`).
+    pub async fn chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
+        let store = self
+            .chunks
+            .get_or_try_init(|| async {
+                let dimensions = self.embedder().await?.dimensions();
+                let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions)
+                    .await
+                    .map_err(ingest::IngestError::Index)?;
+                Ok::<_, Error>(Arc::new(store) as Arc<dyn index::ChunkStore>)
+            })
+            .await?;
+        Ok(store.clone())
     }
 }

@@ -6,6 +6,8 @@
 //! disagree. Each concern is reported on its own; "still indexing" is
 //! `Pending`, not a failure.
 
+use crate::corpus::{self, RetrievalState};
+use crate::ingest::jobs;
 use crate::{embed, Error, Lore, Result};
 
 /// The concerns Readiness reports, in display order.
@@ -79,8 +81,8 @@ pub async fn assess(lore: &Lore) -> Result<SetupState> {
         configuration(lore),
         embedding(lore).await?,
         provider(lore),
-        indexing(lore),
-        content(lore),
+        indexing(lore).await?,
+        content(lore).await?,
         profile_version(lore),
     ];
     let reasons: Vec<String> = checks
@@ -104,8 +106,8 @@ fn configuration(lore: &Lore) -> Check {
     }
 }
 
-// Providers, indexing, content and profiles arrive with their own issues. Until
-// then nothing can configure them, so each is honestly reported as missing.
+// Providers and profiles arrive with their own issues. Until then nothing can
+// configure them, so each is honestly reported as missing.
 fn provider(_lore: &Lore) -> Check {
     Check {
         concern: Concern::Provider,
@@ -114,16 +116,70 @@ fn provider(_lore: &Lore) -> Check {
     }
 }
 
-fn indexing(_lore: &Lore) -> Check {
-    Check { concern: Concern::Indexing, status: Status::Missing, detail: "No index has run yet.".into() }
+/// Indexing: a run in progress is `Pending`; a corpus whose fingerprint does
+/// not match the configured embedding model is `Failing` (retrieval fails
+/// closed); otherwise `Ok` once a run has succeeded.
+async fn indexing(lore: &Lore) -> Result<Check> {
+    use entity::{index_job, source};
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+
+    let check = |status, detail: String| Check { concern: Concern::Indexing, status, detail };
+    let running = index_job::Entity::find()
+        .filter(index_job::Column::Status.is_in([jobs::QUEUED, jobs::RUNNING]))
+        .count(&lore.db)
+        .await?;
+    let sources = source::Entity::find().all(&lore.db).await?;
+    let chunks: i64 = sources.iter().map(|s| i64::from(s.chunk_count)).sum();
+    let stamp = corpus::stamped(&lore.db).await?;
+    if let RetrievalState::FailingClosed(why) =
+        corpus::retrieval_state(&lore.settings.models.embedding, stamp.as_ref(), chunks.max(0) as usize)
+    {
+        let detail = if running > 0 {
+            format!("Reindexing: {why}.")
+        } else {
+            format!("Retrieval is failing closed: {why}.")
+        };
+        return Ok(check(Status::Failing, detail));
+    }
+    if running > 0 {
+        return Ok(check(
+            Status::Pending,
+            format!("{running} indexing run(s) in progress; answers wait for the first one."),
+        ));
+    }
+    match sources.iter().filter_map(|s| s.last_synced_at).max() {
+        Some(at) => {
+            Ok(check(Status::Ok, format!("The last index finished at {}.", at.format("%Y-%m-%d %H:%M UTC"))))
+        }
+        None if sources.iter().any(|s| s.status == "failed") => Ok(check(
+            Status::Failing,
+            "The last index failed; see the source's errors on the Sources screen.".into(),
+        )),
+        None => Ok(check(Status::Missing, "No index has run yet.".into())),
+    }
 }
 
-fn content(_lore: &Lore) -> Check {
-    Check {
-        concern: Concern::Content,
-        status: Status::Missing,
-        detail: "No content is indexed: add a source.".into(),
-    }
+/// Content: chunks in at least one enabled source.
+async fn content(lore: &Lore) -> Result<Check> {
+    use entity::source;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+    let enabled = source::Entity::find().filter(source::Column::Enabled.eq(true)).all(&lore.db).await?;
+    let with_content: Vec<_> = enabled.iter().filter(|s| s.chunk_count > 0).collect();
+    let chunks: i64 = with_content.iter().map(|s| i64::from(s.chunk_count)).sum();
+    Ok(if with_content.is_empty() {
+        Check {
+            concern: Concern::Content,
+            status: Status::Missing,
+            detail: "No content is indexed: add a source.".into(),
+        }
+    } else {
+        Check {
+            concern: Concern::Content,
+            status: Status::Ok,
+            detail: format!("{chunks} chunks from {} enabled source(s).", with_content.len()),
+        }
+    })
 }
 
 fn profile_version(_lore: &Lore) -> Check {

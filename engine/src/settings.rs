@@ -300,12 +300,51 @@ fn default_lifetime_hours() -> u32 {
     12
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IngestSettings {
     /// Lets crawls reach private, loopback and link-local addresses (tests).
     #[serde(default)]
     pub allow_private_addresses: bool,
+    /// The largest file an upload source accepts (default 50 MiB).
+    #[serde(default = "default_upload_max_bytes")]
+    pub upload_max_bytes: u64,
+    /// Pages a crawl fetches at once from one site.
+    #[serde(default = "default_crawl_concurrency")]
+    pub crawl_concurrency: usize,
+    /// A running job whose heartbeat is older than this was cut short (its
+    /// process died) and is resumed.
+    #[serde(default = "default_job_lease_seconds")]
+    pub job_lease_seconds: u64,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        Self {
+            allow_private_addresses: false,
+            upload_max_bytes: default_upload_max_bytes(),
+            crawl_concurrency: default_crawl_concurrency(),
+            job_lease_seconds: default_job_lease_seconds(),
+        }
+    }
+}
+
+impl IngestSettings {
+    pub fn job_lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.job_lease_seconds.max(1))
+    }
+}
+
+fn default_upload_max_bytes() -> u64 {
+    50 * 1024 * 1024
+}
+
+fn default_crawl_concurrency() -> usize {
+    2
+}
+
+fn default_job_lease_seconds() -> u64 {
+    30
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

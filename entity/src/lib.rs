@@ -9,4 +9,7 @@ pub mod audit_log;
 pub mod bootstrap_token;
 pub mod cluster_setting;
 pub mod cluster_state;
+pub mod document;
+pub mod index_job;
 pub mod oidc_login;
+pub mod source;

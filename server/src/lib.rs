@@ -2,7 +2,9 @@
 //! parse input, call one engine function and map the result; see
 //! `ARCHITECTURE.md` for the map.
 
+pub mod bench;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod console;
 pub mod http;

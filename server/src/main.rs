@@ -1,8 +1,8 @@
 //! `lore`: the server and its admin commands.
 
 use clap::Parser;
-use lore_server::cli::{Cli, Command};
-use lore_server::{config, serve, telemetry};
+use lore_server::cli::{BenchCommand, Cli, Command};
+use lore_server::{bench, commands, config, serve, telemetry};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -15,6 +15,19 @@ async fn main() -> anyhow::Result<()> {
         Command::Config { json } => {
             println!("{}", config::render(&settings, json));
             Ok(())
+        }
+        Command::Sources { command } => commands::sources(settings, command).await,
+        Command::Ingest { target, name, json } => commands::ingest(settings, &target, name, json).await,
+        Command::Search { query, top_k, json } => commands::search(settings, &query, top_k, json).await,
+        Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
+            let peers = match (peers_python, peers_script, onnx) {
+                (Some(python), Some(script), Some(onnx)) => Some(bench::Peers { python, script, onnx }),
+                _ => None,
+            };
+            bench::embed(settings, chunks, peers, out).await
+        }
+        Command::Bench { command: BenchCommand::Index { pages, sizes, out } } => {
+            bench::index(settings, pages, sizes, out).await
         }
     }
 }

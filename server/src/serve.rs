@@ -16,16 +16,23 @@ pub fn app(lore: Lore) -> axum::Router {
     http::router(AppState { lore, leptos })
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests.
+/// Serves until `shutdown` resolves, then finishes in-flight requests. The
+/// indexing worker runs beside the server and stops with it; a job it leaves
+/// unfinished is resumed by the next start.
 pub async fn serve(
     listener: TcpListener,
     lore: Lore,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, app(lore).into_make_service_with_connect_info::<SocketAddr>())
+    let (stop_worker, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped));
+    let served = axum::serve(listener, app(lore).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await
-        .context("serving HTTP")
+        .context("serving HTTP");
+    let _ = stop_worker.send(true);
+    worker.abort();
+    served
 }
 
 pub async fn run_from_cli(mut settings: Settings) -> anyhow::Result<()> {

@@ -25,16 +25,6 @@ pub fn SetupWizard() -> impl IntoView {
 }
 
 #[component]
-pub fn Sources() -> impl IntoView {
-    view! {
-        <NotYetAvailable
-            title="Sources"
-            purpose="Uploads and website crawls that feed the knowledge base, with their status, freshness and indexing progress."
-        />
-    }
-}
-
-#[component]
 pub fn Providers() -> impl IntoView {
     view! {
         <NotYetAvailable

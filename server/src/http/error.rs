@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::auth::AuthError;
+use engine::ingest::IngestError;
 
 use app::wire::{ErrorBody, ErrorDetail};
 
@@ -16,6 +17,8 @@ pub enum ApiError {
     CrossOriginRejected,
     /// The database cannot be reached or the schema is behind.
     NotReady,
+    /// A JSON body that is not JSON, not of the right shape, or not declared as JSON.
+    Json(axum::extract::rejection::JsonRejection),
 }
 
 impl From<engine::Error> for ApiError {
@@ -68,6 +71,15 @@ impl ApiError {
                 "embedding_unavailable",
                 "The embedding model is not available.".into(),
             ),
+            ApiError::Engine(E::Ingest(ingest)) => ingest_parts(ingest),
+            ApiError::Engine(E::InvalidInput(message)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", capitalise(message))
+            }
+            ApiError::Engine(E::RetrievalFailingClosed(why)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "retrieval_failing_closed",
+                capitalise(&format!("retrieval is failing closed: {why}")),
+            ),
             ApiError::Engine(E::Database(_) | E::Io { .. } | E::Internal(_)) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal", "Something went wrong on our side.".into())
             }
@@ -76,6 +88,18 @@ impl ApiError {
                 "cross_origin_rejected",
                 "This request came from another site and was refused.".into(),
             ),
+            ApiError::Json(rejection) => {
+                use axum::extract::rejection::JsonRejection as R;
+                let (status, code) = match rejection {
+                    R::JsonDataError(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input"),
+                    R::JsonSyntaxError(_) => (StatusCode::BAD_REQUEST, "malformed_json"),
+                    R::MissingJsonContentType(_) => {
+                        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+                    }
+                    _ => (StatusCode::BAD_REQUEST, "bad_request"),
+                };
+                (status, code, rejection.body_text())
+            }
             ApiError::NotReady => {
                 (StatusCode::SERVICE_UNAVAILABLE, "not_ready", "Lore is not ready to serve.".into())
             }
@@ -94,6 +118,33 @@ impl IntoResponse for ApiError {
         let body = ErrorBody { error: ErrorDetail { code: code.to_owned(), message, details: None } };
         (status, Json(body)).into_response()
     }
+}
+
+fn ingest_parts(err: &IngestError) -> (StatusCode, &'static str, String) {
+    let (status, code) = match err {
+        IngestError::InvalidSource(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_source"),
+        IngestError::KindUnavailable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "source_kind_unavailable"),
+        IngestError::SourceNotFound(_) => (StatusCode::NOT_FOUND, "source_not_found"),
+        IngestError::JobNotFound(_) => (StatusCode::NOT_FOUND, "job_not_found"),
+        IngestError::SourceDisabled => (StatusCode::CONFLICT, "source_disabled"),
+        IngestError::WrongKind { .. } => (StatusCode::CONFLICT, "source_kind_mismatch"),
+        IngestError::UnsupportedFile(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_file_type"),
+        IngestError::CorruptFile(_) => (StatusCode::UNPROCESSABLE_ENTITY, "corrupt_file"),
+        IngestError::EmptyFile => (StatusCode::UNPROCESSABLE_ENTITY, "empty_file"),
+        IngestError::FileTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "file_too_large"),
+        IngestError::PrivateAddress(_) => (StatusCode::UNPROCESSABLE_ENTITY, "private_address_refused"),
+        IngestError::Fetch(_) => (StatusCode::BAD_GATEWAY, "fetch_failed"),
+        IngestError::ReindexAcknowledgementRequired => {
+            (StatusCode::CONFLICT, "reindex_acknowledgement_required")
+        }
+        IngestError::InvalidTuning(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_tuning"),
+        IngestError::Index(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    };
+    let message = match err {
+        IngestError::Index(_) => "Something went wrong on our side.".to_owned(),
+        other => capitalise(&other.to_string()),
+    };
+    (status, code, message)
 }
 
 fn capitalise(text: &str) -> String {

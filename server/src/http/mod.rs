@@ -4,9 +4,12 @@ pub mod admin;
 pub mod auth;
 pub mod error;
 pub mod health;
+pub mod json;
 pub mod layers;
+pub mod sources;
 
-use axum::routing::{get, post};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
 use axum::{middleware, Router};
 
 use crate::AppState;
@@ -20,11 +23,32 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/oidc/start", get(auth::oidc_start))
         .route("/auth/oidc/callback", get(auth::oidc_callback))
         .route("/auth/signout", post(auth::sign_out))
-        .route("/admin/setup-state/", get(admin::setup_state));
+        .route("/admin/setup-state/", get(admin::setup_state))
+        .route("/admin/sources/", get(sources::list).post(sources::create))
+        .route("/admin/sources/{id}", get(sources::get_one).delete(sources::delete))
+        .route("/admin/sources/{id}/enable", post(sources::enable))
+        .route("/admin/sources/{id}/disable", post(sources::disable))
+        .route("/admin/sources/{id}/sync", post(sources::sync))
+        .route(
+            "/admin/sources/{id}/files",
+            // The handler enforces ingest.upload_max_bytes per file; this
+            // bounds the whole request a little above it.
+            post(sources::upload_files).layer(DefaultBodyLimit::max(upload_body_limit(&state))),
+        )
+        .route("/admin/sources/{id}/documents", get(sources::documents))
+        .route("/admin/jobs/{id}", get(sources::job))
+        .route("/admin/reindex", post(sources::reindex))
+        .route("/admin/search", post(sources::search))
+        .route("/admin/tuning/chunking", put(sources::set_chunking));
 
     let app = api
         .merge(crate::console::routes(&state))
         .layer(middleware::from_fn(layers::reject_cross_origin))
         .layer(middleware::from_fn_with_state(state.clone(), layers::session));
     layers::observe(app).with_state(state)
+}
+
+fn upload_body_limit(state: &AppState) -> usize {
+    let per_file = state.lore.settings.ingest.upload_max_bytes;
+    usize::try_from(per_file.saturating_add(1024 * 1024)).unwrap_or(usize::MAX)
 }

@@ -43,6 +43,8 @@ pub struct Options {
     pub without_models: bool,
     /// `auth.admin_groups` (with `oidc`).
     pub admin_groups: Vec<String>,
+    /// Any further settings.
+    pub configure: Option<fn(&mut Settings)>,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -62,6 +64,9 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         Some(if options.without_models { data_dir.path().join("no-models") } else { models_dir() });
     if let Some(url) = options.database_url {
         settings.database.url = Some(engine::settings::Secret::new(url));
+    }
+    if let Some(configure) = options.configure {
+        configure(&mut settings);
     }
     let provider = if options.oidc {
         let provider = OidcProvider::start(&format!("{base_url}/auth/oidc/callback")).await;
@@ -96,6 +101,10 @@ impl TestApp {
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.client.post(self.url(path)).json(&body).send().await.unwrap()
     }
 
     /// Signs in through a fresh bootstrap link, as `lore serve` would print it.

@@ -8,5 +8,9 @@ mod auth;
 mod cli;
 mod health;
 mod helpers;
+mod indexing_jobs;
 mod setup_state;
+#[path = "../../../engine/tests/support/site.rs"]
+mod site;
+mod sources;
 mod storage;

@@ -7,15 +7,18 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 11] = [
     "admin_account",
     "admin_session",
     "audit_log",
     "bootstrap_token",
     "cluster_setting",
     "cluster_state",
+    "document",
+    "index_job",
     "oidc_login",
     "seaql_migrations",
+    "source",
 ];
 
 async fn tables(lore: &Lore) -> Vec<String> {

@@ -1,0 +1,94 @@
+// The Sources screen in a real browser: an admin creates a website source
+// for a small documentation site served on 127.0.0.1, watches the indexing
+// progress advance without reloading, and sees the source ready.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { ADMIN, hydrated, launchBrowser, openPage, signIn, startLore } from './helpers.mjs';
+
+const PAGES = 24;
+let lore;
+let browser;
+let site;
+
+/** A site with a sitemap and PAGES pages, each answered after a short delay. */
+async function startSite() {
+  const server = http.createServer((req, res) => {
+    const base = `http://${req.headers.host}`;
+    if (req.url === '/robots.txt') {
+      res.end(`User-agent: *\nDisallow: /private/\nSitemap: ${base}/sitemap.xml\n`);
+    } else if (req.url === '/sitemap.xml') {
+      const urls = Array.from({ length: PAGES }, (_, i) => `<url><loc>${base}/guide/${i + 1}</loc></url>`).join('');
+      res.setHeader('content-type', 'application/xml');
+      res.end(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls}</urlset>`);
+    } else if (req.url.startsWith('/guide/')) {
+      const n = Number(req.url.slice('/guide/'.length));
+      setTimeout(() => {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><html><head><title>Guide ${n}</title></head><body><nav>Menu</nav><main><h1>Guide ${n}</h1>` +
+          `<p>Chapter ${n} of the field manual describes procedure ${n * 7} for calibrating instrument ${n}.</p></main></body></html>`);
+      }, 250);
+    } else {
+      res.statusCode = 404;
+      res.end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+before(async () => {
+  site = await startSite();
+  lore = await startLore({ LORE_INGEST__ALLOW_PRIVATE_ADDRESSES: 'true', LORE_INGEST__CRAWL_CONCURRENCY: '1' });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await lore?.stop();
+  await site?.close();
+});
+
+test('an admin creates a website source and watches it index to ready', async () => {
+  const { context, page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/sources`);
+  await hydrated(page);
+  await page.getByText('No sources yet').waitFor();
+  assert.equal(await page.locator('select[name=kind] option[value=page_bank]').isDisabled(), true,
+    'the page bank is announced, not available');
+
+  await page.fill('input[name=name]', 'Field manual');
+  await page.fill('input[name=start_url]', `${site.url}/`);
+  await page.getByRole('button', { name: 'Add source' }).click();
+  const card = page.locator('li.source[data-source="Field manual"]');
+  await card.waitFor();
+
+  // Progress advances on the page, without a reload.
+  const job = card.locator('.job');
+  const seen = new Set();
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (await job.count()) {
+      const done = await job.getAttribute('data-done');
+      if (done !== null) seen.add(Number(done));
+    }
+    if ((await card.getAttribute('data-status')) === 'ready') break;
+    await page.waitForTimeout(200);
+  }
+  assert.equal(await card.getAttribute('data-status'), 'ready', `the source became ready; logs:\n${lore.logs()}`);
+  const intermediate = [...seen].filter((n) => n > 0 && n < PAGES);
+  assert.ok(intermediate.length >= 2, `progress was seen advancing, saw ${[...seen].sort((a, b) => a - b)}`);
+  await card.locator(`[data-documents="${PAGES}"]`).waitFor();
+  assert.equal(await job.getAttribute('data-job-status'), 'succeeded');
+
+  // Disable, then delete with confirmation.
+  await card.getByRole('button', { name: 'Disable' }).click();
+  await page.waitForSelector('li.source[data-source="Field manual"][data-status="disabled"]');
+  await card.getByRole('button', { name: 'Delete' }).click();
+  await card.getByRole('button', { name: 'Delete for good' }).click();
+  await page.getByText('No sources yet').waitFor();
+  assert.deepEqual(errors, []);
+  await context.close();
+});

@@ -1,0 +1,483 @@
+//! Indexing jobs: one persisted row per run, moved through
+//! `queued → running → succeeded | failed | cancelled`.
+//!
+//! A worker claims a queued job with a conditional update (only one claimer
+//! wins, on SQLite and PostgreSQL alike) and keeps a heartbeat while it runs,
+//! writing the live progress with it. A job whose heartbeat is older than the
+//! lease (`ingest.job_lease_seconds`) belonged to a process that died: it is
+//! queued again and the next run resumes it. Resuming is safe because every
+//! document is replaced whole and remembers the job that last indexed it, so
+//! the resumed run skips what it had already done and nothing duplicates.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use entity::{document, index_job, source};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+
+use super::{DocumentError, Indexer, IngestError, Progress};
+
+use crate::corpus::{self, Fingerprint};
+use crate::sources::{self, SourceKind};
+use crate::{Error, Lore, Result};
+
+pub const QUEUED: &str = "queued";
+pub const RUNNING: &str = "running";
+pub const SUCCEEDED: &str = "succeeded";
+pub const FAILED: &str = "failed";
+pub const CANCELLED: &str = "cancelled";
+
+/// At most this many per-document errors are kept on a job.
+const MAX_ERRORS: usize = 200;
+
+type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// The live counters of a run, shared by its tasks; an observer (the CLI's
+/// progress bar) sees every change.
+#[derive(Clone, Default)]
+pub struct ProgressHandle {
+    state: Arc<Mutex<(Progress, Vec<DocumentError>)>>,
+    observer: Option<Observer>,
+}
+
+impl ProgressHandle {
+    pub fn new(start: Progress, errors: Vec<DocumentError>, observer: Option<Observer>) -> Self {
+        Self { state: Arc::new(Mutex::new((start, errors))), observer }
+    }
+
+    pub fn add(&self, change: impl FnOnce(&mut Progress)) {
+        let snapshot = match self.state.lock() {
+            Ok(mut guard) => {
+                change(&mut guard.0);
+                guard.0.clone()
+            }
+            Err(_) => return,
+        };
+        if let Some(observer) = &self.observer {
+            observer(&snapshot);
+        }
+    }
+
+    pub fn error(&self, uri: &str, error: &str) {
+        if let Ok(mut guard) = self.state.lock() {
+            guard.0.failed += 1;
+            guard.0.done += 1;
+            if guard.1.len() < MAX_ERRORS {
+                guard.1.push(DocumentError { uri: uri.to_owned(), error: error.to_owned() });
+            }
+        }
+        self.add(|_| {});
+    }
+
+    pub fn snapshot(&self) -> (Progress, Vec<DocumentError>) {
+        self.state.lock().map(|guard| guard.clone()).unwrap_or_default()
+    }
+}
+
+/// Queues a run. A run already queued for the same scope is reused rather
+/// than doubled. `source_id = None` with `full` is a full reindex.
+pub async fn enqueue(
+    lore: &Lore,
+    source_id: Option<&str>,
+    full: bool,
+    trigger: &str,
+) -> Result<index_job::Model> {
+    if let Some(id) = source_id {
+        let found = sources::get(lore, id).await?;
+        if !found.enabled {
+            return Err(IngestError::SourceDisabled.into());
+        }
+    }
+    let mut pending = index_job::Entity::find()
+        .filter(index_job::Column::Status.eq(QUEUED))
+        .filter(index_job::Column::Full.eq(full));
+    pending = match source_id {
+        Some(id) => pending.filter(index_job::Column::SourceId.eq(id)),
+        None => pending.filter(index_job::Column::SourceId.is_null()),
+    };
+    if let Some(existing) = pending.one(&lore.db).await? {
+        return Ok(existing);
+    }
+    let job = new_job(source_id, full, trigger, QUEUED).insert(&lore.db).await?;
+    if let Some(id) = source_id {
+        set_source_status(lore, id, "queued").await?;
+    }
+    Ok(job)
+}
+
+fn new_job(source_id: Option<&str>, full: bool, trigger: &str, status: &str) -> index_job::ActiveModel {
+    index_job::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        source_id: Set(source_id.map(str::to_owned)),
+        full: Set(full),
+        status: Set(status.to_owned()),
+        trigger: Set(trigger.to_owned()),
+        progress: Set(serde_json::to_value(Progress::default()).unwrap_or_default()),
+        errors: Set(serde_json::json!([])),
+        message: Set(None),
+        lease_owner: Set(None),
+        heartbeat_at: Set(None),
+        attempts: Set(0),
+        created_at: Set(Utc::now()),
+        started_at: Set(None),
+        finished_at: Set(None),
+    }
+}
+
+pub async fn get(lore: &Lore, id: &str) -> Result<index_job::Model> {
+    index_job::Entity::find_by_id(id.to_owned())
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| IngestError::JobNotFound(id.to_owned()).into())
+}
+
+/// The most recent jobs, newest first (of one source, when given).
+pub async fn recent(lore: &Lore, source_id: Option<&str>, limit: u64) -> Result<Vec<index_job::Model>> {
+    let mut query = index_job::Entity::find().order_by_desc(index_job::Column::CreatedAt).limit(limit);
+    if let Some(id) = source_id {
+        query = query.filter(index_job::Column::SourceId.eq(id));
+    }
+    Ok(query.all(&lore.db).await?)
+}
+
+/// Cancels the queued and running jobs of a source (a running one stops at
+/// its next heartbeat).
+pub async fn cancel_queued(lore: &Lore, source_id: &str) -> Result<()> {
+    index_job::Entity::update_many()
+        .col_expr(index_job::Column::Status, Expr::value(CANCELLED))
+        .col_expr(index_job::Column::FinishedAt, Expr::value(Utc::now()))
+        .col_expr(index_job::Column::Message, Expr::value("cancelled: the source was disabled or deleted"))
+        .filter(index_job::Column::SourceId.eq(source_id))
+        .filter(index_job::Column::Status.is_in([QUEUED, RUNNING]))
+        .exec(&lore.db)
+        .await?;
+    let found = sources::get(lore, source_id).await?;
+    if matches!(found.status.as_str(), "queued" | "indexing") {
+        let settled = if found.last_synced_at.is_some() { "ready" } else { "empty" };
+        set_source_status(lore, source_id, settled).await?;
+    }
+    Ok(())
+}
+
+/// Claims `job_id` for `owner` if it is still queued.
+pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<index_job::Model>> {
+    let now = Utc::now();
+    let claimed = index_job::Entity::update_many()
+        .col_expr(index_job::Column::Status, Expr::value(RUNNING))
+        .col_expr(index_job::Column::LeaseOwner, Expr::value(owner))
+        .col_expr(index_job::Column::HeartbeatAt, Expr::value(now))
+        .col_expr(index_job::Column::StartedAt, Expr::value(now))
+        .col_expr(index_job::Column::Attempts, Expr::col(index_job::Column::Attempts).add(1))
+        .filter(index_job::Column::Id.eq(job_id))
+        .filter(index_job::Column::Status.eq(QUEUED))
+        .exec(&lore.db)
+        .await?;
+    if claimed.rows_affected == 1 {
+        Ok(Some(get(lore, job_id).await?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Claims the oldest queued job, if any.
+pub async fn claim_next(lore: &Lore, owner: &str) -> Result<Option<index_job::Model>> {
+    let queued = index_job::Entity::find()
+        .filter(index_job::Column::Status.eq(QUEUED))
+        .order_by_asc(index_job::Column::CreatedAt)
+        .limit(5)
+        .all(&lore.db)
+        .await?;
+    for job in queued {
+        if let Some(claimed) = claim(lore, &job.id, owner).await? {
+            return Ok(Some(claimed));
+        }
+    }
+    Ok(None)
+}
+
+/// Queues again the running jobs whose holder stopped beating (it crashed).
+pub async fn requeue_stale(lore: &Lore, lease: Duration) -> Result<u64> {
+    let cutoff =
+        Utc::now() - chrono::Duration::from_std(lease).unwrap_or_else(|_| chrono::Duration::seconds(30));
+    let stale = index_job::Entity::update_many()
+        .col_expr(index_job::Column::Status, Expr::value(QUEUED))
+        .col_expr(index_job::Column::LeaseOwner, Expr::value(Option::<String>::None))
+        .filter(index_job::Column::Status.eq(RUNNING))
+        .filter(index_job::Column::HeartbeatAt.lt(cutoff))
+        .exec(&lore.db)
+        .await?;
+    if stale.rows_affected > 0 {
+        tracing::warn!(
+            jobs = stale.rows_affected,
+            "resuming indexing jobs left running by a stopped process"
+        );
+    }
+    Ok(stale.rows_affected)
+}
+
+/// Queues a re-sync for every enabled website source that is due.
+pub async fn schedule_due(lore: &Lore) -> Result<usize> {
+    let due = source::Entity::find()
+        .filter(source::Column::Enabled.eq(true))
+        .filter(source::Column::NextSyncAt.lte(Utc::now()))
+        .all(&lore.db)
+        .await?;
+    let mut queued = 0;
+    for found in due {
+        let mut row: source::ActiveModel = found.clone().into();
+        row.next_sync_at = Set(None);
+        row.update(&lore.db).await?;
+        enqueue(lore, Some(&found.id), false, "schedule").await?;
+        queued += 1;
+    }
+    Ok(queued)
+}
+
+/// A name for this process as a job holder.
+pub fn owner_id(role: &str) -> String {
+    let short = uuid::Uuid::new_v4().simple().to_string();
+    format!("{role}-{}-{}", std::process::id(), &short[..8])
+}
+
+/// Runs the worker loop of `lore serve`: resume stale jobs, queue due
+/// re-syncs, run queued jobs one at a time. Returns when `stop` flips.
+pub async fn work(lore: Lore, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let owner = owner_id("serve");
+    let lease = lore.settings.ingest.job_lease();
+    loop {
+        if let Err(err) = tick(&lore, &owner, lease).await {
+            tracing::error!(error = %err, "the indexing worker failed a round");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+async fn tick(lore: &Lore, owner: &str, lease: Duration) -> Result<()> {
+    requeue_stale(lore, lease).await?;
+    schedule_due(lore).await?;
+    while let Some(job) = claim_next(lore, owner).await? {
+        run(lore, job, owner, None).await?;
+    }
+    Ok(())
+}
+
+/// Runs a claimed job to its end, beating its heartbeat (with progress) and
+/// stopping early if it is cancelled. Returns the job as it ended.
+pub async fn run(
+    lore: &Lore,
+    job: index_job::Model,
+    owner: &str,
+    observer: Option<Observer>,
+) -> Result<index_job::Model> {
+    // A resumed run counts afresh: what the interrupted attempt finished is
+    // counted again as it is met (see `Outcome::AlreadyDone`).
+    let progress = ProgressHandle::new(Progress::default(), Vec::new(), observer);
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let beat =
+        tokio::spawn(heartbeat(lore.clone(), job.id.clone(), owner.to_owned(), progress.clone(), cancel_tx));
+
+    tracing::info!(job = %job.id, source = ?job.source_id, full = job.full, attempt = job.attempts, "indexing started");
+    let outcome = execute(lore, &job, &progress, cancel_rx.clone()).await;
+    beat.abort();
+
+    let cancelled = *cancel_rx.borrow();
+    let (status, message) = match (&outcome, cancelled) {
+        (_, true) => (CANCELLED, "cancelled".to_owned()),
+        (Ok(message), false) => (SUCCEEDED, message.clone()),
+        (Err(err), false) => (FAILED, err.to_string()),
+    };
+    let (snapshot, errors) = progress.snapshot();
+    // Only the holder may finish it (a cancelled job stays cancelled).
+    index_job::Entity::update_many()
+        .col_expr(index_job::Column::Status, Expr::value(status))
+        .col_expr(index_job::Column::Message, Expr::value(message.clone()))
+        .col_expr(index_job::Column::Progress, Expr::value(to_json(&snapshot)))
+        .col_expr(index_job::Column::Errors, Expr::value(to_json(&errors)))
+        .col_expr(index_job::Column::FinishedAt, Expr::value(Utc::now()))
+        .filter(index_job::Column::Id.eq(&job.id))
+        .filter(index_job::Column::Status.eq(RUNNING))
+        .filter(index_job::Column::LeaseOwner.eq(owner))
+        .exec(&lore.db)
+        .await?;
+    tracing::info!(job = %job.id, status, %message, "indexing finished");
+    match index_job::Entity::find_by_id(job.id.clone()).one(&lore.db).await? {
+        Some(ended) => Ok(ended),
+        None => Ok(job),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+/// Every second: write the progress and the heartbeat; notice cancellation.
+async fn heartbeat(
+    lore: Lore,
+    job_id: String,
+    owner: String,
+    progress: ProgressHandle,
+    cancel: tokio::sync::watch::Sender<bool>,
+) {
+    let every =
+        (lore.settings.ingest.job_lease() / 3).clamp(Duration::from_millis(200), Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every).await;
+        let (snapshot, errors) = progress.snapshot();
+        let beat = index_job::Entity::update_many()
+            .col_expr(index_job::Column::HeartbeatAt, Expr::value(Utc::now()))
+            .col_expr(index_job::Column::Progress, Expr::value(to_json(&snapshot)))
+            .col_expr(index_job::Column::Errors, Expr::value(to_json(&errors)))
+            .filter(index_job::Column::Id.eq(&job_id))
+            .filter(index_job::Column::Status.eq(RUNNING))
+            .filter(index_job::Column::LeaseOwner.eq(&owner))
+            .exec(&lore.db)
+            .await;
+        match beat {
+            Ok(done) if done.rows_affected == 0 => {
+                // Cancelled, deleted with its source, or taken over.
+                let _ = cancel.send(true);
+                return;
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, job = %job_id, "could not write the job heartbeat"),
+        }
+    }
+}
+
+/// The work of a run. Returns the message the job ends with.
+async fn execute(
+    lore: &Lore,
+    job: &index_job::Model,
+    progress: &ProgressHandle,
+    cancel: tokio::sync::watch::Receiver<bool>,
+) -> Result<String> {
+    let embedder = lore.embedder().await?;
+    let store = lore.chunks().await?;
+    let chunking = crate::tuning::chunking(lore).await?;
+    let fingerprint = Fingerprint {
+        embedding_model: embedder.model().to_owned(),
+        dimensions: embedder.dimensions(),
+        chunking,
+    };
+    let stamp = corpus::stamped(&lore.db).await?;
+    let indexed = store.count(None).await.map_err(IngestError::Index)?;
+    let mut full = job.full;
+    match &stamp {
+        // An empty corpus: whatever this run writes is made by the current model.
+        None if indexed == 0 => corpus::set(&lore.db, Some(&fingerprint)).await?,
+        Some(current) if *current == fingerprint => {}
+        // Mixed vectors would be searched as one space: re-embed everything.
+        _ => full = true,
+    }
+
+    let scope = match (&job.source_id, full) {
+        (Some(id), false) => vec![sources::get(lore, id).await?],
+        _ => sources::list(lore).await?,
+    };
+    let indexer = Indexer {
+        lore: lore.clone(),
+        embedder,
+        store: store.clone(),
+        chunking,
+        job_id: job.id.clone(),
+        full,
+    };
+    let mut failures = Vec::new();
+    for found in scope {
+        if *cancel.borrow() {
+            break;
+        }
+        if let Err(err) = sync_source(&indexer, &found, progress, cancel.clone()).await {
+            failures.push(format!("{}: {err}", found.name));
+        }
+    }
+    store.optimize().await.map_err(IngestError::Index)?;
+    if !failures.is_empty() {
+        return Err(Error::Ingest(IngestError::Fetch(failures.join("; "))));
+    }
+    if full && !*cancel.borrow() {
+        corpus::set(&lore.db, Some(&fingerprint)).await?;
+    }
+    let (done, _) = progress.snapshot();
+    Ok(format!(
+        "{} documents: {} indexed, {} unchanged, {} failed",
+        done.done,
+        done.done.saturating_sub(done.unchanged + done.failed),
+        done.unchanged,
+        done.failed
+    ))
+}
+
+/// Syncs one source and records how it ended on the source row.
+async fn sync_source(
+    indexer: &Indexer,
+    found: &source::Model,
+    progress: &ProgressHandle,
+    cancel: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    let lore = &indexer.lore;
+    set_source_status(lore, &found.id, "indexing").await?;
+    let result = match SourceKind::parse(&found.kind)? {
+        SourceKind::Upload => super::upload::sync(indexer, found, progress, cancel).await,
+        SourceKind::Website => super::web::sync(indexer, found, progress, cancel).await,
+        SourceKind::PageBank => Err(IngestError::KindUnavailable(found.kind.clone()).into()),
+    };
+    let Some(current) = source::Entity::find_by_id(found.id.clone()).one(&lore.db).await? else {
+        return Ok(()); // deleted meanwhile
+    };
+    let docs =
+        document::Entity::find().filter(document::Column::SourceId.eq(&found.id)).all(&lore.db).await?;
+    let now = Utc::now();
+    let mut row: source::ActiveModel = current.clone().into();
+    row.document_count = Set(docs.iter().filter(|d| d.status == "indexed").count() as i32);
+    row.chunk_count = Set(docs.iter().map(|d| d.chunk_count).sum());
+    row.updated_at = Set(now);
+    match &result {
+        Ok(()) => {
+            row.status = Set("ready".into());
+            row.last_error = Set(None);
+            row.last_synced_at = Set(Some(now));
+            let mut synced = current.clone();
+            synced.last_synced_at = Some(now);
+            row.next_sync_at = Set(sources::next_sync_after(&synced, now));
+        }
+        Err(err) => {
+            row.status = Set("failed".into());
+            row.last_error = Set(Some(err.to_string()));
+            row.next_sync_at = Set(sources::next_sync_after(&current, now));
+        }
+    }
+    row.update(&lore.db).await?;
+    result
+}
+
+async fn set_source_status(lore: &Lore, id: &str, status: &str) -> Result<()> {
+    source::Entity::update_many()
+        .col_expr(source::Column::Status, Expr::value(status))
+        .col_expr(source::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(source::Column::Id.eq(id))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
+}
+
+/// Creates a job already held by `owner` (the CLI runs it in-process, so no
+/// server worker may take it meanwhile).
+pub async fn start_held(
+    lore: &Lore,
+    source_id: Option<&str>,
+    full: bool,
+    trigger: &str,
+    owner: &str,
+) -> Result<index_job::Model> {
+    let job = enqueue(lore, source_id, full, trigger).await?;
+    match claim(lore, &job.id, owner).await? {
+        Some(held) => Ok(held),
+        None => Err(Error::Internal("a server worker took the job first; follow it in the console".into())),
+    }
+}

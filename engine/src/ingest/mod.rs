@@ -1,0 +1,423 @@
+//! Ingestion: documents from a source → extracted sections → chunks →
+//! vectors → the chunk index, with document bookkeeping in the database.
+//!
+//! - [`jobs`]: persisted indexing runs (queue, lease, heartbeat, resume).
+//! - [`upload`]: files received for upload sources, kept in the data directory.
+//! - [`web`]: the website crawler (sitemaps, links, robots.txt, scope).
+//!
+//! [`index_document`] is the one path every document takes, whatever its
+//! source. It decides "unchanged" by a content hash over the extracted text,
+//! the embedding model and the chunking, so nothing unchanged is re-embedded,
+//! and a chunking or model change re-embeds everything.
+
+pub mod jobs;
+pub mod upload;
+pub mod web;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use entity::document;
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::chunk::{chunk_sections, ChunkingParams};
+use crate::embed::Embedder;
+use crate::extract::{self, ExtractError, Extracted};
+use crate::index::{ChunkRow, ChunkStore, IndexError};
+use crate::{Error, Lore, Result};
+
+/// Why ingestion refused or failed; each maps to a stable error code.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    InvalidSource(String),
+    #[error("sources of kind {0} are announced but not yet available")]
+    KindUnavailable(String),
+    #[error("no source {0}")]
+    SourceNotFound(String),
+    #[error("no indexing job {0}")]
+    JobNotFound(String),
+    #[error("the source is disabled; enable it first")]
+    SourceDisabled,
+    #[error("this source is a {actual} source; {wanted}")]
+    WrongKind { actual: String, wanted: String },
+    #[error("{0}")]
+    UnsupportedFile(String),
+    #[error("{0}")]
+    CorruptFile(String),
+    #[error("the file has no text to index")]
+    EmptyFile,
+    #[error("the file is larger than the limit of {limit_bytes} bytes")]
+    FileTooLarge { limit_bytes: u64 },
+    #[error("{0}")]
+    PrivateAddress(String),
+    #[error("{0}")]
+    Fetch(String),
+    #[error("changing the chunking of an indexed corpus re-embeds everything; repeat the request with the reindex acknowledgement to go ahead")]
+    ReindexAcknowledgementRequired,
+    #[error("{0}")]
+    InvalidTuning(String),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+impl From<ExtractError> for IngestError {
+    fn from(err: ExtractError) -> Self {
+        match err {
+            ExtractError::Unsupported(what) => {
+                IngestError::UnsupportedFile(format!("unsupported file type: {what}"))
+            }
+            ExtractError::Corrupt(why) => IngestError::CorruptFile(format!("the file cannot be read: {why}")),
+            ExtractError::Empty => IngestError::EmptyFile,
+        }
+    }
+}
+
+/// Counters of one run, as shown live.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Documents found (pages listed or linked, files stored).
+    pub discovered: u64,
+    pub fetched: u64,
+    pub extracted: u64,
+    /// Chunks made from changed documents.
+    pub chunked: u64,
+    /// Chunks embedded and written.
+    pub embedded: u64,
+    /// Documents whose content had not changed (nothing re-embedded).
+    pub unchanged: u64,
+    pub failed: u64,
+    /// Pages dropped as duplicates of another page (same canonical URL or text).
+    pub duplicates: u64,
+    /// Pages left out by robots.txt, scope or patterns.
+    pub skipped: u64,
+    /// Documents gone from the source, removed with their chunks.
+    pub removed: u64,
+    /// Documents finished (indexed, unchanged or failed).
+    pub done: u64,
+}
+
+/// One per-document error of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentError {
+    pub uri: String,
+    pub error: String,
+}
+
+/// A document as fetched or read, before extraction.
+#[derive(Clone, Debug, Default)]
+pub struct Fetched {
+    /// Identity within the source (file name, or canonical URL).
+    pub uri: String,
+    /// Where a citation links to.
+    pub url: Option<String>,
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub lastmod: Option<String>,
+}
+
+/// What became of one document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Indexed {
+        chunks: usize,
+    },
+    Unchanged,
+    /// This run had already indexed it before a restart.
+    AlreadyDone {
+        chunks: usize,
+    },
+}
+
+impl Outcome {
+    /// Counts the outcome into the run's progress.
+    pub fn count(self, progress: &jobs::ProgressHandle) {
+        progress.add(|p| {
+            p.done += 1;
+            match self {
+                Outcome::Indexed { .. } => {}
+                Outcome::Unchanged => p.unchanged += 1,
+                // Done before a restart: its chunks count toward this run again.
+                Outcome::AlreadyDone { chunks } => p.embedded += chunks as u64,
+            }
+        });
+    }
+}
+
+/// What a run needs to index documents: the models, the store, the rules.
+#[derive(Clone)]
+pub struct Indexer {
+    pub lore: Lore,
+    pub embedder: Arc<dyn Embedder>,
+    pub store: Arc<dyn ChunkStore>,
+    pub chunking: ChunkingParams,
+    pub job_id: String,
+    /// Re-embed even when unchanged.
+    pub full: bool,
+}
+
+/// SHA-256 over what decides the chunks and vectors of a document.
+pub fn content_hash(extracted: &Extracted, model: &str, chunking: ChunkingParams) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(model.as_bytes());
+    hasher.update(format!("|{}|{}|", chunking.max_tokens, chunking.overlap_tokens).as_bytes());
+    hasher.update(extracted.title.as_deref().unwrap_or_default().as_bytes());
+    for section in &extracted.sections {
+        hasher.update([0]);
+        hasher.update(section.heading.as_deref().unwrap_or_default().as_bytes());
+        hasher.update([1]);
+        hasher.update(section.text.as_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+/// SHA-256 of the extracted text alone: pages with equal text are duplicates.
+pub fn text_hash(extracted: &Extracted) -> String {
+    let mut hasher = Sha256::new();
+    for section in &extracted.sections {
+        hasher.update(section.text.as_bytes());
+        hasher.update([0]);
+    }
+    hex(&hasher.finalize())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Extracts off the async executor (PDF parsing is CPU work).
+pub async fn extract_off_thread(fetched: &Fetched, name: &str) -> Result<Extracted, IngestError> {
+    let bytes = fetched.bytes.clone();
+    let content_type = fetched.content_type.clone();
+    let name = name.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let format = extract::detect(&name, content_type.as_deref(), &bytes)?;
+        extract::extract(format, &bytes, &name)
+    })
+    .await
+    .map_err(|err| IngestError::CorruptFile(format!("extraction stopped: {err}")))?
+    .map_err(IngestError::from)
+}
+
+impl Indexer {
+    /// The document row of `uri` in `source_id`, if any.
+    pub async fn existing(&self, source_id: &str, uri: &str) -> Result<Option<document::Model>> {
+        Ok(document::Entity::find()
+            .filter(document::Column::SourceId.eq(source_id))
+            .filter(document::Column::Uri.eq(uri))
+            .one(&self.lore.db)
+            .await?)
+    }
+
+    /// Indexes one extracted document: skips it when unchanged, otherwise
+    /// chunks, embeds and replaces its chunks in one commit, then records the
+    /// new hash. A crash between the two leaves the old hash, so the document
+    /// is simply done again: chunk ids are stable, nothing duplicates.
+    pub async fn index_document(
+        &self,
+        source_id: &str,
+        fetched: &Fetched,
+        extracted: &Extracted,
+        progress: &jobs::ProgressHandle,
+    ) -> Result<Outcome> {
+        let hash = content_hash(extracted, self.embedder.model(), self.chunking);
+        let existing = self.existing(source_id, &fetched.uri).await?;
+        if let Some(doc) = &existing {
+            let same = doc.content_hash.as_deref() == Some(hash.as_str()) && doc.status == "indexed";
+            if same && doc.last_job_id.as_deref() == Some(self.job_id.as_str()) {
+                return Ok(Outcome::AlreadyDone { chunks: doc.chunk_count as usize });
+            }
+            if same && !self.full {
+                self.touch(doc, fetched, extracted).await?;
+                return Ok(Outcome::Unchanged);
+            }
+        }
+
+        let embedder = self.embedder.clone();
+        let sections = extracted.sections.clone();
+        let chunking = self.chunking;
+        let chunks =
+            tokio::task::spawn_blocking(move || chunk_sections(&sections, chunking, embedder.as_ref()))
+                .await
+                .map_err(|err| Error::Internal(format!("chunking stopped: {err}")))?;
+        progress.add(|p| p.chunked += chunks.len() as u64);
+
+        let texts: Vec<String> = chunks.iter().map(|c| c.embed_text.clone()).collect();
+        let vectors = self.embedder.embed(&texts).await?;
+        let document_id = match &existing {
+            Some(doc) => doc.id.clone(),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        let title = extracted.title.clone().unwrap_or_else(|| fetched.uri.clone());
+        let rows: Vec<ChunkRow> = chunks
+            .iter()
+            .zip(vectors)
+            .map(|(chunk, vector)| ChunkRow {
+                id: format!("{document_id}:{}", chunk.position),
+                source_id: source_id.to_owned(),
+                document_id: document_id.clone(),
+                title: title.clone(),
+                url: fetched.url.clone(),
+                heading: chunk.heading.clone(),
+                position: chunk.position as u32,
+                text: chunk.text.clone(),
+                content_hash: hex(&Sha256::digest(chunk.embed_text.as_bytes())),
+                vector,
+            })
+            .collect();
+        let count = rows.len();
+        // The document row must exist before its chunks can be found by it.
+        let doc = match existing {
+            Some(doc) => doc,
+            None => self.insert_pending(&document_id, source_id, fetched, &title).await?,
+        };
+        self.store.replace_document(&document_id, rows).await.map_err(IngestError::Index)?;
+        progress.add(|p| p.embedded += count as u64);
+
+        let mut row: document::ActiveModel = doc.into();
+        row.title = Set(title);
+        row.url = Set(fetched.url.clone());
+        row.content_hash = Set(Some(hash));
+        row.text_hash = Set(Some(text_hash(extracted)));
+        row.etag = Set(fetched.etag.clone());
+        row.last_modified = Set(fetched.last_modified.clone());
+        row.lastmod = Set(fetched.lastmod.clone());
+        row.chunk_count = Set(count as i32);
+        row.status = Set("indexed".into());
+        row.error = Set(None);
+        row.last_job_id = Set(Some(self.job_id.clone()));
+        row.indexed_at = Set(Some(Utc::now()));
+        row.updated_at = Set(Utc::now());
+        row.update(&self.lore.db).await?;
+        Ok(Outcome::Indexed { chunks: count })
+    }
+
+    async fn insert_pending(
+        &self,
+        id: &str,
+        source_id: &str,
+        fetched: &Fetched,
+        title: &str,
+    ) -> Result<document::Model> {
+        Ok(document::ActiveModel {
+            id: Set(id.to_owned()),
+            source_id: Set(source_id.to_owned()),
+            uri: Set(fetched.uri.clone()),
+            title: Set(title.to_owned()),
+            url: Set(fetched.url.clone()),
+            content_hash: Set(None),
+            text_hash: Set(None),
+            etag: Set(None),
+            last_modified: Set(None),
+            lastmod: Set(None),
+            chunk_count: Set(0),
+            status: Set("pending".into()),
+            error: Set(None),
+            last_job_id: Set(None),
+            indexed_at: Set(None),
+            updated_at: Set(Utc::now()),
+        }
+        .insert(&self.lore.db)
+        .await?)
+    }
+
+    /// Marks an unchanged document as seen by this run (validators refreshed).
+    async fn touch(&self, doc: &document::Model, fetched: &Fetched, extracted: &Extracted) -> Result<()> {
+        let mut row: document::ActiveModel = doc.clone().into();
+        if let Some(title) = &extracted.title {
+            row.title = Set(title.clone());
+        }
+        row.text_hash = Set(Some(text_hash(extracted)));
+        row.etag = Set(fetched.etag.clone());
+        row.last_modified = Set(fetched.last_modified.clone());
+        row.lastmod = Set(fetched.lastmod.clone());
+        row.error = Set(None);
+        row.last_job_id = Set(Some(self.job_id.clone()));
+        row.updated_at = Set(Utc::now());
+        row.update(&self.lore.db).await?;
+        Ok(())
+    }
+
+    /// Marks an existing, unchanged document as seen without fetching it (a
+    /// sitemap lastmod or an HTTP 304 said it did not change).
+    pub async fn mark_unchanged(&self, doc: &document::Model) -> Result<Outcome> {
+        if doc.last_job_id.as_deref() == Some(self.job_id.as_str()) {
+            return Ok(Outcome::AlreadyDone { chunks: 0 });
+        }
+        let mut row: document::ActiveModel = doc.clone().into();
+        row.last_job_id = Set(Some(self.job_id.clone()));
+        row.error = Set(None);
+        row.updated_at = Set(Utc::now());
+        row.update(&self.lore.db).await?;
+        Ok(Outcome::Unchanged)
+    }
+
+    /// Records a per-document failure. Earlier chunks of the document stay
+    /// searchable: a failed fetch or parse loses nothing.
+    pub async fn record_failure(
+        &self,
+        source_id: &str,
+        uri: &str,
+        url: Option<&str>,
+        error: &str,
+    ) -> Result<()> {
+        match self.existing(source_id, uri).await? {
+            Some(doc) => {
+                let had_content = doc.chunk_count > 0;
+                let mut row: document::ActiveModel = doc.into();
+                row.error = Set(Some(error.to_owned()));
+                if !had_content {
+                    row.status = Set("failed".into());
+                }
+                row.last_job_id = Set(Some(self.job_id.clone()));
+                row.updated_at = Set(Utc::now());
+                row.update(&self.lore.db).await?;
+            }
+            None => {
+                document::ActiveModel {
+                    id: Set(uuid::Uuid::new_v4().to_string()),
+                    source_id: Set(source_id.to_owned()),
+                    uri: Set(uri.to_owned()),
+                    title: Set(uri.to_owned()),
+                    url: Set(url.map(str::to_owned)),
+                    content_hash: Set(None),
+                    text_hash: Set(None),
+                    etag: Set(None),
+                    last_modified: Set(None),
+                    lastmod: Set(None),
+                    chunk_count: Set(0),
+                    status: Set("failed".into()),
+                    error: Set(Some(error.to_owned())),
+                    last_job_id: Set(Some(self.job_id.clone())),
+                    indexed_at: Set(None),
+                    updated_at: Set(Utc::now()),
+                }
+                .insert(&self.lore.db)
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the documents of `source_id` this run did not see (pages gone
+    /// from the site), chunks first. Returns how many went.
+    pub async fn remove_unseen(&self, source_id: &str) -> Result<u64> {
+        let stale = document::Entity::find()
+            .filter(document::Column::SourceId.eq(source_id))
+            .all(&self.lore.db)
+            .await?
+            .into_iter()
+            .filter(|doc| doc.last_job_id.as_deref() != Some(self.job_id.as_str()));
+        let mut removed = 0;
+        for doc in stale {
+            self.store.replace_document(&doc.id, Vec::new()).await.map_err(IngestError::Index)?;
+            document::Entity::delete_by_id(doc.id).exec(&self.lore.db).await?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+}

@@ -1,0 +1,41 @@
+//! Search over the indexed corpus, as `lore search`, the console and (with
+//! access keys) `POST /retrieve` reach it: the fail-closed gate of the corpus
+//! fingerprint, then hybrid retrieval over the enabled sources.
+
+use crate::corpus::{self, RetrievalState};
+use crate::ingest::IngestError;
+use crate::retrieve::{self, Retrieval, RetrievalSettings};
+use crate::{Error, Lore, Result};
+
+/// The longest query accepted, in characters.
+pub const MAX_QUERY_CHARS: usize = 4_000;
+
+/// Whether retrieval may run now, and why not.
+pub async fn retrieval_state(lore: &Lore) -> Result<RetrievalState> {
+    let stamp = corpus::stamped(&lore.db).await?;
+    let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
+    Ok(corpus::retrieval_state(&lore.settings.models.embedding, stamp.as_ref(), indexed))
+}
+
+/// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).
+pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> Result<Retrieval> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(Error::InvalidInput("the query is empty".into()));
+    }
+    if query.chars().count() > MAX_QUERY_CHARS {
+        return Err(Error::InvalidInput(format!("the query is longer than {MAX_QUERY_CHARS} characters")));
+    }
+    if let RetrievalState::FailingClosed(why) = retrieval_state(lore).await? {
+        return Err(Error::RetrievalFailingClosed(why));
+    }
+    let sources = crate::sources::enabled_ids(lore).await?;
+    let embedder = lore.embedder().await?;
+    let store = lore.chunks().await?;
+    retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &sources, settings).await.map_err(|err| {
+        match err {
+            retrieve::RetrieveError::Embed(err) => Error::Embedding(err),
+            retrieve::RetrieveError::Index(err) => Error::Ingest(IngestError::Index(err)),
+        }
+    })
+}

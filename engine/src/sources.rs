@@ -1,0 +1,358 @@
+//! Knowledge sources as admin records, and their lifecycle.
+//!
+//! A source has two independent axes:
+//! - `enabled`: an admin's switch. A disabled source is not synced, not
+//!   scheduled and not searched, but keeps its documents and chunks, so
+//!   enabling it again makes its content searchable at once, with nothing
+//!   re-embedded.
+//! - `status`: where its content stands, moved by indexing runs:
+//!   `empty` (created, nothing indexed) → `queued` (a run waits) →
+//!   `indexing` (a run holds it) → `ready` (the last run succeeded) or
+//!   `failed` (the last run failed as a whole; earlier content is kept).
+//!   A run that fails for some documents but not all still ends `ready`,
+//!   with the per-document errors on the job and the documents.
+//!
+//! Deleting a source removes its chunks, documents, jobs and stored files.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use entity::{document, index_job, source};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde::{Deserialize, Serialize};
+
+use crate::audit::{self, Actor};
+use crate::ingest::IngestError;
+use crate::{Error, Lore, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Upload,
+    Website,
+    /// Announced, not yet available.
+    PageBank,
+}
+
+impl SourceKind {
+    pub fn key(self) -> &'static str {
+        match self {
+            SourceKind::Upload => "upload",
+            SourceKind::Website => "website",
+            SourceKind::PageBank => "page_bank",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, IngestError> {
+        match raw {
+            "upload" => Ok(SourceKind::Upload),
+            "website" => Ok(SourceKind::Website),
+            "page_bank" => Ok(SourceKind::PageBank),
+            other => Err(IngestError::InvalidSource(format!(
+                "unknown source kind {other:?}; use upload or website"
+            ))),
+        }
+    }
+
+    /// Whether sources of this kind can be created today.
+    pub fn available(self) -> bool {
+        !matches!(self, SourceKind::PageBank)
+    }
+}
+
+/// How fast a source's content goes stale; sets the re-sync interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Volatility {
+    /// Never re-synced on its own (uploads).
+    Static,
+    /// Weekly.
+    Low,
+    /// Daily.
+    #[default]
+    Medium,
+    /// Hourly.
+    High,
+}
+
+impl Volatility {
+    pub fn key(self) -> &'static str {
+        match self {
+            Volatility::Static => "static",
+            Volatility::Low => "low",
+            Volatility::Medium => "medium",
+            Volatility::High => "high",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, IngestError> {
+        match raw {
+            "static" => Ok(Volatility::Static),
+            "low" => Ok(Volatility::Low),
+            "medium" => Ok(Volatility::Medium),
+            "high" => Ok(Volatility::High),
+            other => Err(IngestError::InvalidSource(format!(
+                "unknown volatility {other:?}; use static, low, medium or high"
+            ))),
+        }
+    }
+
+    /// Time between scheduled re-syncs (`None`: never).
+    pub fn resync_interval(self) -> Option<Duration> {
+        match self {
+            Volatility::Static => None,
+            Volatility::Low => Some(Duration::from_secs(7 * 24 * 3600)),
+            Volatility::Medium => Some(Duration::from_secs(24 * 3600)),
+            Volatility::High => Some(Duration::from_secs(3600)),
+        }
+    }
+}
+
+/// How a website source finds its pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Discovery {
+    /// The site's sitemap (from robots.txt, else `/sitemap.xml`), falling back
+    /// to a crawl when there is none.
+    #[default]
+    Sitemap,
+    /// Follow links from the start URL.
+    Crawl,
+}
+
+/// Configuration of a website source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebsiteConfig {
+    pub start_url: String,
+    #[serde(default)]
+    pub discovery: Discovery,
+    /// An explicit sitemap URL (otherwise robots.txt, then `/sitemap.xml`).
+    #[serde(default)]
+    pub sitemap_url: Option<String>,
+    /// Glob patterns on the URL path (`/docs/**`); empty: everything in scope.
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default = "default_max_pages")]
+    pub max_pages: usize,
+    #[serde(default = "default_max_depth")]
+    pub max_depth: usize,
+}
+
+fn default_max_pages() -> usize {
+    500
+}
+
+fn default_max_depth() -> usize {
+    5
+}
+
+/// What an admin gives to create a source.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSource {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub config: Option<serde_json::Value>,
+    #[serde(default)]
+    pub volatility: Option<String>,
+}
+
+/// Validates a website configuration (URL, patterns, limits).
+pub fn parse_website_config(value: &serde_json::Value) -> Result<WebsiteConfig, IngestError> {
+    let config: WebsiteConfig = serde_json::from_value(value.clone())
+        .map_err(|err| IngestError::InvalidSource(format!("website configuration: {err}")))?;
+    let url = url::Url::parse(&config.start_url)
+        .map_err(|err| IngestError::InvalidSource(format!("start_url {:?}: {err}", config.start_url)))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(IngestError::InvalidSource("start_url must be an http(s) URL with a host".into()));
+    }
+    if let Some(sitemap) = &config.sitemap_url {
+        url::Url::parse(sitemap)
+            .map_err(|err| IngestError::InvalidSource(format!("sitemap_url {sitemap:?}: {err}")))?;
+    }
+    for pattern in config.include.iter().chain(&config.exclude) {
+        globset::Glob::new(pattern)
+            .map_err(|err| IngestError::InvalidSource(format!("pattern {pattern:?}: {err}")))?;
+    }
+    if config.max_pages == 0 || config.max_pages > 100_000 {
+        return Err(IngestError::InvalidSource("max_pages must be between 1 and 100000".into()));
+    }
+    if config.max_depth > 50 {
+        return Err(IngestError::InvalidSource("max_depth must be at most 50".into()));
+    }
+    Ok(config)
+}
+
+/// Creates a source. Nothing is fetched yet: a website is synced by a job
+/// ([`crate::ingest::jobs::enqueue`]), an upload source waits for files.
+pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<source::Model> {
+    let name = new.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(IngestError::InvalidSource("a source needs a name of 1 to 200 characters".into()).into());
+    }
+    let kind = SourceKind::parse(new.kind.trim())?;
+    if !kind.available() {
+        return Err(IngestError::KindUnavailable(kind.key().to_owned()).into());
+    }
+    let config = match kind {
+        SourceKind::Website => {
+            let value = new.config.clone().ok_or_else(|| {
+                IngestError::InvalidSource("a website source needs a configuration with start_url".into())
+            })?;
+            let config = parse_website_config(&value)?;
+            // Refuse a private target now rather than at the first run.
+            if let Ok(start) = url::Url::parse(&config.start_url) {
+                // (A name that does not resolve yet is the run's problem.)
+                let allow = lore.settings.ingest.allow_private_addresses;
+                if let Err(refused @ IngestError::PrivateAddress(_)) =
+                    crate::ingest::web::check_address(&start, allow).await
+                {
+                    return Err(refused.into());
+                }
+            }
+            serde_json::to_value(config).map_err(|err| Error::Internal(err.to_string()))?
+        }
+        _ => match &new.config {
+            None => serde_json::json!({}),
+            Some(serde_json::Value::Object(map)) if map.is_empty() => serde_json::json!({}),
+            Some(_) => {
+                return Err(
+                    IngestError::InvalidSource("an upload source takes no configuration".into()).into()
+                )
+            }
+        },
+    };
+    let volatility = match (&new.volatility, kind) {
+        (Some(raw), _) => Volatility::parse(raw.trim())?,
+        (None, SourceKind::Upload) => Volatility::Static,
+        (None, _) => Volatility::default(),
+    };
+    let now = Utc::now();
+    let row = source::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        name: Set(name.to_owned()),
+        kind: Set(kind.key().to_owned()),
+        enabled: Set(true),
+        status: Set("empty".to_owned()),
+        config: Set(config),
+        volatility: Set(volatility.key().to_owned()),
+        document_count: Set(0),
+        chunk_count: Set(0),
+        last_error: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+        last_synced_at: Set(None),
+        next_sync_at: Set(None),
+    }
+    .insert(&lore.db)
+    .await?;
+    audit::record(&lore.db, actor, "source.create", Some(&row.id), serde_json::json!({"kind": row.kind}))
+        .await?;
+    Ok(row)
+}
+
+pub async fn list(lore: &Lore) -> Result<Vec<source::Model>> {
+    Ok(source::Entity::find().order_by_asc(source::Column::CreatedAt).all(&lore.db).await?)
+}
+
+pub async fn get(lore: &Lore, id: &str) -> Result<source::Model> {
+    source::Entity::find_by_id(id.to_owned())
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| IngestError::SourceNotFound(id.to_owned()).into())
+}
+
+/// Finds a source by id, or else by its exact name (for the CLI).
+pub async fn find(lore: &Lore, id_or_name: &str) -> Result<source::Model> {
+    if let Some(found) = source::Entity::find_by_id(id_or_name.to_owned()).one(&lore.db).await? {
+        return Ok(found);
+    }
+    source::Entity::find()
+        .filter(source::Column::Name.eq(id_or_name))
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| IngestError::SourceNotFound(id_or_name.to_owned()).into())
+}
+
+/// The ids of the sources retrieval searches.
+pub async fn enabled_ids(lore: &Lore) -> Result<Vec<String>> {
+    Ok(source::Entity::find()
+        .filter(source::Column::Enabled.eq(true))
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(|s| s.id)
+        .collect())
+}
+
+/// Enables or disables a source. Disabling also cancels its queued runs and
+/// its schedule; enabling re-arms the schedule. Chunks are never touched.
+pub async fn set_enabled(lore: &Lore, actor: &Actor, id: &str, enabled: bool) -> Result<source::Model> {
+    let found = get(lore, id).await?;
+    if found.enabled == enabled {
+        return Ok(found);
+    }
+    let next_sync = if enabled { next_sync_after(&found, Utc::now()) } else { None };
+    let mut row: source::ActiveModel = found.into();
+    row.enabled = Set(enabled);
+    row.next_sync_at = Set(next_sync);
+    row.updated_at = Set(Utc::now());
+    let updated = row.update(&lore.db).await?;
+    if !enabled {
+        crate::ingest::jobs::cancel_queued(lore, id).await?;
+    }
+    let action = if enabled { "source.enable" } else { "source.disable" };
+    audit::record(&lore.db, actor, action, Some(id), serde_json::json!({})).await?;
+    Ok(updated)
+}
+
+/// When the scheduler should next re-sync `source`, counted from `from`.
+pub fn next_sync_after(source: &source::Model, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    if source.kind != SourceKind::Website.key() || !source.enabled {
+        return None;
+    }
+    let interval = Volatility::parse(&source.volatility).ok()?.resync_interval()?;
+    chrono::Duration::from_std(interval).ok().map(|step| from + step)
+}
+
+/// Whether the content is within its volatility's re-sync interval.
+pub fn is_fresh(source: &source::Model, now: DateTime<Utc>) -> Option<bool> {
+    let synced = source.last_synced_at?;
+    let interval = Volatility::parse(&source.volatility).ok()?.resync_interval();
+    Some(match interval.and_then(|i| chrono::Duration::from_std(i).ok()) {
+        None => true,
+        Some(step) => now - synced <= step,
+    })
+}
+
+/// Deletes a source with its chunks, documents, jobs and stored files. The
+/// chunks go first: if that fails, nothing else has changed.
+pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
+    let found = get(lore, id).await?;
+    crate::ingest::jobs::cancel_queued(lore, id).await?;
+    lore.chunks().await?.delete_source(id).await.map_err(IngestError::Index)?;
+    // Documents and jobs go with the row (foreign keys cascade).
+    index_job::Entity::delete_many().filter(index_job::Column::SourceId.eq(id)).exec(&lore.db).await?;
+    document::Entity::delete_many().filter(document::Column::SourceId.eq(id)).exec(&lore.db).await?;
+    source::Entity::delete_by_id(id.to_owned()).exec(&lore.db).await?;
+    crate::ingest::upload::remove_all(lore, id).await?;
+    audit::record(&lore.db, actor, "source.delete", Some(id), serde_json::json!({"name": found.name}))
+        .await?;
+    Ok(())
+}
+
+/// The documents of a source, failed ones first.
+pub async fn documents(lore: &Lore, id: &str) -> Result<Vec<document::Model>> {
+    get(lore, id).await?;
+    let mut docs = document::Entity::find()
+        .filter(document::Column::SourceId.eq(id))
+        .order_by_asc(document::Column::Uri)
+        .all(&lore.db)
+        .await?;
+    docs.sort_by_key(|d| d.status != "failed");
+    Ok(docs)
+}

@@ -1,0 +1,185 @@
+//! Website sources against a generated documentation site on 127.0.0.1 (see
+//! `support/site.rs`), with the real embedder, SQLite and LanceDB.
+
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use engine::audit::Actor;
+use engine::ingest::IngestError;
+use engine::retrieve::RetrievalSettings;
+use engine::sources::{self, NewSource};
+use engine::{search, Error, Lore};
+use support::site::{page_text, Site};
+use support::{open, open_with, progress, run};
+
+const PAGES: usize = 55;
+
+async fn website(lore: &Lore, config: serde_json::Value) -> String {
+    let new = NewSource {
+        name: "Acme docs".into(),
+        kind: "website".into(),
+        config: Some(config),
+        volatility: None,
+    };
+    sources::create(lore, &Actor::System, new).await.unwrap().id
+}
+
+async fn indexed_uris(lore: &Lore, source: &str) -> Vec<String> {
+    let mut uris: Vec<String> = sources::documents(lore, source)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.status == "indexed")
+        .map(|d| d.uri)
+        .collect();
+    uris.sort();
+    uris
+}
+
+#[tokio::test]
+async fn a_sitemap_sync_indexes_exactly_the_pages_and_re_syncs_only_what_changed() {
+    let site = Site::start(PAGES, Duration::ZERO).await;
+    let (lore, _dir) = open().await;
+    let source = website(&lore, serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})).await;
+
+    let first = run(&lore, Some(&source), false).await;
+    assert_eq!(first.status, "succeeded", "{:?}", first.message);
+    assert_eq!(indexed_uris(&lore, &source).await, site.expected_sitemap_uris());
+    let p = progress(&first);
+    assert_eq!(p.failed, 0, "{:?}", first.errors);
+    assert!(p.duplicates >= 2, "the redirect, the copy and the print page are duplicates: {p:?}");
+    assert!(p.skipped >= 2, "robots.txt's /private/ and the external URL are skipped: {p:?}");
+    let all_chunks = lore.chunks().await.unwrap().count(None).await.unwrap();
+
+    // The boilerplate (navigation, header, footer) is not in any chunk.
+    let found =
+        search::search(&lore, "Guide number 12 explains", &RetrievalSettings::default()).await.unwrap();
+    assert_eq!(
+        found.results[0].chunk.url.as_deref(),
+        Some(format!("{}/docs/page-12", site.base_url).as_str())
+    );
+    assert!(found
+        .results
+        .iter()
+        .all(|r| !r.chunk.text.contains("Copyright Acme") && !r.chunk.text.contains("Getting started")));
+    assert_eq!(found.results[0].chunk.title, "Guide 12 · Acme Docs");
+
+    // Nothing changed: nothing is embedded, and the pages are not even downloaded again.
+    let fetches = site.page_fetches();
+    let second = run(&lore, Some(&source), false).await;
+    let p = progress(&second);
+    assert_eq!((p.embedded, p.chunked, p.removed), (0, 0, 0), "{p:?}");
+    assert_eq!(p.unchanged as usize, PAGES);
+    assert!(site.page_fetches() - fetches <= 3, "lastmod and ETags spare the downloads");
+    assert_eq!(lore.chunks().await.unwrap().count(None).await.unwrap(), all_chunks);
+
+    // One page changes: only that page is re-embedded.
+    site.change_page(
+        4,
+        "Guide number 4 now explains migrating from the legacy importer to the streaming importer.",
+    );
+    let third = run(&lore, Some(&source), false).await;
+    let p = progress(&third);
+    assert_eq!(p.unchanged as usize, PAGES - 1, "{p:?}");
+    assert!(p.embedded > 0);
+    let found = search::search(&lore, "migrating from the legacy importer", &RetrievalSettings::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        found.results[0].chunk.url.as_deref(),
+        Some(format!("{}/docs/page-4", site.base_url).as_str())
+    );
+    assert!(!found.results.iter().any(|r| r.chunk.text.contains(&page_text(4))), "the old text is replaced");
+
+    let listed = sources::get(&lore, &source).await.unwrap();
+    assert_eq!((listed.status.as_str(), listed.document_count as usize), ("ready", PAGES));
+    assert!(sources::is_fresh(&listed, chrono::Utc::now()).unwrap());
+    assert!(listed.next_sync_at.is_some(), "a website is re-synced by its volatility");
+}
+
+#[tokio::test]
+async fn a_crawl_follows_links_within_scope_depth_and_patterns() {
+    let site = Site::start(PAGES, Duration::ZERO).await;
+    let (lore, _dir) = open().await;
+    let source = website(
+        &lore,
+        serde_json::json!({"start_url": format!("{}/docs/", site.base_url), "discovery": "crawl", "max_depth": 2}),
+    )
+    .await;
+    let first = run(&lore, Some(&source), false).await;
+    assert_eq!(first.status, "succeeded", "{:?}", first.message);
+    assert_eq!(indexed_uris(&lore, &source).await, site.expected_crawl_uris());
+    let second = run(&lore, Some(&source), false).await;
+    let p = progress(&second);
+    assert_eq!((p.embedded, p.unchanged as usize), (0, PAGES + 1), "{p:?}");
+
+    // Patterns and page limits narrow the crawl.
+    let narrow = website(
+        &lore,
+        serde_json::json!({
+            "start_url": format!("{}/docs/", site.base_url),
+            "discovery": "crawl",
+            "exclude": ["/docs/page-1*"],
+            "max_pages": 10
+        }),
+    )
+    .await;
+    run(&lore, Some(&narrow), false).await;
+    let uris = indexed_uris(&lore, &narrow).await;
+    assert!(uris.len() <= 10, "{uris:?}");
+    assert!(uris.iter().all(|u| !u.contains("/docs/page-1")), "{uris:?}");
+}
+
+#[tokio::test]
+async fn private_addresses_are_refused_unless_allowed() {
+    let site = Site::start(3, Duration::ZERO).await;
+    let (lore, _dir) = open_with(|s| s.ingest.allow_private_addresses = false).await;
+    let new = NewSource {
+        name: "Local".into(),
+        kind: "website".into(),
+        config: Some(serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})),
+        volatility: None,
+    };
+    let err = sources::create(&lore, &Actor::System, new).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Ingest(IngestError::PrivateAddress(ref why)) if why.contains("127.0.0.1") && why.contains("allow_private_addresses")),
+        "{err:?}"
+    );
+    assert_eq!(site.requests(), 0, "nothing was fetched");
+
+    let page_bank = NewSource { name: "Bank".into(), kind: "page_bank".into(), ..NewSource::default() };
+    assert!(matches!(
+        sources::create(&lore, &Actor::System, page_bank).await,
+        Err(Error::Ingest(IngestError::KindUnavailable(_)))
+    ));
+}
+
+#[tokio::test]
+async fn a_failed_re_sync_keeps_the_earlier_content() {
+    let site = Site::start(3, Duration::ZERO).await;
+    let (lore, _dir) = open().await;
+    let source = website(&lore, serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})).await;
+    run(&lore, Some(&source), false).await;
+    let chunks = lore.chunks().await.unwrap().count(None).await.unwrap();
+
+    // Point the source at a port where nothing listens.
+    let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead_url = format!("http://{}/docs/", dead.local_addr().unwrap());
+    drop(dead);
+    let found = sources::get(&lore, &source).await.unwrap();
+    let mut row: entity::source::ActiveModel = found.into();
+    row.config = sea_orm::Set(serde_json::json!({"start_url": dead_url}));
+    sea_orm::ActiveModelTrait::update(row, &lore.db).await.unwrap();
+
+    let failed = run(&lore, Some(&source), false).await;
+    assert_eq!(failed.status, "failed");
+    assert_eq!(lore.chunks().await.unwrap().count(None).await.unwrap(), chunks, "nothing was lost");
+    let listed = sources::get(&lore, &source).await.unwrap();
+    assert_eq!(listed.status, "failed");
+    assert!(listed.last_error.is_some());
+    assert_eq!(indexed_uris(&lore, &source).await.len(), 3);
+}

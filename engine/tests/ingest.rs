@@ -1,0 +1,270 @@
+//! Upload sources end to end against the real components: SQLite, LanceDB
+//! in a temporary directory and the real all-MiniLM-L6-v2 files.
+
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use engine::audit::Actor;
+use engine::chunk::ChunkingParams;
+use engine::corpus::{self, Fingerprint};
+use engine::ingest::upload::{self, Upload};
+use engine::ingest::IngestError;
+use engine::retrieve::RetrievalSettings;
+use engine::sources::{self, NewSource};
+use engine::{search, tuning, Error, Lore};
+use support::{open, open_with, progress, run, run_queued};
+
+const MARKDOWN: &str = "# Backups\n\n## Nightly snapshots\n\nLore writes a snapshot of the database every night at two o'clock and keeps fourteen of them.\n";
+const TEXT: &str =
+    "Support hours are Monday to Friday, eight in the morning to six in the evening, Central European Time.";
+const HTML: &str = "<!doctype html><html><head><title>Proxy setup</title></head><body><nav>Home | Docs</nav><main><h1>Proxy setup</h1><p>Terminate TLS at nginx and forward the X-Forwarded-Proto header to Lore.</p></main><footer>Acme</footer></body></html>";
+
+/// A one-page PDF whose page shows `line`.
+fn pdf(line: &str) -> Vec<u8> {
+    use lopdf::content::{Content, Operation};
+    use lopdf::{dictionary, Document, Object, Stream};
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id =
+        doc.add_object(dictionary! {"Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica"});
+    let resources_id = doc.add_object(dictionary! {"Font" => dictionary! {"F1" => font_id}});
+    let content = Content {
+        operations: vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 12.into()]),
+            Operation::new("Td", vec![50.into(), 700.into()]),
+            Operation::new("Tj", vec![Object::string_literal(line)]),
+            Operation::new("ET", vec![]),
+        ],
+    };
+    let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+    let page_id =
+        doc.add_object(dictionary! {"Type" => "Page", "Parent" => pages_id, "Contents" => content_id});
+    let pages = dictionary! {
+        "Type" => "Pages",
+        "Kids" => vec![page_id.into()],
+        "Count" => 1,
+        "Resources" => resources_id,
+        "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+    };
+    doc.objects.insert(pages_id, Object::Dictionary(pages));
+    let catalog_id = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => pages_id});
+    doc.trailer.set("Root", catalog_id);
+    let mut bytes = Vec::new();
+    doc.save_to(&mut bytes).unwrap();
+    bytes
+}
+
+const PDF_LINE: &str = "Invoices are payable within thirty days of the invoice date";
+
+async fn upload_source(lore: &Lore) -> String {
+    let new = NewSource { name: "Handbook".into(), kind: "upload".into(), ..NewSource::default() };
+    sources::create(lore, &Actor::System, new).await.unwrap().id
+}
+
+async fn put(lore: &Lore, source: &str, name: &str, bytes: &[u8]) -> Result<(), Error> {
+    upload::receive(
+        lore,
+        source,
+        Upload { file_name: name.into(), content_type: None, bytes: bytes.to_vec() },
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Titles of the results for `query`.
+async fn titles(lore: &Lore, query: &str) -> Vec<String> {
+    let settings = RetrievalSettings { score_cutoff: 0.2, ..RetrievalSettings::default() };
+    search::search(lore, query, &settings).await.unwrap().results.into_iter().map(|r| r.chunk.title).collect()
+}
+
+async fn chunk_count(lore: &Lore) -> usize {
+    lore.chunks().await.unwrap().count(None).await.unwrap()
+}
+
+#[tokio::test]
+async fn every_upload_type_is_indexed_and_found() {
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    put(&lore, &source, "hours.txt", TEXT.as_bytes()).await.unwrap();
+    put(&lore, &source, "proxy.html", HTML.as_bytes()).await.unwrap();
+    put(&lore, &source, "invoices.pdf", &pdf(PDF_LINE)).await.unwrap();
+    let job = run(&lore, Some(&source), false).await;
+    assert_eq!(job.status, "succeeded", "{:?}", job.message);
+    let done = progress(&job);
+    assert_eq!((done.discovered, done.done, done.failed), (4, 4, 0));
+
+    assert_eq!(titles(&lore, "how many nightly database snapshots are kept").await[0], "Backups");
+    assert_eq!(titles(&lore, "when is support open").await[0], "hours.txt");
+    assert_eq!(titles(&lore, "forward the X-Forwarded-Proto header").await[0], "Proxy setup");
+    assert_eq!(titles(&lore, "when are invoices payable").await[0], "invoices.pdf");
+    // Boilerplate of the HTML page is not indexed.
+    let found = search::search(&lore, "Proxy setup", &RetrievalSettings::default()).await.unwrap();
+    assert!(found.results.iter().all(|r| !r.chunk.text.contains("Home | Docs")));
+
+    let listed = sources::get(&lore, &source).await.unwrap();
+    assert_eq!((listed.status.as_str(), listed.document_count), ("ready", 4));
+    assert_eq!(listed.chunk_count as usize, chunk_count(&lore).await);
+}
+
+#[tokio::test]
+async fn bad_files_are_refused_with_clear_errors_and_keep_earlier_content() {
+    let (lore, _dir) = open_with(|s| s.ingest.upload_max_bytes = 4096).await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "invoices.pdf", &pdf(PDF_LINE)).await.unwrap();
+    run(&lore, Some(&source), false).await;
+    let before = chunk_count(&lore).await;
+    assert!(before > 0);
+
+    // A corrupt PDF under the same name: refused, the indexed one stays.
+    let mut corrupt = pdf(PDF_LINE);
+    corrupt.truncate(corrupt.len() / 3);
+    corrupt.extend_from_slice(b"garbage that is not PDF structure");
+    let err = put(&lore, &source, "invoices.pdf", &corrupt).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Ingest(IngestError::CorruptFile(ref why)) if why.contains("PDF")),
+        "{err:?}"
+    );
+
+    let err = put(&lore, &source, "big.md", &vec![b'a'; 5000]).await.unwrap_err();
+    assert!(matches!(err, Error::Ingest(IngestError::FileTooLarge { limit_bytes: 4096 })), "{err:?}");
+
+    let err = put(&lore, &source, "photo.png", b"\x89PNG\r\n\x1a\n\0\0\0binary").await.unwrap_err();
+    assert!(
+        matches!(err, Error::Ingest(IngestError::UnsupportedFile(ref why)) if why.contains(".png")),
+        "{err:?}"
+    );
+
+    let err = put(&lore, &source, "blank.md", b"   \n\n").await.unwrap_err();
+    assert!(matches!(err, Error::Ingest(IngestError::EmptyFile)), "{err:?}");
+
+    // Nothing was queued by the refusals, and a run now still finds the original.
+    let job = run(&lore, Some(&source), false).await;
+    assert_eq!(progress(&job).unchanged, 1, "the stored PDF is the good one");
+    assert_eq!(chunk_count(&lore).await, before);
+    assert_eq!(titles(&lore, "when are invoices payable").await[0], "invoices.pdf");
+}
+
+#[tokio::test]
+async fn reuploading_a_file_replaces_its_document_and_unchanged_files_are_not_re_embedded() {
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "hours.txt", TEXT.as_bytes()).await.unwrap();
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    let first = run(&lore, Some(&source), false).await;
+    assert!(progress(&first).embedded > 0);
+
+    let again = run(&lore, Some(&source), false).await;
+    let p = progress(&again);
+    assert_eq!((p.embedded, p.chunked, p.unchanged), (0, 0, 2), "nothing changed, nothing embedded");
+
+    put(&lore, &source, "hours.txt", b"Support is now open around the clock, every day of the year.")
+        .await
+        .unwrap();
+    let third = run(&lore, Some(&source), false).await;
+    let p = progress(&third);
+    assert_eq!((p.unchanged, p.done), (1, 2), "only the replaced file is re-embedded");
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    assert_eq!(docs.len(), 2, "a re-upload replaces, it does not add");
+    let found = search::search(&lore, "when is support open", &RetrievalSettings::default()).await.unwrap();
+    assert!(found.results.iter().any(|r| r.chunk.text.contains("around the clock")));
+    assert!(found.results.iter().all(|r| !r.chunk.text.contains("Monday to Friday")), "the old text is gone");
+}
+
+#[tokio::test]
+async fn disabling_hides_a_source_and_enabling_restores_it_without_re_embedding() {
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    run(&lore, Some(&source), false).await;
+    let chunks = chunk_count(&lore).await;
+    let jobs_before = engine::ingest::jobs::recent(&lore, None, 100).await.unwrap().len();
+
+    sources::set_enabled(&lore, &Actor::System, &source, false).await.unwrap();
+    assert!(titles(&lore, "nightly snapshots").await.is_empty(), "a disabled source is not searched");
+    assert_eq!(chunk_count(&lore).await, chunks, "its chunks are kept");
+    let refused = engine::ingest::jobs::enqueue(&lore, Some(&source), false, "test").await.unwrap_err();
+    assert!(matches!(refused, Error::Ingest(IngestError::SourceDisabled)));
+    let refused = put(&lore, &source, "hours.txt", TEXT.as_bytes()).await.unwrap_err();
+    assert!(matches!(refused, Error::Ingest(IngestError::SourceDisabled)));
+
+    sources::set_enabled(&lore, &Actor::System, &source, true).await.unwrap();
+    assert_eq!(titles(&lore, "nightly snapshots").await[0], "Backups");
+    let jobs_after = engine::ingest::jobs::recent(&lore, None, 100).await.unwrap().len();
+    assert_eq!(jobs_after, jobs_before, "enabling ran nothing: no re-embedding");
+
+    sources::delete(&lore, &Actor::System, &source).await.unwrap();
+    assert_eq!(chunk_count(&lore).await, 0, "delete removes the chunks");
+    assert!(sources::list(&lore).await.unwrap().is_empty());
+    assert!(!lore.settings.data_dir.join("uploads").join(&source).exists(), "and the stored files");
+}
+
+#[tokio::test]
+async fn retrieval_fails_closed_on_a_foreign_fingerprint_until_a_full_reindex() {
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    run(&lore, Some(&source), false).await;
+    let stamp = corpus::stamped(&lore.db).await.unwrap().expect("the first index stamps the empty corpus");
+    assert_eq!(stamp.embedding_model, lore.settings.models.embedding);
+
+    // As if the corpus had been embedded by another model.
+    let foreign = Fingerprint { embedding_model: "intfloat/e5-small-v2".into(), ..stamp.clone() };
+    corpus::set(&lore.db, Some(&foreign)).await.unwrap();
+    let err = search::search(&lore, "nightly snapshots", &RetrievalSettings::default()).await.unwrap_err();
+    assert!(matches!(err, Error::RetrievalFailingClosed(ref why) if why.contains("e5-small-v2")), "{err:?}");
+    // A cleared stamp over existing chunks fails closed too.
+    corpus::set(&lore.db, None).await.unwrap();
+    assert!(matches!(
+        search::search(&lore, "nightly snapshots", &RetrievalSettings::default()).await,
+        Err(Error::RetrievalFailingClosed(_))
+    ));
+
+    // Even a plain sync is turned into a full reindex, which re-stamps.
+    let job = run(&lore, Some(&source), false).await;
+    assert_eq!(job.status, "succeeded");
+    assert_eq!(progress(&job).unchanged, 0, "everything was re-embedded");
+    assert_eq!(corpus::stamped(&lore.db).await.unwrap(), Some(stamp));
+    assert_eq!(titles(&lore, "nightly snapshots").await[0], "Backups");
+}
+
+#[tokio::test]
+async fn a_chunking_change_needs_the_reindex_acknowledgement() {
+    let (lore, _dir) = open().await;
+    let smaller = ChunkingParams { max_tokens: 64, overlap_tokens: 8 };
+    // Nothing indexed yet: the change is simply stored.
+    assert!(matches!(
+        tuning::set_chunking(&lore, &Actor::System, smaller, false).await.unwrap(),
+        tuning::ChunkingChange::Stored
+    ));
+    tuning::set_chunking(&lore, &Actor::System, ChunkingParams::default(), false).await.unwrap();
+
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    run(&lore, Some(&source), false).await;
+
+    let err = tuning::set_chunking(&lore, &Actor::System, smaller, false).await.unwrap_err();
+    assert!(matches!(err, Error::Ingest(IngestError::ReindexAcknowledgementRequired)));
+    assert_eq!(tuning::chunking(&lore).await.unwrap(), ChunkingParams::default(), "nothing persisted");
+    assert!(engine::ingest::jobs::recent(&lore, None, 10).await.unwrap().iter().all(|j| !j.full));
+
+    let invalid = ChunkingParams { max_tokens: 32, overlap_tokens: 32 };
+    assert!(matches!(
+        tuning::set_chunking(&lore, &Actor::System, invalid, true).await,
+        Err(Error::Ingest(IngestError::InvalidTuning(_)))
+    ));
+
+    let tuning::ChunkingChange::Reindexing(job) =
+        tuning::set_chunking(&lore, &Actor::System, smaller, true).await.unwrap()
+    else {
+        panic!("an acknowledged change on an indexed corpus starts a full reindex");
+    };
+    assert!(job.full && job.source_id.is_none());
+    assert_eq!(tuning::chunking(&lore).await.unwrap(), smaller);
+    let done = run_queued(&lore, &job.id).await;
+    assert_eq!(done.status, "succeeded");
+    assert_eq!(corpus::stamped(&lore.db).await.unwrap().unwrap().chunking, smaller);
+}

@@ -1,0 +1,47 @@
+//! What the ingestion tests share: a Lore on a temporary data directory with
+//! the real model files, and running a job to its end in-process.
+
+#![allow(dead_code)]
+
+pub mod site;
+
+use std::path::PathBuf;
+
+use engine::ingest::{jobs, Progress};
+use engine::{Lore, Settings};
+
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("LORE_TEST_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lore/models"))
+}
+
+pub async fn open_with(configure: impl FnOnce(&mut Settings)) -> (Lore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings { data_dir: dir.path().to_owned(), ..Settings::default() };
+    settings.models.dir = Some(models_dir());
+    settings.ingest.allow_private_addresses = true;
+    configure(&mut settings);
+    (Lore::open(settings).await.unwrap(), dir)
+}
+
+pub async fn open() -> (Lore, tempfile::TempDir) {
+    open_with(|_| {}).await
+}
+
+/// Queues a run of `source_id` (or a full reindex) and runs it here.
+pub async fn run(lore: &Lore, source_id: Option<&str>, full: bool) -> entity::index_job::Model {
+    let job = jobs::enqueue(lore, source_id, full, "test").await.unwrap();
+    run_queued(lore, &job.id).await
+}
+
+/// Claims a queued job and runs it to its end.
+pub async fn run_queued(lore: &Lore, job_id: &str) -> entity::index_job::Model {
+    let owner = jobs::owner_id("test");
+    let held = jobs::claim(lore, job_id, &owner).await.unwrap().expect("the job is queued");
+    jobs::run(lore, held, &owner, None).await.unwrap()
+}
+
+pub fn progress(job: &entity::index_job::Model) -> Progress {
+    serde_json::from_value(job.progress.clone()).unwrap()
+}

@@ -1,0 +1,435 @@
+//! `lore bench embed` and `lore bench index`: measurements that print a table
+//! and write a JSON record. They are not tests: nothing here passes or fails
+//! on a number.
+//!
+//! - embed: tokens/s and chunks/s over a fixed set of mixed-length
+//!   documentation chunks, and single-query latency, for Lore's candle
+//!   embedder and, in the same run and on the same texts, its peers
+//!   (sentence-transformers on PyTorch, ONNX Runtime on an int8 export) run by
+//!   `scripts/bench/embed_peers.py`.
+//! - index: pages/s for a sitemap sync of a generated site served on
+//!   127.0.0.1, then retrieval p50/p95 at 10k and 100k chunks, flat and with
+//!   the vector index.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use engine::embed::local::LocalEmbedder;
+use engine::embed::Embedder;
+use engine::index::lance::LanceChunkStore;
+use engine::index::{ChunkRow, ChunkStore};
+use engine::retrieve::{hybrid, RetrievalSettings};
+use engine::Settings;
+use serde_json::json;
+
+const SENTENCES: [&str; 24] = [
+    "Run the installer as an administrator and keep the default data directory unless your disks say otherwise.",
+    "Single sign-on works with any OpenID Connect provider that supports the authorization code flow with PKCE.",
+    "Backups are taken every night at two o'clock and kept for fourteen days.",
+    "To restore, stop the service, copy the snapshot over the data directory and start it again.",
+    "The retrieval cutoff drops passages whose fused score is below the threshold.",
+    "Widget keys carry an allowlist of origins and a rate limit per minute.",
+    "Rotate a provider key by pasting the new value; a blank field keeps the stored key.",
+    "Each answer cites the passages it used, numbered in the order they were given to the model.",
+    "If nothing retrievable answers the question, Lore refuses and records a content gap.",
+    "Set the volatility of a source to high when its pages change several times a day.",
+    "The dashboard shows the cache hit rate, p95 latency and estimated spend per day.",
+    "Uploads accept Markdown, plain text, HTML and PDF files up to fifty megabytes each.",
+    "The crawler respects robots.txt, follows redirects within the host and drops duplicate pages.",
+    "Chunk size and overlap are measured in tokens of the embedding model.",
+    "When the embedding model changes, retrieval fails closed until a full reindex completes.",
+    "Prompt versions are immutable; restoring one activates its whole snapshot at once.",
+    "Invoices are issued on the first day of each month and can be downloaded as PDF.",
+    "Annual plans can be refunded within thirty days of purchase.",
+    "Expose port 3000 and mount the data directory as a volume when running the container.",
+    "Use PostgreSQL instead of SQLite when more than one replica serves the same cluster.",
+    "The semantic cache stores the question embedding, the answer and the hashes of cited chunks.",
+    "An access key is shown once at creation; only its hash and a short prefix are stored.",
+    "Escalation sends ungrounded answers to a stronger model when one is bound.",
+    "Health checks answer on /healthz and readiness on /readyz.",
+];
+
+/// `n` chunks of 1 to 14 sentences (about 20 to 250 tokens), deterministic.
+pub fn chunk_texts(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let sentences = 1 + (i * 7 + i / 3) % 14;
+            (0..sentences)
+                .map(|j| SENTENCES[(i * 5 + j * 11) % SENTENCES.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+fn queries() -> Vec<String> {
+    [
+        "how do I restore a backup",
+        "which files can I upload",
+        "what happens when the embedding model changes",
+        "how long are backups kept",
+        "rotate provider key",
+        "widget origin allowlist",
+        "refund annual plan",
+        "run in docker",
+        "what is a content gap",
+        "postgres or sqlite",
+    ]
+    .iter()
+    .cycle()
+    .take(50)
+    .map(|s| (*s).to_owned())
+    .collect()
+}
+
+fn percentile(sorted_ms: &[f64], q: f64) -> f64 {
+    if sorted_ms.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q / 100.0) * (sorted_ms.len() - 1) as f64).round() as usize;
+    sorted_ms[rank.min(sorted_ms.len() - 1)]
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn write_record(
+    out: &Option<PathBuf>,
+    default_name: &str,
+    record: &serde_json::Value,
+) -> anyhow::Result<PathBuf> {
+    let path = out.clone().unwrap_or_else(|| PathBuf::from("bench-results").join(default_name));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(record)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+fn load_embedder(settings: &Settings) -> anyhow::Result<LocalEmbedder> {
+    let found = engine::embed::model_files::locate(settings)
+        .context("the embedding model's files are missing: run `scripts/run` once or set models.dir")?;
+    Ok(LocalEmbedder::load(&found.dir, &settings.models.embedding, 1)?)
+}
+
+/// Where the peers come from (`scripts/bench-embed` fills these in).
+pub struct Peers {
+    pub python: PathBuf,
+    pub script: PathBuf,
+    pub onnx: PathBuf,
+}
+
+pub async fn embed(
+    settings: Settings,
+    count: usize,
+    peers: Option<Peers>,
+    out: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let embedder = load_embedder(&settings)?;
+    let texts = chunk_texts(count);
+    let queries = queries();
+    let tokens: usize = texts.iter().map(|t| (embedder.count_tokens(t) + 2).min(embedder.max_tokens())).sum();
+    println!(
+        "Embedding {} chunks ({tokens} tokens, {} to {} tokens each) …",
+        texts.len(),
+        texts.iter().map(|t| embedder.count_tokens(t) + 2).min().unwrap_or(0),
+        texts.iter().map(|t| (embedder.count_tokens(t) + 2).min(embedder.max_tokens())).max().unwrap_or(0)
+    );
+
+    embedder.embed(&texts[..8.min(texts.len())]).await?; // warm-up
+    let started = Instant::now();
+    let vectors = embedder.embed(&texts).await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut latencies = Vec::new();
+    for query in &queries {
+        let t = Instant::now();
+        embedder.embed(std::slice::from_ref(query)).await?;
+        latencies.push(millis(t.elapsed()));
+    }
+    latencies.sort_by(f64::total_cmp);
+    let mut rows = vec![json!({
+        "name": format!("Lore (candle {}, f32, CPU)", "0.11"),
+        "tokens_per_s": tokens as f64 / elapsed,
+        "chunks_per_s": texts.len() as f64 / elapsed,
+        "query_p50_ms": percentile(&latencies, 50.0),
+        "query_p95_ms": percentile(&latencies, 95.0),
+        "min_cosine_to_reference": serde_json::Value::Null,
+    })];
+
+    if let Some(peers) = &peers {
+        println!("Running the peers (sentence-transformers, ONNX Runtime int8) on the same texts …");
+        let input = tempfile_path("lore-bench-embed.json");
+        std::fs::write(
+            &input,
+            serde_json::to_vec(&json!({"texts": texts, "queries": queries, "lore_vectors": vectors}))?,
+        )?;
+        let found = engine::embed::model_files::locate(&settings).context("model files")?;
+        let output = tokio::process::Command::new(&peers.python)
+            .arg(&peers.script)
+            .arg("--input")
+            .arg(&input)
+            .arg("--model-dir")
+            .arg(&found.dir)
+            .arg("--onnx")
+            .arg(&peers.onnx)
+            .args(["--threads", "2"])
+            .output()
+            .await
+            .context("running the peers' script")?;
+        let _ = std::fs::remove_file(&input);
+        if !output.status.success() {
+            anyhow::bail!("the peers' script failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        }
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).context("reading the peers' report")?;
+        rows[0]["min_cosine_to_reference"] = report["lore_min_cosine_to_reference"].clone();
+        if let Some(list) = report["peers"].as_array() {
+            rows.extend(list.iter().cloned());
+        }
+    } else {
+        println!("(No peers: run `scripts/bench-embed` to measure sentence-transformers and ONNX Runtime beside Lore.)");
+    }
+
+    println!();
+    println!(
+        "{:<58} {:>10} {:>9} {:>9} {:>9} {:>10}",
+        "embedder (2 threads)", "tokens/s", "chunks/s", "p50 ms", "p95 ms", "min cos"
+    );
+    for row in &rows {
+        let cosine =
+            row["min_cosine_to_reference"].as_f64().map(|c| format!("{c:.5}")).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<58} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>10}",
+            row["name"].as_str().unwrap_or_default(),
+            row["tokens_per_s"].as_f64().unwrap_or_default(),
+            row["chunks_per_s"].as_f64().unwrap_or_default(),
+            row["query_p50_ms"].as_f64().unwrap_or_default(),
+            row["query_p95_ms"].as_f64().unwrap_or_default(),
+            cosine
+        );
+    }
+    let ratio = rows
+        .iter()
+        .find(|r| r["name"].as_str().is_some_and(|n| n.starts_with("ONNX")))
+        .and_then(|onnx| Some(rows[0]["tokens_per_s"].as_f64()? / onnx["tokens_per_s"].as_f64()?));
+    if let Some(ratio) = ratio {
+        println!("\nLore / ONNX Runtime int8 tokens/s: {ratio:.2}× (goal: ≥ 1.25×)");
+    }
+    let record = json!({
+        "benchmark": "embed",
+        "at": chrono::Utc::now().to_rfc3339(),
+        "chunks": texts.len(),
+        "tokens": tokens,
+        "threads": 2,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "results": rows,
+        "lore_over_onnx_int8_tokens_per_s": ratio,
+    });
+    let path = write_record(&out, "embed.json", &record)?;
+    println!("Record written to {}", path.display());
+    Ok(())
+}
+
+fn tempfile_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
+}
+
+/// Retrieval latency over a store of `rows` chunks: real text and vectors
+/// for the first `base.len()` rows, then copies with jittered vectors.
+async fn retrieval_latency(
+    embedder: &LocalEmbedder,
+    base: &[(String, Vec<f32>)],
+    rows: usize,
+    indexed: bool,
+) -> anyhow::Result<(f64, f64, f64)> {
+    let dir = tempfile_dir()?;
+    let store =
+        LanceChunkStore::open(&dir.join("lancedb").display().to_string(), embedder.dimensions()).await?;
+    let started = Instant::now();
+    let per_document = 50;
+    let mut position = 0;
+    let mut document = 0;
+    while position < rows {
+        let batch: Vec<ChunkRow> = (position..(position + per_document).min(rows))
+            .map(|i| {
+                let (text, vector) = &base[i % base.len()];
+                let vector: Vec<f32> = if i < base.len() { vector.clone() } else { jitter(vector, i) };
+                ChunkRow {
+                    id: format!("doc{document}:{i}"),
+                    source_id: "bench".into(),
+                    document_id: format!("doc{document}"),
+                    title: format!("Document {document}"),
+                    url: None,
+                    heading: None,
+                    position: i as u32,
+                    text: text.clone(),
+                    content_hash: String::new(),
+                    vector,
+                }
+            })
+            .collect();
+        position += batch.len();
+        store.append(batch).await?;
+        document += 1;
+    }
+    store.optimize().await?;
+    if indexed {
+        store.build_vector_index().await?;
+    }
+    let load_s = started.elapsed().as_secs_f64();
+    let sources = vec!["bench".to_owned()];
+    let settings = RetrievalSettings::default();
+    let mut latencies = Vec::new();
+    for query in queries().iter().take(30) {
+        let t = Instant::now();
+        hybrid(&store, embedder, query, &sources, &settings).await?;
+        latencies.push(millis(t.elapsed()));
+    }
+    latencies.sort_by(f64::total_cmp);
+    Ok((percentile(&latencies, 50.0), percentile(&latencies, 95.0), load_s))
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "lore-bench-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// A deterministic small perturbation of a unit vector, renormalised.
+fn jitter(vector: &[f32], seed: usize) -> Vec<f32> {
+    let mut state = (seed as u64).wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut out: Vec<f32> = vector
+        .iter()
+        .map(|x| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let noise = ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5;
+            x + noise * 0.08
+        })
+        .collect();
+    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+    out.iter_mut().for_each(|x| *x /= norm);
+    out
+}
+
+pub async fn index(
+    mut settings: Settings,
+    pages: usize,
+    sizes: Vec<usize>,
+    out: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    // 1. Crawl + index a generated site on loopback.
+    let site = bench_site::start(pages).await?;
+    let data = tempfile_dir()?;
+    settings.data_dir = data.clone();
+    settings.vectors.uri = None;
+    settings.database.url = None;
+    settings.ingest.allow_private_addresses = true;
+    let lore = engine::Lore::open(settings.clone()).await?;
+    let source = engine::sources::create(
+        &lore,
+        &engine::audit::Actor::System,
+        engine::sources::NewSource {
+            name: "bench".into(),
+            kind: "website".into(),
+            config: Some(json!({"start_url": format!("{}/", site), "max_pages": pages + 10})),
+            volatility: None,
+        },
+    )
+    .await?;
+    lore.embedder().await?; // load outside the timing
+    let owner = engine::ingest::jobs::owner_id("bench");
+    let job = engine::ingest::jobs::start_held(&lore, Some(&source.id), false, "bench", &owner).await?;
+    let started = Instant::now();
+    let ended = engine::ingest::jobs::run(&lore, job, &owner, None).await?;
+    let crawl_s = started.elapsed().as_secs_f64();
+    let chunks = lore.chunks().await?.count(None).await?;
+    let pages_per_s = pages as f64 / crawl_s;
+    println!(
+        "Crawl + index of {pages} pages ({chunks} chunks): {crawl_s:.1} s, {pages_per_s:.1} pages/s ({})",
+        ended.status
+    );
+
+    // 2. Retrieval latency at each size, flat and with the vector index.
+    let embedder = load_embedder(&settings)?;
+    let base_texts = chunk_texts(2000);
+    let base_vectors = embedder.embed(&base_texts).await?;
+    let base: Vec<(String, Vec<f32>)> = base_texts.into_iter().zip(base_vectors).collect();
+    let mut rows = Vec::new();
+    println!("\n{:>8} {:>12} {:>9} {:>9} {:>9}", "chunks", "search", "p50 ms", "p95 ms", "load s");
+    for size in sizes {
+        for indexed in [false, true] {
+            let (p50, p95, load) = retrieval_latency(&embedder, &base, size, indexed).await?;
+            let mode = if indexed { "IVF_PQ" } else { "flat" };
+            println!("{size:>8} {mode:>12} {p50:>9.1} {p95:>9.1} {load:>9.1}");
+            rows.push(
+                json!({"chunks": size, "vector_search": mode, "p50_ms": p50, "p95_ms": p95, "load_s": load}),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&data);
+    let record = json!({
+        "benchmark": "index",
+        "at": chrono::Utc::now().to_rfc3339(),
+        "crawl": {"pages": pages, "chunks": chunks, "seconds": crawl_s, "pages_per_s": pages_per_s},
+        "retrieval": rows,
+        "note": "hybrid retrieval (query embedding + vector + full text) over one source",
+    });
+    let path = write_record(&out, "index.json", &record)?;
+    println!("Record written to {}", path.display());
+    Ok(())
+}
+
+/// A generated documentation site for `bench index`, served on 127.0.0.1.
+mod bench_site {
+    use axum::extract::Path;
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    use axum::routing::get;
+    use axum::Router;
+
+    use super::chunk_texts;
+
+    pub async fn start(pages: usize) -> anyhow::Result<String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let sitemap_base = base.clone();
+        let app = Router::new()
+            .route(
+                "/sitemap.xml",
+                get(move || {
+                    let base = sitemap_base.clone();
+                    async move {
+                        let urls: String =
+                            (0..pages).map(|i| format!("<url><loc>{base}/page/{i}</loc></url>")).collect();
+                        ([(header::CONTENT_TYPE, "application/xml")], format!("<urlset>{urls}</urlset>"))
+                    }
+                }),
+            )
+            .route(
+                "/page/{n}",
+                get(|Path(n): Path<usize>| async move {
+                    let paragraphs: String = chunk_texts(n * 4 + 4)
+                        .into_iter()
+                        .skip(n * 4)
+                        .enumerate()
+                        .map(|(i, p)| format!("<h2>Part {i}</h2><p>Page {n}. {p}</p>"))
+                        .collect();
+                    axum::response::Html(format!(
+                        "<html><head><title>Page {n}</title></head><body><nav>Home</nav><main><h1>Page {n}</h1>{paragraphs}</main></body></html>"
+                    ))
+                    .into_response()
+                }),
+            );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(base)
+    }
+}

@@ -1,0 +1,131 @@
+//! A crash in the middle of indexing: `lore ingest` is killed with SIGKILL
+//! partway through a crawl, `lore serve` starts on the same data, resumes
+//! the job, and the corpus ends exactly as a clean run leaves it.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use engine::{Lore, Settings};
+use entity::{document, index_job};
+use sea_orm::EntityTrait;
+
+use crate::helpers::models_dir;
+use crate::site::Site;
+
+const PAGES: usize = 60;
+
+fn lore(data_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lore"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("LORE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("LORE_DATA_DIR", data_dir)
+        .env("LORE_MODELS__DIR", models_dir())
+        .env("LORE_INGEST__ALLOW_PRIVATE_ADDRESSES", "true")
+        .env("LORE_INGEST__JOB_LEASE_SECONDS", "2")
+        .env("LORE_SERVER__BIND", "127.0.0.1:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+async fn open(data_dir: &Path) -> Lore {
+    let mut settings = Settings { data_dir: data_dir.to_owned(), ..Settings::default() };
+    settings.models.dir = Some(models_dir());
+    Lore::open(settings).await.unwrap()
+}
+
+async fn the_job(lore: &Lore) -> index_job::Model {
+    let mut jobs = index_job::Entity::find().all(&lore.db).await.unwrap();
+    assert_eq!(jobs.len(), 1, "one run: {jobs:?}");
+    jobs.remove(0)
+}
+
+fn done(job: &index_job::Model) -> u64 {
+    job.progress["done"].as_u64().unwrap_or(0)
+}
+
+/// Chunk count, and whether it agrees with the documents' own counts.
+async fn corpus(lore: &Lore) -> (usize, i64, usize) {
+    let stored = lore.chunks().await.unwrap().count(None).await.unwrap();
+    let docs = document::Entity::find().all(&lore.db).await.unwrap();
+    let by_documents = docs.iter().map(|d| i64::from(d.chunk_count)).sum();
+    let indexed = docs.iter().filter(|d| d.status == "indexed").count();
+    (stored, by_documents, indexed)
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() < within, "the process did not finish in {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_chunks() {
+    let site = Site::start(PAGES, Duration::from_millis(100)).await;
+    let start_url = format!("{}/docs/", site.base_url);
+
+    // A clean run, for comparison.
+    let clean_dir = tempfile::tempdir().unwrap();
+    let mut clean = lore(clean_dir.path()).args(["ingest", &start_url, "--json"]).spawn().unwrap();
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut clean, Duration::from_secs(300))).await.unwrap();
+    assert!(status.success());
+    let clean_lore = open(clean_dir.path()).await;
+    let clean_job = the_job(&clean_lore).await;
+    let (clean_chunks, clean_by_docs, clean_indexed) = corpus(&clean_lore).await;
+    assert_eq!(clean_indexed, PAGES);
+    assert_eq!(clean_chunks as i64, clean_by_docs);
+
+    // The same run, killed partway.
+    let dir = tempfile::tempdir().unwrap();
+    // Opened first, so the schema exists before the CLI starts.
+    let watcher = open(dir.path()).await;
+    let mut ingest = lore(dir.path()).args(["ingest", &start_url, "--json"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let jobs = index_job::Entity::find().all(&watcher.db).await.unwrap();
+        if jobs.first().is_some_and(|job| done(job) >= 15) {
+            break;
+        }
+        assert!(ingest.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        assert!(Instant::now() < deadline, "the run made no progress");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ingest.kill().unwrap(); // SIGKILL: no clean-up of any kind
+    ingest.wait().unwrap();
+    let interrupted = the_job(&watcher).await;
+    assert_eq!(interrupted.status, "running", "left as the crash left it");
+    assert!(done(&interrupted) < PAGES as u64);
+
+    // A server starts on the same data and finishes the job.
+    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let resumed = loop {
+        let job = the_job(&watcher).await;
+        if !matches!(job.status.as_str(), "queued" | "running") {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "the job was not resumed: {job:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+
+    assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
+    assert_eq!(resumed.attempts, 2, "one crash, one resume");
+    assert_eq!(done(&resumed), done(&clean_job), "every page counted once: {}", resumed.progress);
+    let (chunks, by_docs, indexed) = corpus(&watcher).await;
+    assert_eq!(indexed, clean_indexed, "no page lost");
+    assert_eq!(chunks, clean_chunks, "no chunk lost or duplicated");
+    assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
+}

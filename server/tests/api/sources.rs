@@ -1,0 +1,176 @@
+//! The admin API behind the Sources screen, over HTTP: uploads and their
+//! errors, search, the chunking acknowledgement and the fail-closed rule.
+
+use std::time::Duration;
+
+use reqwest::multipart::{Form, Part};
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app_with, Options, TestApp};
+
+async fn admin_app() -> TestApp {
+    let app = spawn_app_with(Options {
+        configure: Some(|s| {
+            s.ingest.upload_max_bytes = 64 * 1024;
+            s.ingest.allow_private_addresses = true;
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    app
+}
+
+async fn upload(app: &TestApp, source: &str, name: &str, bytes: Vec<u8>) -> reqwest::Response {
+    let form = Form::new().part("file", Part::bytes(bytes).file_name(name.to_owned()));
+    app.client.post(app.url(&format!("/admin/sources/{source}/files"))).multipart(form).send().await.unwrap()
+}
+
+async fn error_code(response: reqwest::Response) -> (u16, String) {
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (status, body["error"]["code"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Polls a job until it ends.
+async fn finished(app: &TestApp, job: &str) -> Value {
+    for _ in 0..600 {
+        let view: Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
+        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {job} did not finish");
+}
+
+const GUIDE: &str = "# Restores\n\n## From a snapshot\n\nStop Lore, copy the snapshot over the data directory, and start it again.\n";
+
+#[tokio::test]
+async fn uploads_are_indexed_by_the_worker_and_bad_files_get_stable_codes() {
+    let app = admin_app().await;
+    let created = app.post_json("/admin/sources/", json!({"name": "Runbook", "kind": "upload"})).await;
+    assert_eq!(created.status(), 201);
+    let source: Value = created.json().await.unwrap();
+    let id = source["id"].as_str().unwrap().to_owned();
+    assert_eq!(source["status"], "empty");
+
+    let received = upload(&app, &id, "restores.md", GUIDE.as_bytes().to_vec()).await;
+    assert_eq!(received.status(), 202);
+    let receipts: Value = received.json().await.unwrap();
+    let job = receipts[0]["job"]["id"].as_str().unwrap().to_owned();
+    let ended = finished(&app, &job).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    assert_eq!(ended["progress"]["done"], 1);
+
+    let found: Value = app
+        .post_json("/admin/search", json!({"query": "how do I restore a snapshot", "top_k": 3}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["results"][0]["title"], "Restores", "{found}");
+    assert!(found["results"][0]["vector_score"].as_f64().unwrap() > 0.3);
+
+    assert_eq!(
+        error_code(upload(&app, &id, "big.txt", vec![b'x'; 70 * 1024]).await).await,
+        (413, "file_too_large".into())
+    );
+    assert_eq!(
+        error_code(upload(&app, &id, "scan.pdf", b"%PDF-1.7\nthis is not a PDF body".to_vec()).await).await,
+        (422, "corrupt_file".into())
+    );
+    assert_eq!(
+        error_code(upload(&app, &id, "logo.png", b"\x89PNG\r\n\x1a\n\0\0binary".to_vec()).await).await,
+        (415, "unsupported_file_type".into())
+    );
+    assert_eq!(
+        error_code(upload(&app, "no-such-source", "a.md", GUIDE.into()).await).await,
+        (404, "source_not_found".into())
+    );
+    // Earlier content is intact after every refusal.
+    let sources: Value = app.get("/admin/sources/").await.json().await.unwrap();
+    assert_eq!(sources[0]["document_count"], 1, "{sources}");
+    let docs: Value = app.get(&format!("/admin/sources/{id}/documents")).await.json().await.unwrap();
+    assert_eq!(docs.as_array().unwrap().len(), 1);
+
+    for (body, status, code) in [
+        (json!({"name": "Bank", "kind": "page_bank"}), 422, "source_kind_unavailable"),
+        (json!({"name": "", "kind": "upload"}), 422, "invalid_source"),
+        (
+            json!({"name": "Web", "kind": "website", "config": {"start_url": "ftp://x"}}),
+            422,
+            "invalid_source",
+        ),
+        (
+            json!({"name": "Web", "kind": "website", "config": {"start_url": "https://a.test", "bogus": 1}}),
+            422,
+            "invalid_source",
+        ),
+    ] {
+        assert_eq!(
+            error_code(app.post_json("/admin/sources/", body.clone()).await).await,
+            (status, code.into()),
+            "{body}"
+        );
+    }
+    let unknown_field =
+        app.post_json("/admin/sources/", json!({"name": "x", "kind": "upload", "colour": "red"})).await;
+    assert!(unknown_field.status().is_client_error());
+    let empty_query = app.post_json("/admin/search", json!({"query": "  "})).await;
+    assert_eq!(error_code(empty_query).await, (422, "invalid_input".into()));
+}
+
+#[tokio::test]
+async fn chunking_changes_need_the_acknowledgement_and_a_foreign_fingerprint_fails_closed() {
+    let app = admin_app().await;
+    let source: Value = app
+        .post_json("/admin/sources/", json!({"name": "Runbook", "kind": "upload"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = source["id"].as_str().unwrap();
+    let receipts: Value = upload(&app, id, "restores.md", GUIDE.into()).await.json().await.unwrap();
+    finished(&app, receipts[0]["job"]["id"].as_str().unwrap()).await;
+
+    let change = json!({"max_tokens": 96, "overlap_tokens": 16});
+    let refused = app.client.put(app.url("/admin/tuning/chunking")).json(&change).send().await.unwrap();
+    assert_eq!(error_code(refused).await, (409, "reindex_acknowledgement_required".into()));
+    assert_eq!(engine::tuning::stored_chunking(&app.lore).await.unwrap(), None, "nothing persisted");
+
+    let acknowledged = json!({"max_tokens": 96, "overlap_tokens": 16, "acknowledge_reindex": true});
+    let accepted: Value = app
+        .client
+        .put(app.url("/admin/tuning/chunking"))
+        .json(&acknowledged)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(accepted["changed"], true);
+    let reindex = finished(&app, accepted["reindex"]["id"].as_str().unwrap()).await;
+    assert_eq!(reindex["status"], "succeeded", "{reindex}");
+
+    // The corpus as if another embedding model had made it.
+    let mut stamp = engine::corpus::stamped(&app.lore.db).await.unwrap().unwrap();
+    stamp.embedding_model = "BAAI/bge-small-en-v1.5".into();
+    engine::corpus::set(&app.lore.db, Some(&stamp)).await.unwrap();
+    let failing = app.post_json("/admin/search", json!({"query": "restore a snapshot"})).await;
+    assert_eq!(error_code(failing).await, (503, "retrieval_failing_closed".into()));
+    let state: Value = app.get("/admin/setup-state/").await.json().await.unwrap();
+    let indexing =
+        state["checks"].as_array().unwrap().iter().find(|c| c["name"] == "indexing").unwrap().clone();
+    assert_eq!(indexing["status"], "failing", "{indexing}");
+}
+
+#[tokio::test]
+async fn the_sources_api_is_for_admins_only() {
+    let app = spawn_app_with(Options::default()).await;
+    let response = app.get("/admin/sources/").await;
+    assert_eq!(response.status(), 401);
+    let response = app.post_json("/admin/sources/", json!({"name": "x", "kind": "upload"})).await;
+    assert_eq!(response.status(), 401);
+}
