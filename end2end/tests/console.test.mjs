@@ -51,7 +51,7 @@ test('the hydrated Readiness panel refreshes on click', async () => {
 
   // Client-side navigation works too: the router is live.
   await page.getByRole('navigation').getByRole('link', { name: 'Sources', exact: true }).click();
-  await page.getByRole('heading', { name: 'Sources' }).waitFor();
+  await page.getByRole('heading', { name: 'Sources', exact: true }).waitFor();
   assert.equal(new URL(page.url()).pathname, '/sources');
   assert.deepEqual(errors, [], 'the page logged no errors');
   await context.close();
