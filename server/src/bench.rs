@@ -221,6 +221,7 @@ pub async fn embed(
     let record = json!({
         "benchmark": "embed",
         "at": chrono::Utc::now().to_rfc3339(),
+        "build": build_profile(),
         "chunks": texts.len(),
         "tokens": tokens,
         "threads": 2,
@@ -231,6 +232,17 @@ pub async fn embed(
     let path = write_record(&out, "embed.json", &record)?;
     println!("Record written to {}", path.display());
     Ok(())
+}
+
+/// The build the numbers come from: a dev build runs Lore's own crates
+/// unoptimised but its dependencies (candle, tokenizers, LanceDB, Arrow) at
+/// opt-level 2, which is where the time goes.
+fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "dev (dependencies at opt-level 2)"
+    } else {
+        "release"
+    }
 }
 
 fn tempfile_path(name: &str) -> PathBuf {
@@ -377,6 +389,7 @@ pub async fn index(
     let record = json!({
         "benchmark": "index",
         "at": chrono::Utc::now().to_rfc3339(),
+        "build": build_profile(),
         "crawl": {"pages": pages, "chunks": chunks, "seconds": crawl_s, "pages_per_s": pages_per_s},
         "retrieval": rows,
         "note": "hybrid retrieval (query embedding + vector + full text) over one source",

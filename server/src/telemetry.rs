@@ -6,7 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn,sea_orm_migration=warn"));
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn,sea_orm_migration=warn,lance=warn,lance_index=warn,lance_io=warn,lance_table=warn,lance_file=warn,lancedb=warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // A second init (tests) keeps the first subscriber.
     let _ = match format {
