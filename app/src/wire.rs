@@ -167,6 +167,204 @@ pub struct ErrorDetail {
     pub details: Option<serde_json::Value>,
 }
 
+/// A provider type the console offers (`GET /admin/providers/`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderPresetView {
+    pub key: String,
+    pub name: String,
+    /// `None` for custom.
+    pub endpoint: Option<String>,
+    /// `on_node`, `off_node`, or `None` (custom: either).
+    pub placement: Option<String>,
+    pub needs_key: bool,
+}
+
+/// A provider account. The API key itself never crosses the wire.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccountView {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub placement: String,
+    pub endpoint: String,
+    /// Whether a key is stored (its value is never sent).
+    pub has_api_key: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A model target with its probe state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetView {
+    pub id: String,
+    pub account_id: String,
+    pub capability: String,
+    pub model: String,
+    pub enabled: bool,
+    /// `ready`, `disabled`, `unprobed`, `blocked` or `stale`.
+    pub state: String,
+    /// Why it is not ready (`None` when ready).
+    pub state_reason: Option<String>,
+    pub probe_latency_ms: Option<i64>,
+    pub probe_error: Option<String>,
+    pub probed_at: Option<String>,
+    pub input_price_per_mtok: Option<f64>,
+    pub output_price_per_mtok: Option<f64>,
+}
+
+/// An execution role and its binding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoleView {
+    /// `generation`, `escalation`, `embedding` or `rerank`.
+    pub role: String,
+    pub capability: String,
+    pub target_id: Option<String>,
+    pub model: Option<String>,
+    /// The bound target's state, or `None` when unbound.
+    pub state: Option<String>,
+    pub state_reason: Option<String>,
+    /// What an unbound role means.
+    pub unbound_means: String,
+}
+
+/// The Providers screen in one response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProvidersOverview {
+    pub presets: Vec<ProviderPresetView>,
+    pub accounts: Vec<AccountView>,
+    pub targets: Vec<TargetView>,
+    pub roles: Vec<RoleView>,
+}
+
+/// The result of a quick add.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuickAddResult {
+    pub account: AccountView,
+    pub target: TargetView,
+}
+
+/// An access key as listed (never its raw value).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyView {
+    pub id: String,
+    pub name: String,
+    /// `secret` or `widget`.
+    pub kind: String,
+    /// The first characters of the raw key.
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    /// `active` or `revoked`.
+    pub status: String,
+    pub origins: Vec<String>,
+    pub rate_limit_per_minute: Option<i64>,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub queries_7d: i64,
+    pub estimated_cost_7d: f64,
+}
+
+/// A new key: the raw value appears here once and never again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CreatedKey {
+    pub key: KeyView,
+    pub raw_key: String,
+}
+
+/// A persona of the catalogue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PersonaView {
+    pub key: String,
+    pub name: String,
+    pub summary: String,
+}
+
+/// Optional details that tailor the persona's prompt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organisation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_instructions: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BehaviorSettings {
+    /// `neutral`, `friendly`, `formal` or `technical`.
+    pub tone: String,
+    /// `brief`, `standard` or `detailed`.
+    pub length: String,
+    /// `inline` or `footnotes`.
+    pub citation_style: String,
+    pub refusal: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheGateSettings {
+    pub enabled: bool,
+    pub min_similarity: f32,
+    pub max_age_seconds: u64,
+    pub grounded_only: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalSettingsView {
+    pub top_k: usize,
+    pub score_cutoff: f32,
+    pub vector_weight: f32,
+    pub text_weight: f32,
+}
+
+/// A complete serving snapshot (what one profile version holds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSnapshot {
+    pub persona: String,
+    #[serde(default)]
+    pub details: ProfileDetails,
+    pub prompt: String,
+    pub behavior: BehaviorSettings,
+    pub cache: CacheGateSettings,
+    pub retrieval: RetrievalSettingsView,
+}
+
+/// One profile version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileVersionView {
+    pub version: i64,
+    pub based_on: Option<i64>,
+    pub active: bool,
+    pub note: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    pub evals: Option<serde_json::Value>,
+    pub snapshot: ProfileSnapshot,
+}
+
+/// The Prompt screen: the personas, the active version and the history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileOverview {
+    pub personas: Vec<PersonaView>,
+    /// `None` until the first index starts.
+    pub active: Option<ProfileVersionView>,
+    /// Newest first, the active one included.
+    pub versions: Vec<ProfileVersionView>,
+}
+
+/// `POST /admin/profile/versions`: a save from the editor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaveProfileRequest {
+    /// The version the editor started from.
+    pub base_version: i64,
+    pub snapshot: ProfileSnapshot,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
 #[cfg(feature = "ssr")]
 mod from_engine {
     use super::*;
@@ -188,6 +386,43 @@ mod from_engine {
                 reasons: state.reasons,
                 active_profile_version: state.active_profile_version,
             }
+        }
+    }
+
+    impl From<engine::ingest::Progress> for ProgressView {
+        fn from(progress: engine::ingest::Progress) -> Self {
+            let engine::ingest::Progress {
+                discovered,
+                fetched,
+                extracted,
+                chunked,
+                embedded,
+                unchanged,
+                failed,
+                duplicates,
+                skipped,
+                removed,
+                done,
+            } = progress;
+            Self {
+                discovered,
+                fetched,
+                extracted,
+                chunked,
+                embedded,
+                unchanged,
+                failed,
+                duplicates,
+                skipped,
+                removed,
+                done,
+            }
+        }
+    }
+
+    impl From<engine::ingest::DocumentError> for DocumentErrorView {
+        fn from(error: engine::ingest::DocumentError) -> Self {
+            Self { uri: error.uri, error: error.error }
         }
     }
 

@@ -13,7 +13,8 @@ import { startProvider, CLIENT_ID } from '../oidc/provider.mjs';
 export const ADMIN = { id: 'ada', email: 'ada@example.test', name: 'Ada Admin' };
 export const USER = { id: 'bob', email: 'bob@example.test', name: 'Bob User' };
 
-async function freePort() {
+/** A free port on 127.0.0.1. */
+export async function freePort() {
   const server = net.createServer();
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();

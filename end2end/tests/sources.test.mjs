@@ -81,7 +81,16 @@ test('an admin creates a website source and watches it index to ready', async ()
   const intermediate = [...seen].filter((n) => n > 0 && n < PAGES);
   assert.ok(intermediate.length >= 2, `progress was seen advancing, saw ${[...seen].sort((a, b) => a - b)}`);
   await card.locator(`[data-documents="${PAGES}"]`).waitFor();
-  assert.equal(await job.getAttribute('data-job-status'), 'succeeded');
+  // The source turns ready once its documents are in; the run itself ends a
+  // moment later, after the chunk store is compacted.
+  await card.locator('.job[data-job-status="succeeded"]').waitFor({ timeout: 60_000 });
+
+  // The corpus search finds a page by its content, with per-mode scores.
+  await page.fill('input[name=query]', 'calibrating instrument 17');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  const hit = page.locator('li.hit', { hasText: 'Guide 17' });
+  await hit.waitFor();
+  assert.match(await hit.textContent(), /vector \d\.\d{3}, text \d/, 'both modes scored it');
 
   // Disable, then delete with confirmation.
   await card.getByRole('button', { name: 'Disable' }).click();

@@ -14,7 +14,8 @@ pub enum Actor {
 }
 
 impl Actor {
-    fn as_str(&self) -> &str {
+    /// The account id, or `system`.
+    pub fn label(&self) -> &str {
         match self {
             Actor::Account(id) => id,
             Actor::System => "system",
@@ -33,7 +34,7 @@ pub async fn record(
     audit_log::ActiveModel {
         id: NotSet,
         at: Set(Utc::now()),
-        actor: Set(actor.as_str().to_owned()),
+        actor: Set(actor.label().to_owned()),
         action: Set(action.to_owned()),
         target: Set(target.map(str::to_owned)),
         details: Set(details),

@@ -24,6 +24,18 @@ pub enum Error {
     #[error(transparent)]
     Ingest(#[from] crate::ingest::IngestError),
 
+    /// Access keys: missing, unknown, revoked, out of scope, wrong origin, rate.
+    #[error(transparent)]
+    Key(crate::keys::KeyError),
+
+    /// Provider accounts, targets, probes and role bindings.
+    #[error(transparent)]
+    Provider(crate::providers::ProviderError),
+
+    /// The profile and its versions.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+
     /// A request the caller must fix (the message says how).
     #[error("{0}")]
     InvalidInput(String),

@@ -14,6 +14,9 @@ pub mod error;
 pub mod extract;
 pub mod index;
 pub mod ingest;
+pub mod keys;
+pub mod profile;
+pub mod providers;
 pub mod readiness;
 pub mod retrieve;
 pub mod search;
@@ -38,10 +41,15 @@ pub struct Lore {
     pub db: DatabaseConnection,
     pub(crate) keys: Arc<secrets::Keys>,
     pub(crate) oidc: Arc<auth::oidc::OidcClient>,
-    /// Loaded on first use (the weights take a moment and 90 MB).
-    embedder: Arc<tokio::sync::OnceCell<Arc<dyn embed::Embedder>>>,
-    /// Opened on first use, with the embedder's dimensions.
-    chunks: Arc<tokio::sync::OnceCell<Arc<dyn index::ChunkStore>>>,
+    /// Loaded on first use (the local weights take a moment and 90 MB);
+    /// dropped when the embedding role is rebound.
+    embedder: Arc<tokio::sync::Mutex<Option<Arc<dyn embed::Embedder>>>>,
+    /// Opened on first use, with the embedder's dimensions; dropped with it.
+    chunks: Arc<tokio::sync::Mutex<Option<Arc<dyn index::ChunkStore>>>>,
+    /// The OpenAI-compatible client every provider call goes through.
+    pub(crate) provider_client: providers::client::Client,
+    /// Per-node request counters of widget keys.
+    pub(crate) rate_limiter: Arc<keys::RateLimiter>,
 }
 
 impl Lore {
@@ -58,55 +66,114 @@ impl Lore {
         store::migrate(&db).await?;
         store::ensure_cluster(&db).await?;
         let oidc = auth::oidc::OidcClient::new(&settings)?;
+        let provider_client = providers::client::Client::new(std::time::Duration::from_secs(
+            settings.providers.request_timeout_seconds.max(1),
+        ))
+        .map_err(|err| Error::Internal(err.to_string()))?;
         Ok(Self {
             settings: Arc::new(settings),
             db,
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
-            embedder: Arc::new(tokio::sync::OnceCell::new()),
-            chunks: Arc::new(tokio::sync::OnceCell::new()),
+            embedder: Arc::new(tokio::sync::Mutex::new(None)),
+            chunks: Arc::new(tokio::sync::Mutex::new(None)),
+            provider_client,
+            rate_limiter: Arc::new(keys::RateLimiter::default()),
         })
     }
 
-    /// The embedding model, loaded from local files on first use. It does not
-    /// fetch anything: [`embed::model_files::resolve`] does, at start-up.
+    /// What embeds text now: the target the embedding role is bound to, or
+    /// else the on-node model, loaded from local files on first use (it does
+    /// not fetch anything: [`embed::model_files::resolve`] does, at start-up).
     pub async fn embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
-        let embedder = self
-            .embedder
-            .get_or_try_init(|| async {
-                let settings = self.settings.clone();
-                let found = embed::model_files::locate(&settings).ok_or_else(|| {
-                    embed::EmbedError::Model(format!(
-                        "the files of {} are not in {}",
-                        settings.models.embedding,
-                        embed::model_files::cache_dir(&settings, &settings.models.embedding).display()
-                    ))
-                })?;
-                let model = settings.models.embedding.clone();
-                let loaded = tokio::task::spawn_blocking(move || {
-                    embed::local::LocalEmbedder::load(&found.dir, &model, 1)
-                })
-                .await
-                .map_err(|err| Error::Internal(format!("loading the embedding model panicked: {err}")))??;
-                tracing::info!(model = %settings.models.embedding, "loaded the embedding model");
-                Ok::<_, Error>(Arc::new(loaded) as Arc<dyn embed::Embedder>)
-            })
-            .await?;
-        Ok(embedder.clone())
+        let mut cached = self.embedder.lock().await;
+        if let Some(embedder) = cached.as_ref() {
+            return Ok(embedder.clone());
+        }
+        let embedder = match providers::resolve(self, providers::Role::Embedding).await? {
+            Some(bound) => {
+                let remote = embed::remote::RemoteEmbedder::connect(
+                    self.provider_client.clone(),
+                    bound.endpoint,
+                    &bound.account.id,
+                    &bound.target.model,
+                )
+                .await?;
+                tracing::info!(model = %bound.target.model, account = %bound.account.name, "embedding through a provider");
+                Arc::new(remote) as Arc<dyn embed::Embedder>
+            }
+            None => self.load_local_embedder().await?,
+        };
+        *cached = Some(embedder.clone());
+        Ok(embedder)
     }
 
-    /// The chunk index (LanceDB at `vectors.uri`).
+    async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
+        let settings = self.settings.clone();
+        let found = embed::model_files::locate(&settings).ok_or_else(|| {
+            embed::EmbedError::Model(format!(
+                "the files of {} are not in {}",
+                settings.models.embedding,
+                embed::model_files::cache_dir(&settings, &settings.models.embedding).display()
+            ))
+        })?;
+        let model = settings.models.embedding.clone();
+        let loaded =
+            tokio::task::spawn_blocking(move || embed::local::LocalEmbedder::load(&found.dir, &model, 1))
+                .await
+                .map_err(|err| Error::Internal(format!("loading the embedding model panicked: {err}")))??;
+        tracing::info!(model = %settings.models.embedding, "loaded the embedding model");
+        Ok(Arc::new(loaded))
+    }
+
+    /// The name of the model that embeds text now, as the corpus fingerprint
+    /// records it, without loading or calling it.
+    pub async fn embedding_model(&self) -> Result<String> {
+        Ok(match providers::resolve(self, providers::Role::Embedding).await? {
+            Some(bound) => embed::remote::identity(&bound.account.id, &bound.target.model),
+            None => self.settings.models.embedding.clone(),
+        })
+    }
+
+    /// Drops the cached embedder and chunk store, after the embedding role
+    /// changed: the next use resolves the role again.
+    pub async fn forget_embedder(&self) {
+        let mut embedder = self.embedder.lock().await;
+        let mut chunks = self.chunks.lock().await;
+        *embedder = None;
+        *chunks = None;
+    }
+
+    /// The chunk index (LanceDB at `vectors.uri`), opened with the current
+    /// embedder's dimensions. Fails with [`index::IndexError::Dimensions`]
+    /// while it holds vectors of another size (see [`Lore::rebuild_chunks`]).
     pub async fn chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
-        let store = self
-            .chunks
-            .get_or_try_init(|| async {
-                let dimensions = self.embedder().await?.dimensions();
-                let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions)
-                    .await
-                    .map_err(ingest::IngestError::Index)?;
-                Ok::<_, Error>(Arc::new(store) as Arc<dyn index::ChunkStore>)
-            })
-            .await?;
-        Ok(store.clone())
+        let dimensions = self.embedder().await?.dimensions();
+        let mut cached = self.chunks.lock().await;
+        if let Some(store) = cached.as_ref() {
+            return Ok(store.clone());
+        }
+        let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions)
+            .await
+            .map_err(ingest::IngestError::Index)?;
+        let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
+        *cached = Some(store.clone());
+        Ok(store)
+    }
+
+    /// Empties the chunk index and re-creates it for the current embedder's
+    /// dimensions, clearing the corpus fingerprint: what a full reindex does
+    /// first when the embedding model changed size.
+    pub async fn rebuild_chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
+        let dimensions = self.embedder().await?.dimensions();
+        let mut cached = self.chunks.lock().await;
+        let store = index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), dimensions)
+            .await
+            .map_err(ingest::IngestError::Index)?;
+        corpus::set(&self.db, None).await?;
+        tracing::warn!(dimensions, "re-created the chunk index for a new embedding size");
+        let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
+        *cached = Some(store.clone());
+        Ok(store)
     }
 }

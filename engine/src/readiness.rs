@@ -80,17 +80,18 @@ pub async fn assess(lore: &Lore) -> Result<SetupState> {
     let checks = vec![
         configuration(lore),
         embedding(lore).await?,
-        provider(lore),
+        provider(lore).await?,
         indexing(lore).await?,
         content(lore).await?,
-        profile_version(lore),
+        profile_version(lore).await?,
     ];
     let reasons: Vec<String> = checks
         .iter()
         .filter(|check| check.status != Status::Ok)
         .map(|check| format!("{}: {}", check.concern.key(), check.detail))
         .collect();
-    Ok(SetupState { can_answer: reasons.is_empty(), reasons, checks, active_profile_version: None })
+    let active_profile_version = crate::profile::active(lore).await?.map(|v| i64::from(v.version));
+    Ok(SetupState { can_answer: reasons.is_empty(), reasons, checks, active_profile_version })
 }
 
 fn configuration(lore: &Lore) -> Check {
@@ -106,14 +107,32 @@ fn configuration(lore: &Lore) -> Check {
     }
 }
 
-// Providers and profiles arrive with their own issues. Until then nothing can
-// configure them, so each is honestly reported as missing.
-fn provider(_lore: &Lore) -> Check {
-    Check {
-        concern: Concern::Provider,
-        status: Status::Missing,
-        detail: "No generation model is bound: add a provider.".into(),
-    }
+/// Provider: the generation role is bound to a target that is ready now.
+async fn provider(lore: &Lore) -> Result<Check> {
+    use crate::providers::{self, Role, TargetState};
+    let check = |status, detail: String| Check { concern: Concern::Provider, status, detail };
+    Ok(match providers::resolve(lore, Role::Generation).await? {
+        None => check(Status::Missing, "No generation model is bound: add a provider.".into()),
+        Some(bound) if bound.state == TargetState::Ready => {
+            check(Status::Ok, format!("{} answers through {}.", bound.target.model, bound.account.name))
+        }
+        Some(bound) => {
+            let (_, reason) = providers::state(
+                &bound.target,
+                lore.settings.providers.probe_max_age_days,
+                chrono::Utc::now(),
+            );
+            check(
+                Status::Failing,
+                format!(
+                    "The generation target {} is {}: {}.",
+                    bound.target.model,
+                    bound.state.key(),
+                    reason.unwrap_or_default()
+                ),
+            )
+        }
+    })
 }
 
 /// Indexing: a run in progress is `Pending`; a corpus whose fingerprint does
@@ -131,8 +150,9 @@ async fn indexing(lore: &Lore) -> Result<Check> {
     let sources = source::Entity::find().all(&lore.db).await?;
     let chunks: i64 = sources.iter().map(|s| i64::from(s.chunk_count)).sum();
     let stamp = corpus::stamped(&lore.db).await?;
+    let configured = lore.embedding_model().await?;
     if let RetrievalState::FailingClosed(why) =
-        corpus::retrieval_state(&lore.settings.models.embedding, stamp.as_ref(), chunks.max(0) as usize)
+        corpus::retrieval_state(&configured, stamp.as_ref(), chunks.max(0) as usize)
     {
         let detail = if running > 0 {
             format!("Reindexing: {why}.")
@@ -182,15 +202,42 @@ async fn content(lore: &Lore) -> Result<Check> {
     })
 }
 
-fn profile_version(_lore: &Lore) -> Check {
-    Check {
-        concern: Concern::ProfileVersion,
-        status: Status::Missing,
-        detail: "No profile yet: it is created when the first index starts.".into(),
-    }
+async fn profile_version(lore: &Lore) -> Result<Check> {
+    Ok(match crate::profile::active(lore).await? {
+        Some(active) => Check {
+            concern: Concern::ProfileVersion,
+            status: Status::Ok,
+            detail: format!(
+                "Version {} of the {} profile is active.",
+                active.version, active.snapshot.persona
+            ),
+        },
+        None => Check {
+            concern: Concern::ProfileVersion,
+            status: Status::Missing,
+            detail: "No profile yet: it is created when the first index starts.".into(),
+        },
+    })
 }
 
 async fn embedding(lore: &Lore) -> Result<Check> {
+    if let Some(bound) = crate::providers::resolve(lore, crate::providers::Role::Embedding).await? {
+        let (state, reason) = crate::providers::state(
+            &bound.target,
+            lore.settings.providers.probe_max_age_days,
+            chrono::Utc::now(),
+        );
+        let (status, detail) = match reason {
+            None => {
+                (Status::Ok, format!("Embedding through {} on {}.", bound.target.model, bound.account.name))
+            }
+            Some(why) => (
+                Status::Failing,
+                format!("The embedding role's target {} is {}: {why}.", bound.target.model, state.key()),
+            ),
+        };
+        return Ok(Check { concern: Concern::Embedding, status, detail });
+    }
     let model = &lore.settings.models.embedding;
     let (status, detail) = if embed::model_files::locate(&lore.settings).is_none() {
         (

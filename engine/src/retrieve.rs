@@ -77,9 +77,24 @@ pub async fn hybrid(
         return Ok(Retrieval::default());
     }
     let query_vector = embedder.embed(&[query.to_owned()]).await?.into_iter().next().unwrap_or_default();
+    hybrid_with_vector(store, &query_vector, query, sources, settings).await
+}
+
+/// [`hybrid`] for a query already embedded (the answer pipeline embeds once
+/// for the semantic cache and retrieval).
+pub async fn hybrid_with_vector(
+    store: &dyn ChunkStore,
+    query_vector: &[f32],
+    query: &str,
+    sources: &[String],
+    settings: &RetrievalSettings,
+) -> Result<Retrieval, RetrieveError> {
+    if sources.is_empty() || settings.top_k == 0 {
+        return Ok(Retrieval::default());
+    }
     let limit = settings.top_k * CANDIDATES_PER_RESULT;
     let (by_vector, by_text) = tokio::join!(
-        store.vector_search(&query_vector, sources, limit),
+        store.vector_search(query_vector, sources, limit),
         store.text_search(query, sources, limit)
     );
     let (by_vector, by_text) = (by_vector?, by_text?);
@@ -101,7 +116,7 @@ pub async fn hybrid(
     }
     for (rank, hit) in by_text.into_iter().enumerate() {
         let entry = merged.entry(hit.chunk.id.clone()).or_insert_with(|| Retrieved {
-            vector_score: cosine(&query_vector, &hit.chunk.vector),
+            vector_score: cosine(query_vector, &hit.chunk.vector),
             chunk: hit.chunk,
             score: 0.0,
             text_score: None,

@@ -13,8 +13,14 @@ pub const MAX_QUERY_CHARS: usize = 4_000;
 /// Whether retrieval may run now, and why not.
 pub async fn retrieval_state(lore: &Lore) -> Result<RetrievalState> {
     let stamp = corpus::stamped(&lore.db).await?;
+    let configured = lore.embedding_model().await?;
+    if stamp.as_ref().is_some_and(|stamp| stamp.embedding_model != configured) {
+        // Decided by the stamp alone: the chunk table may not even open with
+        // the configured model's dimensions.
+        return Ok(corpus::retrieval_state(&configured, stamp.as_ref(), 0));
+    }
     let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
-    Ok(corpus::retrieval_state(&lore.settings.models.embedding, stamp.as_ref(), indexed))
+    Ok(corpus::retrieval_state(&configured, stamp.as_ref(), indexed))
 }
 
 /// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).

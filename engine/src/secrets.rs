@@ -21,6 +21,8 @@ const MASTER_KEY_FILE: &str = "master.key";
 pub struct Keys {
     /// HMAC key for session tokens.
     pub(crate) session_signing: [u8; 32],
+    /// AES-256-GCM key for provider API keys at rest.
+    provider_sealing: [u8; 32],
 }
 
 impl Keys {
@@ -36,9 +38,43 @@ impl Keys {
     fn derive(master: &[u8; 32]) -> Self {
         let hkdf = Hkdf::<Sha256>::new(Some(b"lore"), master);
         let mut session_signing = [0u8; 32];
+        let mut provider_sealing = [0u8; 32];
         // 32 bytes is far below HKDF-SHA256's output limit, so expand cannot fail.
         let _ = hkdf.expand(b"session-signing-v1", &mut session_signing);
-        Self { session_signing }
+        let _ = hkdf.expand(b"provider-keys-v1", &mut provider_sealing);
+        Self { session_signing, provider_sealing }
+    }
+
+    /// Seals a provider API key: base64(nonce ‖ AES-256-GCM ciphertext), a
+    /// fresh random nonce each time.
+    pub fn seal(&self, plaintext: &str) -> Result<String> {
+        use aes_gcm::aead::{Aead, KeyInit};
+        let cipher = aes_gcm::Aes256Gcm::new(&self.provider_sealing.into());
+        let mut nonce = [0u8; 12];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = cipher
+            .encrypt(&nonce.into(), plaintext.as_bytes())
+            .map_err(|_| Error::Internal("sealing a provider key failed".into()))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(base64::engine::general_purpose::STANDARD.encode(out))
+    }
+
+    /// Opens what [`Keys::seal`] made. Fails (without saying more) if it was
+    /// sealed under another master key or altered.
+    pub fn open(&self, sealed: &str) -> Result<crate::settings::Secret> {
+        use aes_gcm::aead::{Aead, KeyInit};
+        let unreadable =
+            || Error::Config("a stored provider key cannot be opened with this master key".into());
+        let bytes = base64::engine::general_purpose::STANDARD.decode(sealed).map_err(|_| unreadable())?;
+        if bytes.len() < 12 + 16 {
+            return Err(unreadable());
+        }
+        let (nonce, ciphertext) = bytes.split_at(12);
+        let cipher = aes_gcm::Aes256Gcm::new(&self.provider_sealing.into());
+        let nonce = <[u8; 12]>::try_from(nonce).map_err(|_| unreadable())?;
+        let plain = cipher.decrypt(&nonce.into(), ciphertext).map_err(|_| unreadable())?;
+        String::from_utf8(plain).map(crate::settings::Secret::new).map_err(|_| unreadable())
     }
 }
 
@@ -88,6 +124,22 @@ mod tests {
             let mode = std::fs::metadata(dir.path().join(MASTER_KEY_FILE)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn provider_keys_are_sealed_with_fresh_nonces_and_open_only_under_their_master_key() {
+        let keys = Keys::derive(&[7u8; 32]);
+        let first = keys.seal("sk-live-123").unwrap();
+        let second = keys.seal("sk-live-123").unwrap();
+        assert_ne!(first, second, "a fresh nonce each time");
+        assert!(!first.contains("sk-live"));
+        assert_eq!(keys.open(&first).unwrap().expose(), "sk-live-123");
+        let other = Keys::derive(&[8u8; 32]);
+        assert!(other.open(&first).is_err());
+        let mut tampered = base64::engine::general_purpose::STANDARD.decode(&first).unwrap();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert!(keys.open(&base64::engine::general_purpose::STANDARD.encode(tampered)).is_err());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct Settings {
     #[serde(default)]
     pub ingest: IngestSettings,
     #[serde(default)]
+    pub providers: ProvidersSettings,
+    #[serde(default)]
     pub mcp: McpSettings,
     /// `text` (default) or `json` (`LORE_LOG_FORMAT=json`).
     #[serde(default)]
@@ -52,6 +54,7 @@ impl Default for Settings {
             models: ModelSettings::default(),
             auth: AuthSettings::default(),
             ingest: IngestSettings::default(),
+            providers: ProvidersSettings::default(),
             mcp: McpSettings::default(),
             log_format: LogFormat::default(),
             master_key: None,
@@ -327,6 +330,36 @@ impl Default for IngestSettings {
             job_lease_seconds: default_job_lease_seconds(),
         }
     }
+}
+
+/// Model providers.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvidersSettings {
+    /// A target whose last successful probe is older than this is `stale`
+    /// and cannot be bound to a role until probed again.
+    #[serde(default = "default_probe_max_age_days")]
+    pub probe_max_age_days: u32,
+    /// How long one provider call may take (probe, completion, embedding).
+    #[serde(default = "default_provider_timeout_seconds")]
+    pub request_timeout_seconds: u64,
+}
+
+impl Default for ProvidersSettings {
+    fn default() -> Self {
+        Self {
+            probe_max_age_days: default_probe_max_age_days(),
+            request_timeout_seconds: default_provider_timeout_seconds(),
+        }
+    }
+}
+
+fn default_probe_max_age_days() -> u32 {
+    7
+}
+
+fn default_provider_timeout_seconds() -> u64 {
+    120
 }
 
 impl IngestSettings {

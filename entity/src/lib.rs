@@ -3,6 +3,7 @@
 //! These types stay on the server. Nothing here crosses the wire: the edge maps
 //! engine types to the wire types in `app::wire`.
 
+pub mod access_key;
 pub mod admin_account;
 pub mod admin_session;
 pub mod audit_log;
@@ -11,5 +12,11 @@ pub mod cluster_setting;
 pub mod cluster_state;
 pub mod document;
 pub mod index_job;
+pub mod key_usage;
+pub mod model_target;
 pub mod oidc_login;
+pub mod profile;
+pub mod profile_version;
+pub mod provider_account;
+pub mod role_binding;
 pub mod source;

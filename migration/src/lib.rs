@@ -8,12 +8,17 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_foundation;
 mod m20261122_000002_ingest;
+mod m20261122_000003_providers_keys_profile;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_foundation::Migration), Box::new(m20261122_000002_ingest::Migration)]
+        vec![
+            Box::new(m20261122_000001_foundation::Migration),
+            Box::new(m20261122_000002_ingest::Migration),
+            Box::new(m20261122_000003_providers_keys_profile::Migration),
+        ]
     }
 }

@@ -65,6 +65,16 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Model providers: quick add, list, probe.
+    Providers {
+        #[command(subcommand)]
+        command: ProvidersCommand,
+    },
+    /// Access keys for the public API and the widget.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Search the indexed content (hybrid: vector and full text).
     Search {
         query: String,
@@ -108,6 +118,77 @@ pub enum BenchCommand {
         sizes: Vec<usize>,
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Quick add: stores the account, registers the model, probes it with a
+    /// short chat completion and points answering (the generation role) at
+    /// it. Nothing is stored when the probe fails.
+    Add {
+        /// openai, groq, together, mistral, deepseek, openrouter, ollama,
+        /// llama_cpp, vllm, lm_studio, localai or custom.
+        #[arg(long)]
+        kind: String,
+        /// The API base (default: the type's usual one; required for custom).
+        #[arg(long)]
+        endpoint: Option<String>,
+        #[arg(long)]
+        model: String,
+        /// The name of an environment variable holding the API key (keeps
+        /// the key out of the shell history and the process list).
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accounts, model targets with their probe state, and the roles.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Probe a model target again (a minimal real call).
+    Probe {
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print its raw value, once.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// secret or widget.
+        #[arg(long, default_value = "secret")]
+        kind: String,
+        /// answer, retrieve, mcp, operations (repeatable; secret keys).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Allowed origin (repeatable; widget keys).
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// Requests per minute (widget keys; default 30).
+        #[arg(long)]
+        rate_limit: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Keys with prefix, kind, scopes, status and 7-day usage (never the raw value).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key: callers using it get 401 at once.
+    Revoke {
+        key: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -2,6 +2,7 @@
 //! parse input, call one engine function and map the result; see
 //! `ARCHITECTURE.md` for the map.
 
+pub mod admin_commands;
 pub mod bench;
 pub mod cli;
 pub mod commands;

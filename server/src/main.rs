@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use lore_server::cli::{BenchCommand, Cli, Command};
-use lore_server::{bench, commands, config, serve, telemetry};
+use lore_server::{admin_commands, bench, commands, config, serve, telemetry};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -18,6 +18,8 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Sources { command } => commands::sources(settings, command).await,
         Command::Ingest { target, name, json } => commands::ingest(settings, &target, name, json).await,
+        Command::Providers { command } => admin_commands::providers(settings, command).await,
+        Command::Keys { command } => admin_commands::keys(settings, command).await,
         Command::Search { query, top_k, json } => commands::search(settings, &query, top_k, json).await,
         Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
             let peers = match (peers_python, peers_script, onnx) {

@@ -25,41 +25,11 @@ pub fn SetupWizard() -> impl IntoView {
 }
 
 #[component]
-pub fn Providers() -> impl IntoView {
-    view! {
-        <NotYetAvailable
-            title="Providers"
-            purpose="Model provider accounts, their model targets and probes, and the execution roles bound to them."
-        />
-    }
-}
-
-#[component]
 pub fn Playground() -> impl IntoView {
     view! {
         <NotYetAvailable
             title="Playground"
             purpose="Ask questions through the answer pipeline and inspect citations, cache status and the trace."
-        />
-    }
-}
-
-#[component]
-pub fn Prompt() -> impl IntoView {
-    view! {
-        <NotYetAvailable
-            title="Prompt"
-            purpose="The persona, the prompt editor and the history of immutable, restorable profile versions."
-        />
-    }
-}
-
-#[component]
-pub fn Access() -> impl IntoView {
-    view! {
-        <NotYetAvailable
-            title="Access"
-            purpose="Secret and widget access keys for the public surfaces, with their scopes and 7-day usage."
         />
     }
 }

@@ -1,14 +1,20 @@
 //! The console's screens and the frame around them.
 
+mod access;
 mod dashboard;
 mod frame;
 mod later;
+mod prompt;
+mod providers;
 mod signin;
 mod sources;
 
+pub use access::Access;
 pub use dashboard::Dashboard;
 pub use frame::{Console, NotFound};
-pub use later::{Access, Playground, Prompt, Providers, SetupWizard, Tuning};
+pub use later::{Playground, SetupWizard, Tuning};
+pub use prompt::Prompt;
+pub use providers::Providers;
 pub use signin::SignIn;
 pub use sources::Sources;
 

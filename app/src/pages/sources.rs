@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{DocumentView, JobView, SourceView, UploadReceipt};
+use crate::wire::{DocumentView, JobView, SearchResults, SourceView, UploadReceipt};
 
 /// Shared by the list and the form: bumping it reloads the list at once.
 #[derive(Clone, Copy)]
@@ -45,8 +45,10 @@ pub fn Sources() -> impl IntoView {
             </p>
             {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
             <NewSourceForm/>
+            <CorpusSearch/>
             <div class="panel" aria-live="polite">
                 <h2>"Your sources"</h2>
+                <ReindexEverything/>
                 {move || match sources.get() {
                     None => view! { <p class="loading">"Loading sources…"</p> }.into_any(),
                     Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
@@ -65,6 +67,38 @@ pub fn Sources() -> impl IntoView {
                 }}
             </div>
         </section>
+    }
+}
+
+/// A full reindex: re-embeds every source and re-stamps the corpus
+/// fingerprint (after the embedding model or the chunking changed).
+#[component]
+fn ReindexEverything() -> impl IntoView {
+    let busy = RwSignal::new(false);
+    let notice = use_context::<RwSignal<Option<(bool, String)>>>();
+    let reload_signal = use_context::<Reload>();
+    let start = move |_| {
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            let result = client::send::<_, JobView>("POST", "/admin/reindex", &serde_json::json!({})).await;
+            busy.set(false);
+            let message = match result {
+                Ok(_) => (true, "A full reindex is queued: every source is embedded again.".to_owned()),
+                Err(message) => (false, message),
+            };
+            if let Some(notice) = notice {
+                notice.set(Some(message));
+            }
+            if let Some(Reload(signal)) = reload_signal {
+                signal.update(|n| *n = n.wrapping_add(1));
+            }
+        });
+    };
+    view! {
+        <p class="actions">
+            <button type="button" on:click=start disabled=move || busy.get()>"Reindex everything"</button>
+            " Embeds every source again and re-stamps the corpus fingerprint."
+        </p>
     }
 }
 
@@ -171,6 +205,54 @@ fn NewSourceForm() -> impl IntoView {
             <button type="submit" disabled=move || busy.get()>"Add source"</button>
         </form>
     }
+}
+
+/// Hybrid search over the enabled sources, with each mode's raw score: a
+/// quick check of what the index finds.
+#[component]
+fn CorpusSearch() -> impl IntoView {
+    let query = RwSignal::new(String::new());
+    let found = RwSignal::new(None::<Result<SearchResults, String>>);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = serde_json::json!({"query": query.get(), "top_k": 5});
+        leptos::task::spawn_local(async move {
+            found.set(Some(client::send::<_, SearchResults>("POST", "/admin/search", &body).await));
+        });
+    };
+    view! {
+        <form class="panel corpus-search" on:submit=submit>
+            <h2>"Search the corpus"</h2>
+            <input name="query" type="search" bind:value=query placeholder="How do I restore a backup?"/>
+            <button type="submit">"Search"</button>
+            {move || found.get().map(|result| match result {
+                Err(text) => view! { <p class="error">{text}</p> }.into_any(),
+                Ok(results) if results.results.is_empty() => view! {
+                    <p class="empty">{format!("Nothing passed the score cutoff ({} candidates considered).", results.candidates)}</p>
+                }
+                .into_any(),
+                Ok(results) => view! {
+                    <ol class="hits">
+                        {results.results.into_iter().map(|hit| view! {
+                            <li class="hit">
+                                <strong>{hit.title.clone()}</strong>
+                                {hit.heading.clone().map(|h| view! { <span class="meta">{format!(" › {h}")}</span> })}
+                                <span class="meta">{format!(
+                                    "  score {:.3} (vector {:.3}, text {})",
+                                    hit.score,
+                                    hit.vector_score,
+                                    hit.text_score.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into())
+                                )}</span>
+                                <p>{hit.text.chars().take(240).collect::<String>()}</p>
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }
+                .into_any(),
+            })}
+        </form>
+    }
+    .into_any()
 }
 
 fn status_label(source: &SourceView) -> String {

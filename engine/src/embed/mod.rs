@@ -7,6 +7,7 @@
 
 pub mod local;
 pub mod model_files;
+pub mod remote;
 
 use async_trait::async_trait;
 

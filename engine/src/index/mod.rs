@@ -63,6 +63,12 @@ pub trait ChunkStore: Send + Sync {
     ) -> Result<Vec<Hit>, IndexError>;
     /// How many chunks are stored (of `source_id`, when given).
     async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError>;
+    /// `chunk id → (source id, content hash)` for those of `ids` still stored
+    /// (the answer cache checks its citations against it).
+    async fn content_hashes(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, (String, String)>, IndexError>;
     /// Folds recent writes into the indexes (after an indexing run).
     async fn optimize(&self) -> Result<(), IndexError>;
 }

@@ -100,6 +100,9 @@ pub async fn enqueue(
     if let Some(existing) = pending.one(&lore.db).await? {
         return Ok(existing);
     }
+    // The first index starting is when the profile comes to be (from the
+    // persona chosen in the wizard, or the default one).
+    crate::profile::ensure_on_first_index(lore, &crate::audit::Actor::System).await?;
     let job = new_job(source_id, full, trigger, QUEUED).insert(&lore.db).await?;
     if let Some(id) = source_id {
         set_source_status(lore, id, "queued").await?;
@@ -357,7 +360,14 @@ async fn execute(
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<String> {
     let embedder = lore.embedder().await?;
-    let store = lore.chunks().await?;
+    // A new embedding model of another size: the old vectors cannot stay in
+    // the table; retrieval fails closed until this run re-embeds everything.
+    let (store, rebuilt) = match lore.chunks().await {
+        Err(Error::Ingest(IngestError::Index(crate::index::IndexError::Dimensions { .. }))) => {
+            (lore.rebuild_chunks().await?, true)
+        }
+        opened => (opened?, false),
+    };
     let chunking = crate::tuning::chunking(lore).await?;
     let fingerprint = Fingerprint {
         embedding_model: embedder.model().to_owned(),
@@ -366,7 +376,7 @@ async fn execute(
     };
     let stamp = corpus::stamped(&lore.db).await?;
     let indexed = store.count(None).await.map_err(IngestError::Index)?;
-    let mut full = job.full;
+    let mut full = job.full || rebuilt;
     match &stamp {
         // An empty corpus: whatever this run writes is made by the current model.
         None if indexed == 0 => corpus::set(&lore.db, Some(&fingerprint)).await?,

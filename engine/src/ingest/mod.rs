@@ -106,6 +106,35 @@ pub struct DocumentError {
     pub error: String,
 }
 
+/// A new document row, `pending` and empty: the one shape every insert
+/// starts from (a crawled page, a stored upload, a failure with no prior row).
+pub(crate) fn new_document(
+    id: &str,
+    source_id: &str,
+    uri: &str,
+    title: &str,
+    url: Option<String>,
+) -> document::ActiveModel {
+    document::ActiveModel {
+        id: Set(id.to_owned()),
+        source_id: Set(source_id.to_owned()),
+        uri: Set(uri.to_owned()),
+        title: Set(title.to_owned()),
+        url: Set(url),
+        content_hash: Set(None),
+        text_hash: Set(None),
+        etag: Set(None),
+        last_modified: Set(None),
+        lastmod: Set(None),
+        chunk_count: Set(0),
+        status: Set("pending".into()),
+        error: Set(None),
+        last_job_id: Set(None),
+        indexed_at: Set(None),
+        updated_at: Set(Utc::now()),
+    }
+}
+
 /// A document as fetched or read, before extraction.
 #[derive(Clone, Debug, Default)]
 pub struct Fetched {
@@ -303,26 +332,9 @@ impl Indexer {
         fetched: &Fetched,
         title: &str,
     ) -> Result<document::Model> {
-        Ok(document::ActiveModel {
-            id: Set(id.to_owned()),
-            source_id: Set(source_id.to_owned()),
-            uri: Set(fetched.uri.clone()),
-            title: Set(title.to_owned()),
-            url: Set(fetched.url.clone()),
-            content_hash: Set(None),
-            text_hash: Set(None),
-            etag: Set(None),
-            last_modified: Set(None),
-            lastmod: Set(None),
-            chunk_count: Set(0),
-            status: Set("pending".into()),
-            error: Set(None),
-            last_job_id: Set(None),
-            indexed_at: Set(None),
-            updated_at: Set(Utc::now()),
-        }
-        .insert(&self.lore.db)
-        .await?)
+        Ok(new_document(id, source_id, &fetched.uri, title, fetched.url.clone())
+            .insert(&self.lore.db)
+            .await?)
     }
 
     /// Marks an unchanged document as seen by this run (validators refreshed).
@@ -378,26 +390,17 @@ impl Indexer {
                 row.update(&self.lore.db).await?;
             }
             None => {
-                document::ActiveModel {
-                    id: Set(uuid::Uuid::new_v4().to_string()),
-                    source_id: Set(source_id.to_owned()),
-                    uri: Set(uri.to_owned()),
-                    title: Set(uri.to_owned()),
-                    url: Set(url.map(str::to_owned)),
-                    content_hash: Set(None),
-                    text_hash: Set(None),
-                    etag: Set(None),
-                    last_modified: Set(None),
-                    lastmod: Set(None),
-                    chunk_count: Set(0),
-                    status: Set("failed".into()),
-                    error: Set(Some(error.to_owned())),
-                    last_job_id: Set(Some(self.job_id.clone())),
-                    indexed_at: Set(None),
-                    updated_at: Set(Utc::now()),
-                }
-                .insert(&self.lore.db)
-                .await?;
+                let mut row = new_document(
+                    &uuid::Uuid::new_v4().to_string(),
+                    source_id,
+                    uri,
+                    uri,
+                    url.map(str::to_owned),
+                );
+                row.status = Set("failed".into());
+                row.error = Set(Some(error.to_owned()));
+                row.last_job_id = Set(Some(self.job_id.clone()));
+                row.insert(&self.lore.db).await?;
             }
         }
         Ok(())

@@ -6,12 +6,11 @@
 
 use std::path::PathBuf;
 
-use chrono::Utc;
 use entity::{document, index_job, source};
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter};
 
 use super::jobs::{self, ProgressHandle};
-use super::{extract_off_thread, Fetched, Indexer, IngestError};
+use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError};
 use crate::sources::SourceKind;
 use crate::{Error, Lore, Result};
 
@@ -80,26 +79,10 @@ pub async fn receive(
     let doc = match existing {
         Some(doc) => doc,
         None => {
-            document::ActiveModel {
-                id: Set(uuid::Uuid::new_v4().to_string()),
-                source_id: Set(source_id.to_owned()),
-                uri: Set(file_name.clone()),
-                title: Set(extracted.title.clone().unwrap_or_else(|| file_name.clone())),
-                url: Set(None),
-                content_hash: Set(None),
-                text_hash: Set(None),
-                etag: Set(None),
-                last_modified: Set(None),
-                lastmod: Set(None),
-                chunk_count: Set(0),
-                status: Set("pending".into()),
-                error: Set(None),
-                last_job_id: Set(None),
-                indexed_at: Set(None),
-                updated_at: Set(Utc::now()),
-            }
-            .insert(&lore.db)
-            .await?
+            let title = extracted.title.clone().unwrap_or_else(|| file_name.clone());
+            new_document(&uuid::Uuid::new_v4().to_string(), source_id, &file_name, &title, None)
+                .insert(&lore.db)
+                .await?
         }
     };
     store_file(lore, source_id, &doc.id, &fetched).await?;

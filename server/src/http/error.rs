@@ -6,6 +6,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::auth::AuthError;
 use engine::ingest::IngestError;
+use engine::keys::KeyError;
+use engine::profile::ProfileError;
+use engine::providers::ProviderError;
 
 use app::wire::{ErrorBody, ErrorDetail};
 
@@ -72,6 +75,9 @@ impl ApiError {
                 "The embedding model is not available.".into(),
             ),
             ApiError::Engine(E::Ingest(ingest)) => ingest_parts(ingest),
+            ApiError::Engine(E::Key(key)) => key_parts(key),
+            ApiError::Engine(E::Provider(provider)) => provider_parts(provider),
+            ApiError::Engine(E::Profile(profile)) => profile_parts(profile),
             ApiError::Engine(E::InvalidInput(message)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", capitalise(message))
             }
@@ -115,9 +121,66 @@ impl IntoResponse for ApiError {
         {
             tracing::warn!(code, error = ?self, "request failed");
         }
-        let body = ErrorBody { error: ErrorDetail { code: code.to_owned(), message, details: None } };
+        let body =
+            ErrorBody { error: ErrorDetail { code: code.to_owned(), message, details: self.details() } };
         (status, Json(body)).into_response()
     }
+}
+
+impl ApiError {
+    /// Machine-readable details where the code alone is not enough.
+    pub fn details(&self) -> Option<serde_json::Value> {
+        use engine::providers::ProviderError;
+        match self {
+            ApiError::Engine(engine::Error::Provider(ProviderError::TargetNotReady {
+                role,
+                state,
+                reason,
+                ..
+            })) => Some(serde_json::json!({"role": role, "state": state.key(), "reason": reason})),
+            ApiError::Engine(engine::Error::Profile(ProfileError::VersionConflict { base, active })) => {
+                Some(serde_json::json!({"base_version": base, "active_version": active}))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn key_parts(err: &KeyError) -> (StatusCode, &'static str, String) {
+    let (status, code) = match err {
+        KeyError::Missing => (StatusCode::UNAUTHORIZED, "missing_api_key"),
+        KeyError::Unknown => (StatusCode::UNAUTHORIZED, "invalid_api_key"),
+        KeyError::Revoked => (StatusCode::UNAUTHORIZED, "key_revoked"),
+        KeyError::Scope(_) => (StatusCode::FORBIDDEN, "insufficient_scope"),
+        KeyError::Origin(_) => (StatusCode::FORBIDDEN, "origin_not_allowed"),
+        KeyError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        KeyError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_key_request"),
+        KeyError::NotFound(_) => (StatusCode::NOT_FOUND, "key_not_found"),
+    };
+    (status, code, capitalise(&err.to_string()))
+}
+
+fn provider_parts(err: &ProviderError) -> (StatusCode, &'static str, String) {
+    let (status, code) = match err {
+        ProviderError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_provider"),
+        ProviderError::AccountNotFound(_) => (StatusCode::NOT_FOUND, "provider_not_found"),
+        ProviderError::TargetNotFound(_) => (StatusCode::NOT_FOUND, "target_not_found"),
+        ProviderError::TargetNotReady { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "target_not_ready"),
+        ProviderError::ProbeFailed { .. } => (StatusCode::BAD_GATEWAY, "probe_failed"),
+        ProviderError::Call(_) => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
+    };
+    (status, code, capitalise(&err.to_string()))
+}
+
+fn profile_parts(err: &ProfileError) -> (StatusCode, &'static str, String) {
+    let (status, code) = match err {
+        ProfileError::VersionConflict { .. } => (StatusCode::CONFLICT, "profile_version_conflict"),
+        ProfileError::NoProfile => (StatusCode::NOT_FOUND, "profile_not_found"),
+        ProfileError::UnknownVersion(_) => (StatusCode::NOT_FOUND, "profile_version_not_found"),
+        ProfileError::UnknownPersona(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_persona"),
+        ProfileError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile"),
+    };
+    (status, code, capitalise(&err.to_string()))
 }
 
 fn ingest_parts(err: &IngestError) -> (StatusCode, &'static str, String) {

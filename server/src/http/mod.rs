@@ -1,11 +1,15 @@
 //! The HTTP surface: routes, and the layers every request passes through.
 
+pub mod access;
 pub mod admin;
 pub mod auth;
 pub mod error;
 pub mod health;
 pub mod json;
 pub mod layers;
+pub mod profile;
+pub mod providers;
+pub mod public;
 pub mod sources;
 
 use axum::extract::DefaultBodyLimit;
@@ -39,12 +43,40 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/jobs/{id}", get(sources::job))
         .route("/admin/reindex", post(sources::reindex))
         .route("/admin/search", post(sources::search))
-        .route("/admin/tuning/chunking", put(sources::set_chunking));
+        .route("/admin/tuning/chunking", put(sources::set_chunking))
+        .route("/admin/providers/", get(providers::get_overview))
+        .route("/admin/providers/quick-add", post(providers::quick_add))
+        .route("/admin/providers/accounts", post(providers::create_account))
+        .route(
+            "/admin/providers/accounts/{id}",
+            put(providers::update_account).delete(providers::delete_account),
+        )
+        .route("/admin/providers/accounts/{id}/models", get(providers::list_models))
+        .route("/admin/targets", post(providers::register_target))
+        .route("/admin/targets/{id}", axum::routing::patch(providers::update_target))
+        .route("/admin/targets/{id}/probe", post(providers::probe_target))
+        .route("/admin/roles/{role}", put(providers::bind_role))
+        .route("/admin/keys", get(access::list).post(access::create))
+        .route("/admin/keys/{id}/revoke", post(access::revoke))
+        .route("/admin/profile", get(profile::get_overview))
+        .route("/admin/profile/persona", put(profile::choose_persona))
+        .route("/admin/profile/render", post(profile::render))
+        .route("/admin/profile/versions", post(profile::save))
+        .route("/admin/profile/versions/{version}", get(profile::get_version))
+        .route("/admin/profile/versions/{version}/restore", post(profile::restore));
+
+    // Key-authenticated, no cookie: outside the cross-origin guard (see
+    // `public`), behind the one x-api-key layer.
+    let public = Router::new()
+        .route("/retrieve", post(public::retrieve))
+        .route("/answer", axum::routing::options(|| async {}))
+        .layer(middleware::from_fn_with_state(state.clone(), public::api_key));
 
     let app = api
         .merge(crate::console::routes(&state))
         .layer(middleware::from_fn(layers::reject_cross_origin))
-        .layer(middleware::from_fn_with_state(state.clone(), layers::session));
+        .layer(middleware::from_fn_with_state(state.clone(), layers::session))
+        .merge(public);
     layers::observe(app).with_state(state)
 }
 

@@ -24,17 +24,14 @@ use engine::ingest::{jobs, upload, DocumentError, IngestError, Progress};
 use engine::{sources, Lore};
 use serde::Deserialize;
 
-use app::wire::{
-    DocumentErrorView, DocumentView, JobView, ProgressView, SearchHit, SearchResults, SourceView,
-    UploadReceipt,
-};
+use app::wire::{DocumentView, JobView, SearchHit, SearchResults, SourceView, UploadReceipt};
 
 use super::admin::Admin;
 use super::error::ApiError;
 use super::json::ApiJson;
 use crate::AppState;
 
-fn time(at: DateTime<Utc>) -> String {
+pub(crate) fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -47,20 +44,8 @@ pub fn job_view(job: entity_job::Model) -> JobView {
         full: job.full,
         status: job.status,
         trigger: job.trigger,
-        progress: ProgressView {
-            discovered: progress.discovered,
-            fetched: progress.fetched,
-            extracted: progress.extracted,
-            chunked: progress.chunked,
-            embedded: progress.embedded,
-            unchanged: progress.unchanged,
-            failed: progress.failed,
-            duplicates: progress.duplicates,
-            skipped: progress.skipped,
-            removed: progress.removed,
-            done: progress.done,
-        },
-        errors: errors.into_iter().map(|e| DocumentErrorView { uri: e.uri, error: e.error }).collect(),
+        progress: progress.into(),
+        errors: errors.into_iter().map(Into::into).collect(),
         message: job.message,
         attempts: job.attempts.into(),
         created_at: time(job.created_at),

@@ -4,11 +4,16 @@
 // A test crate: a failed precondition should fail the test, loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod access;
 mod auth;
 mod cli;
+mod cli_admin;
+mod embedding_role;
 mod health;
 mod helpers;
 mod indexing_jobs;
+mod llama;
+mod providers;
 mod setup_state;
 #[path = "../../../engine/tests/support/site.rs"]
 mod site;

@@ -7,7 +7,8 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 18] = [
+    "access_key",
     "admin_account",
     "admin_session",
     "audit_log",
@@ -16,7 +17,13 @@ const TABLES: [&str; 11] = [
     "cluster_state",
     "document",
     "index_job",
+    "key_usage",
+    "model_target",
     "oidc_login",
+    "profile",
+    "profile_version",
+    "provider_account",
+    "role_binding",
     "seaql_migrations",
     "source",
 ];

@@ -1,0 +1,210 @@
+//! The Access screen: create secret and widget keys (the raw value is shown
+//! once, with a copy button, and cannot be shown again), list them with
+//! prefix, kind, scopes, status and 7-day usage, and revoke them.
+
+use leptos::prelude::*;
+
+use crate::client;
+use crate::wire::{CreatedKey, KeyView};
+
+#[component]
+pub fn Access() -> impl IntoView {
+    let keys = RwSignal::new(None::<Result<Vec<KeyView>, String>>);
+    let notice = RwSignal::new(None::<(bool, String)>);
+    let created = RwSignal::new(None::<CreatedKey>);
+    let reload = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        reload.track();
+        leptos::task::spawn_local(async move {
+            keys.set(Some(client::get::<Vec<KeyView>>("/admin/keys").await));
+        });
+    });
+    let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
+
+    view! {
+        <section class="screen access">
+            <h1>"Access"</h1>
+            <p class="lede">
+                "Secret keys are for servers calling POST /answer, POST /retrieve and the tool server; never put one in a web page. Widget keys are for the embeddable widget: they can only ask, and only from the origins you list."
+            </p>
+            {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+            {move || created.get().map(|c| view! { <OnceShown created=c dismiss=move || created.set(None)/> })}
+            <NewKeyForm notice created refresh/>
+            <div class="panel">
+                <h2>"Keys"</h2>
+                {move || match keys.get() {
+                    None => view! { <p class="loading">"Loading keys…"</p> }.into_any(),
+                    Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+                    Some(Ok(list)) if list.is_empty() => view! { <p class="empty">"No keys yet."</p> }.into_any(),
+                    Some(Ok(list)) => view! {
+                        <table class="keys">
+                            <thead><tr><th>"Name"</th><th>"Key"</th><th>"Kind"</th><th>"Scopes"</th><th>"Status"</th><th>"Last 7 days"</th><th></th></tr></thead>
+                            <tbody>
+                                {list.into_iter().map(|key| view! { <KeyRow key notice refresh/> }).collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                    .into_any(),
+                }}
+            </div>
+        </section>
+    }
+}
+
+/// The one time a raw key is visible.
+#[component]
+fn OnceShown(created: CreatedKey, dismiss: impl Fn() + Send + Sync + 'static) -> impl IntoView {
+    let raw = created.raw_key.clone();
+    let copied = RwSignal::new(false);
+    let copy = move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(window) = web_sys::window() {
+            let _ = window.navigator().clipboard().write_text(&raw);
+            copied.set(true);
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &raw;
+    };
+    let snippet = (created.key.kind == "widget").then(|| {
+        format!("<script src=\"{{lore}}/widget.js\" data-key=\"{}\" async></script>", created.raw_key)
+    });
+    view! {
+        <div class="panel once-shown" role="alert">
+            <h2>{format!("Your new key “{}”", created.key.name)}</h2>
+            <p>"Copy it now: it is shown only this once and cannot be retrieved later."</p>
+            <code class="raw-key">{created.raw_key.clone()}</code>
+            <button type="button" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+            {snippet.map(|s| view! { <p>"Widget snippet (replace {lore} with this server's address):"</p><pre class="snippet">{s}</pre> })}
+            <button type="button" class="secondary" on:click=move |_| dismiss()>"Done"</button>
+        </div>
+    }
+}
+
+#[component]
+fn NewKeyForm(
+    notice: RwSignal<Option<(bool, String)>>,
+    created: RwSignal<Option<CreatedKey>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let kind = RwSignal::new("secret".to_owned());
+    let answer = RwSignal::new(true);
+    let retrieve = RwSignal::new(true);
+    let mcp = RwSignal::new(false);
+    let operations = RwSignal::new(false);
+    let origins = RwSignal::new(String::new());
+    let rate = RwSignal::new("30".to_owned());
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = if kind.get() == "widget" {
+            serde_json::json!({
+                "name": name.get(),
+                "kind": "widget",
+                "origins": origins.get().split([',', '\n', ' ']).map(str::trim).filter(|o| !o.is_empty()).collect::<Vec<_>>(),
+                "rate_limit_per_minute": rate.get().trim().parse::<u32>().unwrap_or(30),
+            })
+        } else {
+            let scopes: Vec<&str> =
+                [("answer", answer), ("retrieve", retrieve), ("mcp", mcp), ("operations", operations)]
+                    .into_iter()
+                    .filter(|(_, on)| on.get())
+                    .map(|(scope, _)| scope)
+                    .collect();
+            serde_json::json!({"name": name.get(), "kind": "secret", "scopes": scopes})
+        };
+        leptos::task::spawn_local(async move {
+            match client::send::<_, CreatedKey>("POST", "/admin/keys", &body).await {
+                Ok(key) => {
+                    name.set(String::new());
+                    notice.set(None);
+                    created.set(Some(key));
+                    refresh();
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    view! {
+        <form class="panel new-key" on:submit=submit>
+            <h2>"Create a key"</h2>
+            <label>"Name" <input name="name" required bind:value=name placeholder="Support site backend"/></label>
+            <label>
+                "Kind"
+                <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
+                    <option value="secret">"Secret (server to server)"</option>
+                    <option value="widget">"Widget (embeddable, answer only)"</option>
+                </select>
+            </label>
+            <Show
+                when=move || kind.get() == "widget"
+                fallback=move || view! {
+                    <fieldset class="scopes">
+                        <legend>"Scopes"</legend>
+                        <label><input type="checkbox" name="scope-answer" bind:checked=answer/>" answer"</label>
+                        <label><input type="checkbox" name="scope-retrieve" bind:checked=retrieve/>" retrieve"</label>
+                        <label><input type="checkbox" name="scope-mcp" bind:checked=mcp/>" mcp"</label>
+                        <label><input type="checkbox" name="scope-operations" bind:checked=operations/>" operations"</label>
+                    </fieldset>
+                }
+            >
+                <label>"Allowed origins" <input name="origins" bind:value=origins placeholder="https://docs.example.com"/></label>
+                <label>"Requests per minute" <input name="rate" type="number" min="1" bind:value=rate/></label>
+            </Show>
+            <button type="submit">"Create key"</button>
+        </form>
+    }
+}
+
+#[component]
+fn KeyRow(
+    key: KeyView,
+    notice: RwSignal<Option<(bool, String)>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let id = key.id.clone();
+    let confirming = RwSignal::new(false);
+    let revoke = move |_| {
+        let id = id.clone();
+        confirming.set(false);
+        leptos::task::spawn_local(async move {
+            match client::send::<_, KeyView>(
+                "POST",
+                &format!("/admin/keys/{id}/revoke"),
+                &serde_json::json!({}),
+            )
+            .await
+            {
+                Ok(k) => notice.set(Some((true, format!("Revoked “{}”.", k.name)))),
+                Err(message) => notice.set(Some((false, message))),
+            }
+            refresh();
+        });
+    };
+    let active = key.status == "active";
+    let scopes = if key.kind == "widget" {
+        format!("answer · {}", key.origins.join(", "))
+    } else {
+        key.scopes.join(", ")
+    };
+    view! {
+        <tr data-key=key.prefix.clone()>
+            <td>{key.name.clone()}</td>
+            <td><code>{format!("{}…", key.prefix)}</code></td>
+            <td>{key.kind.clone()}</td>
+            <td>{scopes}</td>
+            <td><span class={if active { "badge ok" } else { "badge bad" }}>{key.status.clone()}</span></td>
+            <td>{format!("{} queries · ${:.4}", key.queries_7d, key.estimated_cost_7d)}</td>
+            <td>
+                {active.then(|| view! {
+                    <Show
+                        when=move || confirming.get()
+                        fallback=move || view! { <button type="button" class="danger" on:click=move |_| confirming.set(true)>"Revoke"</button> }
+                    >
+                        <button type="button" class="danger confirm" on:click=revoke.clone()>"Confirm revoke"</button>
+                        <button type="button" class="secondary" on:click=move |_| confirming.set(false)>"Keep"</button>
+                    </Show>
+                })}
+            </td>
+        </tr>
+    }
+}

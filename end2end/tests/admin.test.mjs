@@ -1,0 +1,145 @@
+// Providers, Access and Prompt in a real browser: quick add a real on-node
+// provider (llama.cpp's llama-server with SmolLM2); create a key and see its
+// value only once; save a prompt version, look at the history and restore.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startLore } from './helpers.mjs';
+
+let lore;
+let browser;
+let llama;
+
+/** llama-server with SmolLM2 on a free loopback port (scripts/test builds and fetches both). */
+async function startLlama() {
+  const bin = process.env.LORE_TEST_LLAMA_SERVER;
+  const model = process.env.LORE_TEST_SMOLLM;
+  if (!bin || !model) throw new Error('LORE_TEST_LLAMA_SERVER and LORE_TEST_SMOLLM must be set (scripts/test sets them)');
+  const port = await freePort();
+  const child = spawn(bin, ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-c', '2048', '-t', '1', '-np', '1'],
+    { stdio: 'ignore' });
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) { child.kill(); throw new Error('llama-server did not start'); }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { endpoint: `${base}/v1`, stop: () => child.kill('SIGTERM') };
+}
+
+before(async () => {
+  llama = await startLlama();
+  lore = await startLore({ LORE_INGEST__ALLOW_PRIVATE_ADDRESSES: 'true', RUST_LOG: 'debug' });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await lore?.stop();
+  llama?.stop();
+});
+
+test('quick add binds a real on-node model, and a dead endpoint is refused with the reason', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl, ['502 /admin/providers/quick-add']);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/providers`);
+  await hydrated(page);
+  await page.getByRole('heading', { name: 'Quick add' }).waitFor();
+
+  // A dead endpoint: the probe fails, the message says why, nothing is stored.
+  await page.selectOption('select[name=kind]', 'custom');
+  await page.fill('input[name=endpoint]', `http://127.0.0.1:${await freePort()}/v1`);
+  await page.fill('input[name=model]', 'nothing-here');
+  await page.getByRole('button', { name: 'Add and probe' }).click();
+  await page.locator('.flash.error', { hasText: 'probe_failed' }).waitFor();
+  assert.equal(await page.locator('li.account').count(), 0, 'nothing half-made remains');
+
+  await page.selectOption('select[name=kind]', 'llama_cpp');
+  await page.fill('input[name=endpoint]', llama.endpoint);
+  // llama-server ignores the key; Lore still stores and sends it.
+  const providerKey = 'sk-e2e-never-shown-5d41402abc4b2a76';
+  await page.fill('input[name=api_key]', providerKey);
+  await page.fill('input[name=model]', 'smollm2');
+  await page.getByRole('button', { name: 'Add and probe' }).click();
+  await page.locator('.flash.ok', { hasText: 'now generates answers' }).waitFor({ timeout: 60_000 });
+  const target = page.locator('li.target[data-model=smollm2]');
+  await target.locator('.badge', { hasText: 'ready' }).waitFor();
+  const generation = page.locator('tr[data-role=generation]');
+  assert.match(await generation.innerText(), /smollm2/);
+  assert.match(await generation.innerText(), /ready/);
+  assert.equal(await page.locator('input[name=api_key]').inputValue(), '', 'the key field is cleared');
+  await page.reload();
+  await hydrated(page);
+  await page.locator('li.target[data-model=smollm2]').waitFor();
+  assert.equal((await page.content()).includes(providerKey), false, 'the key is not on the page');
+  const overview = await (await page.request.get(`${lore.baseUrl}/admin/providers/`)).text();
+  assert.equal(overview.includes(providerKey), false, 'nor in any response');
+  assert.equal(lore.logs().includes(providerKey), false, 'nor in the server log');
+  assert.deepEqual(errors, []);
+});
+
+test('a new key is shown once, with a copy button, and never again', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/access`);
+  await hydrated(page);
+  await page.fill('input[name=name]', 'Support backend');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const raw = (await page.locator('code.raw-key').innerText()).trim();
+  assert.match(raw, /^lore_sk_[0-9A-Za-z]{32}$/);
+  await page.getByRole('button', { name: 'Copy' }).waitFor();
+  const row = page.locator('tr', { hasText: 'Support backend' });
+  await row.waitFor();
+  assert.match(await row.innerText(), /answer, retrieve/);
+
+  // Done, or a reload: the raw value is gone for good.
+  await page.getByRole('button', { name: 'Done' }).click();
+  assert.equal(await page.locator('code.raw-key').count(), 0);
+  await page.reload();
+  await hydrated(page);
+  await page.locator('tr', { hasText: 'Support backend' }).waitFor();
+  assert.equal((await page.content()).includes(raw), false, 'the raw key is not on the page any more');
+  const listed = await (await page.request.get(`${lore.baseUrl}/admin/keys`)).text();
+  assert.equal(listed.includes(raw), false);
+
+  // Revoking asks first, then the status changes.
+  await page.locator('tr', { hasText: 'Support backend' }).getByRole('button', { name: 'Revoke' }).click();
+  await page.getByRole('button', { name: 'Confirm revoke' }).click();
+  await page.locator('tr', { hasText: 'Support backend' }).locator('.badge', { hasText: 'revoked' }).waitFor();
+  assert.deepEqual(errors, []);
+});
+
+test('an admin saves a prompt version, views the history and restores the first', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  // The first index creates the profile: an upload source and its first run.
+  const created = await page.request.post(`${lore.baseUrl}/admin/sources/`, { data: { name: 'Notes', kind: 'upload' } });
+  const source = await created.json();
+  const synced = await page.request.post(`${lore.baseUrl}/admin/sources/${source.id}/sync`, { data: {} });
+  assert.equal(synced.status(), 202);
+
+  await page.goto(`${lore.baseUrl}/prompt`);
+  await hydrated(page);
+  await page.getByRole('heading', { name: 'Editing from version 1 (active)' }).waitFor();
+  const original = await page.locator('textarea[name=prompt]').inputValue();
+  assert.match(original, /documentation assistant/);
+  await page.fill('textarea[name=prompt]', `${original}\nAlways mention the version number.`);
+  await page.fill('input[name=note]', 'mention versions');
+  await page.getByRole('button', { name: 'Save as a new version' }).click();
+  await page.locator('.flash.ok', { hasText: 'Saved as version 2' }).waitFor();
+  await page.getByRole('heading', { name: 'Editing from version 2 (active)' }).waitFor();
+
+  const v1 = page.locator('li.version[data-version="1"]');
+  await v1.getByRole('button', { name: 'Diff with active' }).click();
+  await page.locator('pre.diff .added', { hasText: 'Always mention the version number.' }).waitFor();
+  await v1.getByRole('button', { name: 'Restore' }).click();
+  await page.locator('.flash.ok', { hasText: 'Version 1 is active again.' }).waitFor();
+  await page.getByRole('heading', { name: 'Editing from version 1 (active)' }).waitFor();
+  assert.equal(await page.locator('textarea[name=prompt]').inputValue(), original);
+  assert.equal(await page.locator('li.version').count(), 2, 'version 2 stays listed');
+  assert.deepEqual(errors, []);
+});

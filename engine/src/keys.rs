@@ -1,0 +1,466 @@
+//! Access keys for the public surfaces (`POST /answer`, `POST /retrieve`, the
+//! tool server, the widget).
+//!
+//! - A raw key is `lore_sk_` (secret) or `lore_wk_` (widget) followed by 32
+//!   random base62 characters. It is returned once, by [`create`]; only its
+//!   SHA-256 hash and a short display prefix are stored.
+//! - Scopes: `answer`, `retrieve`, `mcp`, `operations`. A widget key has
+//!   `answer` only, an origin allowlist and a rate limit.
+//! - [`authenticate`] is the one check every keyed request passes: known,
+//!   active, in scope, and (widget) from an allowed origin within its rate.
+//! - Usage is counted per key and UTC day ([`record_usage`]); [`list`] sums
+//!   the last 7 days.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{Days, Utc};
+use entity::{access_key, key_usage};
+use rand::Rng;
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sha2::{Digest, Sha256};
+
+use crate::audit::{self, Actor};
+use crate::{Error, Lore, Result};
+
+pub const SECRET_PREFIX: &str = "lore_sk_";
+pub const WIDGET_PREFIX: &str = "lore_wk_";
+const RANDOM_CHARS: usize = 32;
+/// Characters of the raw key kept for display (`lore_sk_Ab3d`).
+const DISPLAY_CHARS: usize = 12;
+/// The usage window the console reports.
+pub const USAGE_DAYS: u64 = 7;
+/// A widget key's rate limit when none is given (requests per minute).
+pub const DEFAULT_WIDGET_RATE: u32 = 30;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Answer,
+    Retrieve,
+    Mcp,
+    Operations,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::Answer, Scope::Retrieve, Scope::Mcp, Scope::Operations];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Scope::Answer => "answer",
+            Scope::Retrieve => "retrieve",
+            Scope::Mcp => "mcp",
+            Scope::Operations => "operations",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        Scope::ALL.into_iter().find(|scope| scope.key() == raw).ok_or_else(|| {
+            KeyError::Invalid(format!("unknown scope `{raw}` (answer, retrieve, mcp, operations)")).into()
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    Secret,
+    Widget,
+}
+
+impl KeyKind {
+    pub fn key(self) -> &'static str {
+        match self {
+            KeyKind::Secret => "secret",
+            KeyKind::Widget => "widget",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        match raw {
+            "secret" => Ok(KeyKind::Secret),
+            "widget" => Ok(KeyKind::Widget),
+            other => Err(KeyError::Invalid(format!("unknown key kind `{other}` (secret or widget)")).into()),
+        }
+    }
+}
+
+/// Why a keyed request was refused. Each maps to a status and a stable code
+/// at the edge.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("this request needs an access key in the x-api-key header")]
+    Missing,
+    #[error("the access key is not valid")]
+    Unknown,
+    #[error("the access key has been revoked")]
+    Revoked,
+    #[error("the access key does not have the `{0}` scope")]
+    Scope(&'static str),
+    #[error("this widget key may not be used from origin {0}")]
+    Origin(String),
+    #[error("this widget key is limited to {0} requests a minute")]
+    RateLimited(u32),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("there is no access key {0}")]
+    NotFound(String),
+}
+
+/// What a new key is for.
+#[derive(Clone, Debug, Default)]
+pub struct NewKey {
+    pub name: String,
+    pub kind: String,
+    /// Ignored for widget keys (always `answer`); at least one for secret keys.
+    pub scopes: Vec<String>,
+    /// Widget keys: `https://docs.example.com` style origins.
+    pub origins: Vec<String>,
+    pub rate_limit_per_minute: Option<u32>,
+}
+
+/// A key as listed: never its raw value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeySummary {
+    pub key: access_key::Model,
+    pub scopes: Vec<String>,
+    pub origins: Vec<String>,
+    pub queries_7d: i64,
+    pub estimated_cost_7d: f64,
+}
+
+/// The caller a valid key stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub key_id: String,
+    pub kind: KeyKind,
+    pub name: String,
+}
+
+pub fn hash(raw: &str) -> String {
+    hex(&Sha256::digest(raw.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_key(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut rng = rand::rngs::OsRng;
+    let random: String =
+        (0..RANDOM_CHARS).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char).collect();
+    format!("{prefix}{random}")
+}
+
+/// `https://host[:port]` without path, lower-cased; refuses anything else.
+pub fn normalize_origin(raw: &str) -> Result<String> {
+    let invalid = || KeyError::Invalid(format!("`{raw}` is not an origin like https://docs.example.com"));
+    let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || url.path() != "/" && !url.path().is_empty()
+    {
+        return Err(invalid().into());
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(invalid().into());
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
+fn json_strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// Creates a key. Returns the stored row and the raw value, which is never
+/// available again.
+pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(access_key::Model, String)> {
+    let name = new.name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(KeyError::Invalid("a key needs a name of 1 to 100 characters".into()).into());
+    }
+    let kind = KeyKind::parse(new.kind.trim())?;
+    let (scopes, origins, rate) = match kind {
+        KeyKind::Secret => {
+            if !new.origins.is_empty() {
+                return Err(KeyError::Invalid("origins apply to widget keys only".into()).into());
+            }
+            let mut scopes = Vec::new();
+            for raw in &new.scopes {
+                let scope = Scope::parse(raw.trim())?;
+                if !scopes.contains(&scope) {
+                    scopes.push(scope);
+                }
+            }
+            if scopes.is_empty() {
+                return Err(KeyError::Invalid("a secret key needs at least one scope".into()).into());
+            }
+            (scopes, Vec::new(), None)
+        }
+        KeyKind::Widget => {
+            if new.scopes.iter().any(|s| s.trim() != "answer") {
+                return Err(KeyError::Invalid("a widget key has the answer scope only".into()).into());
+            }
+            let mut origins = Vec::new();
+            for raw in &new.origins {
+                let origin = normalize_origin(raw)?;
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+            if origins.is_empty() {
+                return Err(KeyError::Invalid("a widget key needs at least one allowed origin".into()).into());
+            }
+            let rate = new.rate_limit_per_minute.unwrap_or(DEFAULT_WIDGET_RATE);
+            if rate == 0 || rate > 10_000 {
+                return Err(
+                    KeyError::Invalid("the rate limit must be 1 to 10000 requests a minute".into()).into()
+                );
+            }
+            (vec![Scope::Answer], origins, Some(rate as i32))
+        }
+    };
+    let raw = random_key(match kind {
+        KeyKind::Secret => SECRET_PREFIX,
+        KeyKind::Widget => WIDGET_PREFIX,
+    });
+    let row = access_key::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        name: Set(name.to_owned()),
+        kind: Set(kind.key().to_owned()),
+        prefix: Set(raw.chars().take(DISPLAY_CHARS).collect()),
+        hash: Set(hash(&raw)),
+        scopes: Set(serde_json::json!(scopes.iter().map(|s| s.key()).collect::<Vec<_>>())),
+        status: Set("active".to_owned()),
+        origins: Set(serde_json::json!(origins)),
+        rate_limit_per_minute: Set(rate),
+        created_by: Set(actor.label().to_owned()),
+        created_at: Set(Utc::now()),
+        revoked_at: Set(None),
+        last_used_at: Set(None),
+    }
+    .insert(&lore.db)
+    .await?;
+    audit::record(
+        &lore.db,
+        actor,
+        "key.created",
+        Some(&row.id),
+        serde_json::json!({"kind": kind.key(), "name": name}),
+    )
+    .await?;
+    Ok((row, raw))
+}
+
+impl KeySummary {
+    /// A key with the given usage.
+    pub fn of(key: access_key::Model, queries_7d: i64, estimated_cost_7d: f64) -> Self {
+        KeySummary {
+            scopes: json_strings(&key.scopes),
+            origins: json_strings(&key.origins),
+            key,
+            queries_7d,
+            estimated_cost_7d,
+        }
+    }
+}
+
+/// Every key, newest first, with its 7-day usage.
+pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
+    let since = usage_window_start();
+    let usage = key_usage::Entity::find().filter(key_usage::Column::Day.gte(since)).all(&lore.db).await?;
+    let mut totals: HashMap<String, (i64, f64)> = HashMap::new();
+    for row in usage {
+        let entry = totals.entry(row.key_id).or_default();
+        entry.0 += row.queries;
+        entry.1 += row.estimated_cost_usd;
+    }
+    Ok(access_key::Entity::find()
+        .order_by_desc(access_key::Column::CreatedAt)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(|key| {
+            let (queries, cost) = totals.get(&key.id).copied().unwrap_or_default();
+            KeySummary::of(key, queries, cost)
+        })
+        .collect())
+}
+
+fn usage_window_start() -> String {
+    let today = Utc::now().date_naive();
+    today.checked_sub_days(Days::new(USAGE_DAYS - 1)).unwrap_or(today).format("%Y-%m-%d").to_string()
+}
+
+/// Revokes a key; from now on it gets 401. Revoking twice changes nothing.
+pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<access_key::Model> {
+    let key = access_key::Entity::find_by_id(id)
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| KeyError::NotFound(id.into()))?;
+    if key.status == "revoked" {
+        return Ok(key);
+    }
+    let mut row: access_key::ActiveModel = key.into();
+    row.status = Set("revoked".to_owned());
+    row.revoked_at = Set(Some(Utc::now()));
+    let key = row.update(&lore.db).await?;
+    audit::record(&lore.db, actor, "key.revoked", Some(&key.id), serde_json::json!({})).await?;
+    Ok(key)
+}
+
+/// Per-node fixed-window counters for widget rate limits.
+#[derive(Default)]
+pub struct RateLimiter {
+    windows: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl RateLimiter {
+    /// Counts one request for `key_id`; false when it is over `per_minute`.
+    pub fn allow(&self, key_id: &str, per_minute: u32) -> bool {
+        let now = Instant::now();
+        let Ok(mut windows) = self.windows.lock() else {
+            return true; // a poisoned lock only loses counting, never access
+        };
+        if windows.len() > 10_000 {
+            windows.retain(|_, (start, _)| now.duration_since(*start) < Duration::from_secs(60));
+        }
+        let window = windows.entry(key_id.to_owned()).or_insert((now, 0));
+        if now.duration_since(window.0) >= Duration::from_secs(60) {
+            *window = (now, 0);
+        }
+        window.1 += 1;
+        window.1 <= per_minute
+    }
+}
+
+/// The one check of a keyed request: the key exists and is active, carries
+/// `scope`, and a widget key comes from an allowed `origin` within its rate.
+pub async fn authenticate(
+    lore: &Lore,
+    raw: Option<&str>,
+    scope: Scope,
+    origin: Option<&str>,
+) -> Result<Caller> {
+    let raw = raw.map(str::trim).filter(|r| !r.is_empty()).ok_or(KeyError::Missing)?;
+    if !(raw.starts_with(SECRET_PREFIX) || raw.starts_with(WIDGET_PREFIX)) || raw.len() > 100 {
+        return Err(KeyError::Unknown.into());
+    }
+    let key = access_key::Entity::find()
+        .filter(access_key::Column::Hash.eq(hash(raw)))
+        .one(&lore.db)
+        .await?
+        .ok_or(KeyError::Unknown)?;
+    if key.status != "active" {
+        return Err(KeyError::Revoked.into());
+    }
+    let kind = KeyKind::parse(&key.kind)?;
+    if kind == KeyKind::Widget {
+        let allowed = json_strings(&key.origins);
+        let origin = origin.map(|o| o.trim().to_ascii_lowercase());
+        match origin {
+            Some(origin) if allowed.iter().any(|a| a == &origin) => {}
+            Some(origin) => return Err(KeyError::Origin(origin).into()),
+            None => {
+                return Err(KeyError::Origin("(none: widget keys work from web pages only)".into()).into())
+            }
+        }
+    }
+    if !json_strings(&key.scopes).iter().any(|s| s == scope.key()) {
+        return Err(KeyError::Scope(scope.key()).into());
+    }
+    if let Some(rate) = key.rate_limit_per_minute {
+        if !lore.rate_limiter.allow(&key.id, rate.max(1) as u32) {
+            return Err(KeyError::RateLimited(rate as u32).into());
+        }
+    }
+    Ok(Caller { key_id: key.id, kind, name: key.name })
+}
+
+/// Whether any active widget key allows `origin` (for CORS preflights, which
+/// carry no key).
+pub async fn origin_allowed(lore: &Lore, origin: &str) -> Result<bool> {
+    let origin = origin.trim().to_ascii_lowercase();
+    Ok(access_key::Entity::find()
+        .filter(access_key::Column::Kind.eq("widget"))
+        .filter(access_key::Column::Status.eq("active"))
+        .all(&lore.db)
+        .await?
+        .iter()
+        .any(|key| json_strings(&key.origins).contains(&origin)))
+}
+
+/// Adds one query (and its estimated cost) to today's usage of `key_id`.
+pub async fn record_usage(lore: &Lore, key_id: &str, estimated_cost_usd: f64) -> Result<()> {
+    let day = Utc::now().format("%Y-%m-%d").to_string();
+    key_usage::Entity::insert(key_usage::ActiveModel {
+        key_id: Set(key_id.to_owned()),
+        day: Set(day),
+        queries: Set(1),
+        estimated_cost_usd: Set(estimated_cost_usd),
+    })
+    .on_conflict(
+        OnConflict::columns([key_usage::Column::KeyId, key_usage::Column::Day])
+            .value(
+                key_usage::Column::Queries,
+                Expr::col((key_usage::Entity, key_usage::Column::Queries)).add(1),
+            )
+            .value(
+                key_usage::Column::EstimatedCostUsd,
+                Expr::col((key_usage::Entity, key_usage::Column::EstimatedCostUsd)).add(estimated_cost_usd),
+            )
+            .to_owned(),
+    )
+    .exec_without_returning(&lore.db)
+    .await?;
+    access_key::Entity::update_many()
+        .col_expr(access_key::Column::LastUsedAt, Expr::value(Utc::now()))
+        .filter(access_key::Column::Id.eq(key_id))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
+}
+
+impl From<KeyError> for Error {
+    fn from(err: KeyError) -> Self {
+        Error::Key(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_keys_have_the_documented_shape() {
+        let key = random_key(SECRET_PREFIX);
+        assert!(key.starts_with("lore_sk_"));
+        assert_eq!(key.len(), SECRET_PREFIX.len() + RANDOM_CHARS);
+        assert!(key[SECRET_PREFIX.len()..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(random_key(SECRET_PREFIX), key);
+        assert_eq!(hash(&key).len(), 64);
+    }
+
+    #[test]
+    fn origins_are_normalised_or_refused() {
+        assert_eq!(normalize_origin("https://Docs.Example.com/").unwrap(), "https://docs.example.com");
+        assert_eq!(normalize_origin("http://127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080");
+        assert!(normalize_origin("https://docs.example.com/page").is_err());
+        assert!(normalize_origin("ftp://example.com").is_err());
+        assert!(normalize_origin("example.com").is_err());
+    }
+
+    #[test]
+    fn the_rate_limiter_counts_per_key_and_minute() {
+        let limiter = RateLimiter::default();
+        assert!(limiter.allow("a", 2));
+        assert!(limiter.allow("a", 2));
+        assert!(!limiter.allow("a", 2));
+        assert!(limiter.allow("b", 2));
+    }
+}

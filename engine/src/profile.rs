@@ -1,0 +1,632 @@
+//! The profile: who Lore answers as, and the immutable versions that serve.
+//!
+//! - A catalogue of [`Persona`]s gives each kind of deployment a default
+//!   prompt and behaviour defaults; optional [`Details`] tailor the prompt.
+//! - No profile exists until the first index starts; then [`ensure`] builds
+//!   it from the chosen persona (the wizard and the first index call the same
+//!   function).
+//! - A [`Snapshot`] is everything answering needs: prompt, behaviour,
+//!   semantic-cache gates and answer-time retrieval settings. Each save makes
+//!   a new immutable `profile_version` row; exactly one is active.
+//! - [`save`] switches the active version only after the new one is stored,
+//!   and only if the active version is still the one the editor started
+//!   from: the conditional update of the `profile` row is the single point
+//!   where two saves are ordered. The loser gets
+//!   [`ProfileError::VersionConflict`] and nothing is overwritten.
+//! - [`restore`] points the profile at a prior version: its whole snapshot
+//!   serves at once.
+
+use chrono::Utc;
+use entity::{profile, profile_version};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use serde::{Deserialize, Serialize};
+
+use crate::audit::{self, Actor};
+use crate::retrieve::RetrievalSettings;
+use crate::{Error, Lore, Result};
+
+const PROFILE_ID: &str = "default";
+
+/// Longest prompt accepted (characters).
+pub const MAX_PROMPT_CHARS: usize = 20_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The active version moved since the editor loaded its base.
+    #[error("version {active} was activated since this edit started from version {base}; reload and reapply your change")]
+    VersionConflict { base: i32, active: i32 },
+    #[error("no profile yet: it is created when the first index starts")]
+    NoProfile,
+    #[error("there is no version {0}")]
+    UnknownVersion(i32),
+    #[error("unknown persona `{0}`")]
+    UnknownPersona(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Tone of voice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tone {
+    Neutral,
+    Friendly,
+    Formal,
+    Technical,
+}
+
+/// How long answers should be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Length {
+    Brief,
+    Standard,
+    Detailed,
+}
+
+/// How citations appear in the answer text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CitationStyle {
+    /// `[1]` after the sentence it supports.
+    Inline,
+    /// A list of sources after the answer.
+    Footnotes,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Behavior {
+    pub tone: Tone,
+    pub length: Length,
+    pub citation_style: CitationStyle,
+    /// Said when nothing retrievable answers the question.
+    pub refusal: String,
+}
+
+/// When a semantic-cache entry may answer instead of the pipeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheGates {
+    pub enabled: bool,
+    /// Cosine similarity of the questions, 0 to 1.
+    pub min_similarity: f32,
+    /// Maximum age of an entry for a `medium` volatility source; `high`
+    /// quarters it, `low` multiplies it by 7, `static` by 30.
+    pub max_age_seconds: u64,
+    /// Only grounded answers are cached.
+    pub grounded_only: bool,
+}
+
+/// Optional details that tailor the persona's prompt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Details {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organisation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_instructions: Option<String>,
+}
+
+/// A complete serving snapshot: what one ProfileVersion holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    pub persona: String,
+    #[serde(default)]
+    pub details: Details,
+    /// The system prompt. Passages and the question are appended at answer time.
+    pub prompt: String,
+    pub behavior: Behavior,
+    pub cache: CacheGates,
+    pub retrieval: RetrievalSettings,
+}
+
+/// One entry of the persona catalogue.
+#[derive(Clone, Copy, Debug)]
+pub struct Persona {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The role sentence the prompt opens with; `{org}` and `{product}` are filled in.
+    role: &'static str,
+    pub tone: Tone,
+    pub length: Length,
+    pub citation_style: CitationStyle,
+    pub refusal: &'static str,
+    /// Semantic-cache similarity gate: stricter where wording matters more.
+    pub min_similarity: f32,
+    pub max_age_seconds: u64,
+}
+
+pub static PERSONAS: [Persona; 5] = [
+    Persona {
+        key: "documentation_assistant",
+        name: "Documentation assistant",
+        summary: "Answers questions about {product} from its documentation, precisely and with citations.",
+        role: "You are the documentation assistant of {org}. You answer questions about {product} using only the documentation passages provided.",
+        tone: Tone::Technical,
+        length: Length::Standard,
+        citation_style: CitationStyle::Inline,
+        refusal: "I could not find this in the documentation.",
+        min_similarity: 0.92,
+        max_age_seconds: 86_400,
+    },
+    Persona {
+        key: "customer_support",
+        name: "Customer-support agent",
+        summary: "Helps customers with orders, billing and troubleshooting, kindly and to the point.",
+        role: "You are a customer-support agent for {org}. You help customers with {product} using only the help-centre passages provided.",
+        tone: Tone::Friendly,
+        length: Length::Brief,
+        citation_style: CitationStyle::Footnotes,
+        refusal: "I'm sorry, I couldn't find an answer to that in our help centre. A member of our team can help you further.",
+        min_similarity: 0.90,
+        max_age_seconds: 21_600,
+    },
+    Persona {
+        key: "it_helpdesk",
+        name: "Internal IT helpdesk",
+        summary: "Walks employees through IT policies, accounts, devices and access requests.",
+        role: "You are the internal IT helpdesk of {org}. You help employees with accounts, devices, software and access, using only the IT knowledge-base passages provided.",
+        tone: Tone::Neutral,
+        length: Length::Standard,
+        citation_style: CitationStyle::Inline,
+        refusal: "I couldn't find this in the IT knowledge base. Please open a ticket with the IT team.",
+        min_similarity: 0.90,
+        max_age_seconds: 86_400,
+    },
+    Persona {
+        key: "sales_engineer",
+        name: "Sales engineer",
+        summary: "Explains what {product} does, how it fits and what it costs, without over-promising.",
+        role: "You are a sales engineer at {org}. You explain the capabilities, integrations and pricing of {product} using only the passages provided, and never promise what they do not say.",
+        tone: Tone::Formal,
+        length: Length::Standard,
+        citation_style: CitationStyle::Footnotes,
+        refusal: "I don't have documented information on that; our sales team can confirm the details.",
+        min_similarity: 0.93,
+        max_age_seconds: 43_200,
+    },
+    Persona {
+        key: "devrel_guide",
+        name: "Developer-relations guide",
+        summary: "Helps developers get started with {product}'s APIs and SDKs, with code where the docs have it.",
+        role: "You are a developer-relations guide for {org}. You help developers build with {product}'s APIs and SDKs using only the passages provided, quoting code from them where it helps.",
+        tone: Tone::Friendly,
+        length: Length::Detailed,
+        citation_style: CitationStyle::Inline,
+        refusal: "I couldn't find that in the developer documentation.",
+        min_similarity: 0.92,
+        max_age_seconds: 86_400,
+    },
+];
+
+pub fn persona(key: &str) -> Result<&'static Persona> {
+    PERSONAS.iter().find(|p| p.key == key).ok_or_else(|| ProfileError::UnknownPersona(key.to_owned()).into())
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The persona's prompt, tailored by the details.
+pub fn render_prompt(persona: &Persona, details: &Details) -> String {
+    let org = non_empty(&details.organisation).unwrap_or("this organisation");
+    let product = non_empty(&details.product).unwrap_or("its products");
+    let mut prompt = persona.role.replace("{org}", org).replace("{product}", product);
+    if let Some(audience) = non_empty(&details.audience) {
+        prompt.push_str(&format!(" Your readers are {audience}."));
+    }
+    prompt.push_str(match persona.tone {
+        Tone::Neutral => " Write plainly.",
+        Tone::Friendly => " Be warm and encouraging, and get to the point.",
+        Tone::Formal => " Write in a formal, precise register.",
+        Tone::Technical => " Be exact; use the product's own terms.",
+    });
+    prompt.push_str(match persona.length {
+        Length::Brief => " Keep answers to two or three sentences.",
+        Length::Standard => " Keep answers to a short paragraph or a short list of steps.",
+        Length::Detailed => " Give complete answers, with steps and examples where the passages have them.",
+    });
+    prompt.push_str(match persona.citation_style {
+        CitationStyle::Inline => {
+            " After each statement, cite the passage that supports it by its number in square brackets, like [1]."
+        }
+        CitationStyle::Footnotes => {
+            " Cite the passages you used by their numbers in square brackets, like [1], and list them after the answer."
+        }
+    });
+    prompt.push_str(
+        " Say only what the passages support. If they do not answer the question, reply exactly: \"",
+    );
+    prompt.push_str(persona.refusal);
+    prompt.push('"');
+    if let Some(extra) = non_empty(&details.extra_instructions) {
+        prompt.push_str("\n\n");
+        prompt.push_str(extra);
+    }
+    prompt
+}
+
+/// The snapshot a new profile starts from.
+pub fn default_snapshot(persona_key: &str, details: Details) -> Result<Snapshot> {
+    let persona = persona(persona_key)?;
+    Ok(Snapshot {
+        persona: persona.key.to_owned(),
+        prompt: render_prompt(persona, &details),
+        details,
+        behavior: Behavior {
+            tone: persona.tone,
+            length: persona.length,
+            citation_style: persona.citation_style,
+            refusal: persona.refusal.to_owned(),
+        },
+        cache: CacheGates {
+            enabled: true,
+            min_similarity: persona.min_similarity,
+            max_age_seconds: persona.max_age_seconds,
+            grounded_only: true,
+        },
+        retrieval: RetrievalSettings::default(),
+    })
+}
+
+fn validate(snapshot: &Snapshot) -> Result<()> {
+    let invalid = |why: &str| -> Result<()> { Err(ProfileError::Invalid(why.to_owned()).into()) };
+    persona(&snapshot.persona)?;
+    let prompt = snapshot.prompt.trim();
+    if prompt.is_empty() {
+        return invalid("the prompt cannot be empty");
+    }
+    if prompt.chars().count() > MAX_PROMPT_CHARS {
+        return invalid(&format!("the prompt is longer than {MAX_PROMPT_CHARS} characters"));
+    }
+    if snapshot.behavior.refusal.trim().is_empty() || snapshot.behavior.refusal.chars().count() > 1000 {
+        return invalid("the refusal wording needs 1 to 1000 characters");
+    }
+    let gates = &snapshot.cache;
+    if !(0.5..=1.0).contains(&gates.min_similarity) {
+        return invalid("the cache's minimum similarity must be between 0.5 and 1");
+    }
+    if gates.max_age_seconds == 0 || gates.max_age_seconds > 90 * 86_400 {
+        return invalid("the cache's maximum age must be between 1 second and 90 days");
+    }
+    let r = &snapshot.retrieval;
+    if r.top_k == 0 || r.top_k > 50 {
+        return invalid("top-k must be between 1 and 50");
+    }
+    if !(0.0..=1.0).contains(&r.score_cutoff) {
+        return invalid("the score cutoff must be between 0 and 1");
+    }
+    if r.vector_weight < 0.0 || r.text_weight < 0.0 || r.vector_weight + r.text_weight <= 0.0 {
+        return invalid("the fusion weights must be non-negative and not both zero");
+    }
+    Ok(())
+}
+
+/// A stored version with its parsed snapshot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Version {
+    pub id: String,
+    pub version: i32,
+    pub based_on: Option<i32>,
+    pub snapshot: Snapshot,
+    pub note: Option<String>,
+    pub created_by: String,
+    pub created_at: chrono::DateTime<Utc>,
+    pub evals: Option<serde_json::Value>,
+    pub active: bool,
+}
+
+fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
+    let snapshot = serde_json::from_value(row.snapshot)
+        .map_err(|err| Error::Internal(format!("profile version {} is unreadable: {err}", row.version)))?;
+    Ok(Version {
+        active: row.id == active_id,
+        id: row.id,
+        version: row.version,
+        based_on: row.based_on,
+        snapshot,
+        note: row.note,
+        created_by: row.created_by,
+        created_at: row.created_at,
+        evals: row.evals,
+    })
+}
+
+/// Builds the profile from `persona` unless one exists; returns the active
+/// version either way. The wizard's persona step and the first index call this.
+pub async fn ensure(lore: &Lore, actor: &Actor, persona_key: &str, details: Details) -> Result<Version> {
+    if let Some(active) = active(lore).await? {
+        return Ok(active);
+    }
+    let snapshot = default_snapshot(persona_key, details)?;
+    let now = Utc::now();
+    let id = uuid::Uuid::new_v4().to_string();
+    let txn = lore.db.begin().await?;
+    // The profile row first: a concurrent `ensure` fails on its primary key
+    // before writing a version, and then reads the winner's.
+    let created = profile::ActiveModel {
+        id: Set(PROFILE_ID.to_owned()),
+        active_version_id: Set(id.clone()),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await;
+    if created.is_err() {
+        drop(txn);
+        return active(lore).await?.ok_or_else(|| Error::Internal("the profile vanished".into()));
+    }
+    let row = insert_version(&txn, &id, 1, None, &snapshot, Some("created from the persona"), actor).await?;
+    audit::record(&txn, actor, "profile.created", Some(&id), serde_json::json!({"persona": persona_key}))
+        .await?;
+    txn.commit().await?;
+    version_of(row, &id)
+}
+
+async fn insert_version(
+    db: &impl sea_orm::ConnectionTrait,
+    id: &str,
+    version: i32,
+    based_on: Option<i32>,
+    snapshot: &Snapshot,
+    note: Option<&str>,
+    actor: &Actor,
+) -> Result<profile_version::Model> {
+    Ok(profile_version::ActiveModel {
+        id: Set(id.to_owned()),
+        version: Set(version),
+        based_on: Set(based_on),
+        snapshot: Set(serde_json::to_value(snapshot).map_err(|err| Error::Internal(err.to_string()))?),
+        note: Set(note.map(str::to_owned)),
+        created_by: Set(actor.label().to_owned()),
+        created_at: Set(Utc::now()),
+        evals: Set(None),
+    }
+    .insert(db)
+    .await?)
+}
+
+/// The active version, or `None` before the first index.
+pub async fn active(lore: &Lore) -> Result<Option<Version>> {
+    let Some(profile) = profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await? else {
+        return Ok(None);
+    };
+    let row = profile_version::Entity::find_by_id(profile.active_version_id.clone())
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| Error::Internal("the active profile version is missing".into()))?;
+    Ok(Some(version_of(row, &profile.active_version_id)?))
+}
+
+/// Every version, newest first.
+pub async fn versions(lore: &Lore) -> Result<Vec<Version>> {
+    let Some(profile) = profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await? else {
+        return Ok(Vec::new());
+    };
+    profile_version::Entity::find()
+        .order_by_desc(profile_version::Column::Version)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(|row| version_of(row, &profile.active_version_id))
+        .collect()
+}
+
+pub async fn version(lore: &Lore, number: i32) -> Result<Version> {
+    let profile =
+        profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await?.ok_or(ProfileError::NoProfile)?;
+    let row = profile_version::Entity::find()
+        .filter(profile_version::Column::Version.eq(number))
+        .one(&lore.db)
+        .await?
+        .ok_or(ProfileError::UnknownVersion(number))?;
+    version_of(row, &profile.active_version_id)
+}
+
+/// Stores `snapshot` as a new version and activates it, provided version
+/// `base` is still the active one.
+pub async fn save(
+    lore: &Lore,
+    actor: &Actor,
+    base: i32,
+    snapshot: Snapshot,
+    note: Option<String>,
+) -> Result<Version> {
+    validate(&snapshot)?;
+    let note = note.map(|n| n.trim().chars().take(200).collect::<String>()).filter(|n| !n.is_empty());
+    let base_row = profile_version::Entity::find()
+        .filter(profile_version::Column::Version.eq(base))
+        .one(&lore.db)
+        .await?
+        .ok_or(ProfileError::UnknownVersion(base))?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let txn = lore.db.begin().await?;
+    // The write comes first so that the transaction holds the write lock
+    // before it reads anything: two saves are ordered right here.
+    let moved = profile::Entity::update_many()
+        .col_expr(profile::Column::ActiveVersionId, Expr::value(id.clone()))
+        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(profile::Column::Id.eq(PROFILE_ID))
+        .filter(profile::Column::ActiveVersionId.eq(base_row.id.clone()))
+        .exec(&txn)
+        .await?;
+    if moved.rows_affected != 1 {
+        txn.rollback().await?;
+        let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
+        return Err(ProfileError::VersionConflict { base, active }.into());
+    }
+    let next = profile_version::Entity::find()
+        .order_by_desc(profile_version::Column::Version)
+        .one(&txn)
+        .await?
+        .map(|row| row.version + 1)
+        .unwrap_or(1);
+    let row = insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await?;
+    audit::record(
+        &txn,
+        actor,
+        "profile.saved",
+        Some(&id),
+        serde_json::json!({"version": next, "based_on": base}),
+    )
+    .await?;
+    txn.commit().await?;
+    version_of(row, &id)
+}
+
+/// Activates version `number` (its whole snapshot at once). `expected_active`,
+/// when given, guards like [`save`]'s base.
+pub async fn restore(
+    lore: &Lore,
+    actor: &Actor,
+    number: i32,
+    expected_active: Option<i32>,
+) -> Result<Version> {
+    let target = profile_version::Entity::find()
+        .filter(profile_version::Column::Version.eq(number))
+        .one(&lore.db)
+        .await?
+        .ok_or(ProfileError::UnknownVersion(number))?;
+    let mut update = profile::Entity::update_many()
+        .col_expr(profile::Column::ActiveVersionId, Expr::value(target.id.clone()))
+        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(profile::Column::Id.eq(PROFILE_ID));
+    if let Some(expected) = expected_active {
+        let expected_row = profile_version::Entity::find()
+            .filter(profile_version::Column::Version.eq(expected))
+            .one(&lore.db)
+            .await?
+            .ok_or(ProfileError::UnknownVersion(expected))?;
+        update = update.filter(profile::Column::ActiveVersionId.eq(expected_row.id));
+    }
+    let txn = lore.db.begin().await?;
+    let moved = update.exec(&txn).await?;
+    if moved.rows_affected != 1 {
+        txn.rollback().await?;
+        return match active(lore).await? {
+            None => Err(ProfileError::NoProfile.into()),
+            Some(active) => Err(ProfileError::VersionConflict {
+                base: expected_active.unwrap_or_default(),
+                active: active.version,
+            }
+            .into()),
+        };
+    }
+    audit::record(&txn, actor, "profile.restored", Some(&target.id), serde_json::json!({"version": number}))
+        .await?;
+    txn.commit().await?;
+    let id = target.id.clone();
+    version_of(target, &id)
+}
+
+/// The cluster setting that holds the wizard's persona choice until the
+/// profile exists.
+const CHOSEN_PERSONA: &str = "setup.persona";
+
+/// The persona the first index builds the profile from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PersonaChoice {
+    pub persona: String,
+    #[serde(default)]
+    pub details: Details,
+}
+
+/// The persona a new deployment answers as when the admin chose none.
+pub const DEFAULT_PERSONA: &str = "documentation_assistant";
+
+/// Records the wizard's persona step. Once the profile exists, the persona is
+/// changed in the prompt editor instead (a new version).
+pub async fn choose_persona(lore: &Lore, actor: &Actor, choice: PersonaChoice) -> Result<()> {
+    persona(&choice.persona)?;
+    let value = serde_json::to_value(&choice).map_err(|err| Error::Internal(err.to_string()))?;
+    let row = entity::cluster_setting::ActiveModel {
+        key: Set(CHOSEN_PERSONA.to_owned()),
+        value: Set(value.clone()),
+        updated_at: Set(Utc::now()),
+        updated_by: Set(actor.label().to_owned()),
+    };
+    let txn = lore.db.begin().await?;
+    if entity::cluster_setting::Entity::find_by_id(CHOSEN_PERSONA.to_owned()).one(&txn).await?.is_some() {
+        row.update(&txn).await?;
+    } else {
+        row.insert(&txn).await?;
+    }
+    audit::record(&txn, actor, "profile.persona_chosen", None, value).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// The wizard's choice, or the default persona.
+pub async fn chosen_persona(lore: &Lore) -> Result<PersonaChoice> {
+    let stored = entity::cluster_setting::Entity::find_by_id(CHOSEN_PERSONA.to_owned()).one(&lore.db).await?;
+    Ok(stored
+        .and_then(|row| serde_json::from_value::<PersonaChoice>(row.value).ok())
+        .filter(|choice| persona(&choice.persona).is_ok())
+        .unwrap_or_else(|| PersonaChoice {
+            persona: DEFAULT_PERSONA.to_owned(),
+            details: Details::default(),
+        }))
+}
+
+/// Called when an index starts: builds the profile from the chosen persona
+/// the first time, and does nothing after that.
+pub async fn ensure_on_first_index(lore: &Lore, actor: &Actor) -> Result<Version> {
+    if let Some(active) = active(lore).await? {
+        return Ok(active);
+    }
+    let choice = chosen_persona(lore).await?;
+    ensure(lore, actor, &choice.persona, choice.details).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_persona_renders_a_prompt_that_names_its_refusal() {
+        for persona in &PERSONAS {
+            let snapshot = default_snapshot(persona.key, Details::default()).unwrap();
+            assert!(snapshot.prompt.contains(persona.refusal), "{}", persona.key);
+            validate(&snapshot).unwrap();
+        }
+    }
+
+    #[test]
+    fn details_tailor_the_prompt() {
+        let details = Details {
+            organisation: Some("Acme".into()),
+            product: Some("Rocket Skates".into()),
+            audience: Some("new customers".into()),
+            extra_instructions: Some("Never discuss competitors.".into()),
+        };
+        let prompt = render_prompt(persona("customer_support").unwrap(), &details);
+        assert!(prompt.starts_with("You are a customer-support agent for Acme."));
+        assert!(prompt.contains("Rocket Skates"));
+        assert!(prompt.contains("Your readers are new customers."));
+        assert!(prompt.ends_with("Never discuss competitors."));
+        let plain = render_prompt(persona("customer_support").unwrap(), &Details::default());
+        assert!(plain.contains("this organisation"));
+    }
+
+    #[test]
+    fn validation_refuses_broken_snapshots() {
+        let good = default_snapshot("it_helpdesk", Details::default()).unwrap();
+        let mut empty_prompt = good.clone();
+        empty_prompt.prompt = "  ".into();
+        assert!(validate(&empty_prompt).is_err());
+        let mut gate = good.clone();
+        gate.cache.min_similarity = 1.5;
+        assert!(validate(&gate).is_err());
+        let mut top_k = good;
+        top_k.retrieval.top_k = 0;
+        assert!(validate(&top_k).is_err());
+    }
+}

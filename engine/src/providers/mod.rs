@@ -1,0 +1,961 @@
+//! Model providers: accounts, model targets, execution roles and quick add.
+//!
+//! - An **account** is an OpenAI-compatible endpoint: a hosted preset (always
+//!   off-node), an on-node server product, or a custom endpoint. Its API key is
+//!   sealed with AES-256-GCM ([`crate::secrets`]); it is opened only to make a
+//!   call and never leaves the server. On edit a blank key keeps the stored
+//!   one; a new value rotates it.
+//! - A **target** is one model through one account for one capability. Each
+//!   is probed on its own with a minimal real call; its [`TargetState`] follows
+//!   from the probe: `ready`, `disabled`, `unprobed`, `blocked` (last probe
+//!   failed) or `stale` (probe older than `providers.probe_max_age_days`).
+//! - A **role** binds a target to a job. [`bind`] is the role-binding
+//!   validator: only a `ready` target of the right capability is accepted.
+//! - [`quick_add`] stores an account, registers a generation target, probes
+//!   it and binds the generation role in one action; on any failure nothing
+//!   it made remains.
+
+pub mod client;
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use entity::{model_target, provider_account, role_binding};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+
+use crate::audit::{self, Actor};
+use crate::settings::Secret;
+use crate::{Error, Lore, Result};
+use client::{CallError, Endpoint, Message};
+
+/// Why a provider action was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("there is no provider account {0}")]
+    AccountNotFound(String),
+    #[error("there is no model target {0}")]
+    TargetNotFound(String),
+    /// The role-binding validator's refusal, with the reason.
+    #[error("the {role} role cannot be bound to {model}: {reason}")]
+    TargetNotReady { role: &'static str, model: String, state: TargetState, reason: String },
+    #[error("the probe of {model} failed: {error}")]
+    ProbeFailed { model: String, error: CallError },
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+/// Where a provider runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    OnNode,
+    OffNode,
+}
+
+impl Placement {
+    pub fn key(self) -> &'static str {
+        match self {
+            Placement::OnNode => "on_node",
+            Placement::OffNode => "off_node",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        match raw {
+            "on_node" => Ok(Placement::OnNode),
+            "off_node" => Ok(Placement::OffNode),
+            other => Err(invalid(format!("unknown placement `{other}` (on_node or off_node)"))),
+        }
+    }
+}
+
+/// A provider type: its label, default endpoint and where it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preset {
+    pub key: &'static str,
+    pub name: &'static str,
+    /// `None` for `custom`: the endpoint must be given.
+    pub endpoint: Option<&'static str>,
+    /// `None` for `custom`: either, by the endpoint's host.
+    pub placement: Option<Placement>,
+    pub needs_key: bool,
+}
+
+pub static PRESETS: [Preset; 12] = [
+    Preset {
+        key: "openai",
+        name: "OpenAI",
+        endpoint: Some("https://api.openai.com/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "groq",
+        name: "Groq",
+        endpoint: Some("https://api.groq.com/openai/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "together",
+        name: "Together AI",
+        endpoint: Some("https://api.together.xyz/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "mistral",
+        name: "Mistral AI",
+        endpoint: Some("https://api.mistral.ai/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "deepseek",
+        name: "DeepSeek",
+        endpoint: Some("https://api.deepseek.com/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "openrouter",
+        name: "OpenRouter",
+        endpoint: Some("https://openrouter.ai/api/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+    },
+    Preset {
+        key: "ollama",
+        name: "Ollama",
+        endpoint: Some("http://127.0.0.1:11434/v1"),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
+    Preset {
+        key: "llama_cpp",
+        name: "llama.cpp server",
+        endpoint: Some("http://127.0.0.1:8080/v1"),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
+    Preset {
+        key: "vllm",
+        name: "vLLM",
+        endpoint: Some("http://127.0.0.1:8000/v1"),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
+    Preset {
+        key: "lm_studio",
+        name: "LM Studio",
+        endpoint: Some("http://127.0.0.1:1234/v1"),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
+    Preset {
+        key: "localai",
+        name: "LocalAI",
+        endpoint: Some("http://127.0.0.1:8080/v1"),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
+    Preset {
+        key: "custom",
+        name: "Custom (OpenAI-compatible)",
+        endpoint: None,
+        placement: None,
+        needs_key: false,
+    },
+];
+
+pub fn preset(key: &str) -> Result<&'static Preset> {
+    PRESETS.iter().find(|p| p.key == key).ok_or_else(|| {
+        let known: Vec<&str> = PRESETS.iter().map(|p| p.key).collect();
+        invalid(format!("unknown provider type `{key}` ({})", known.join(", ")))
+    })
+}
+
+fn invalid(message: String) -> Error {
+    ProviderError::Invalid(message).into()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capability {
+    Generation,
+    Embedding,
+    Rerank,
+}
+
+impl Capability {
+    pub fn key(self) -> &'static str {
+        match self {
+            Capability::Generation => "generation",
+            Capability::Embedding => "embedding",
+            Capability::Rerank => "rerank",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        match raw {
+            "generation" => Ok(Capability::Generation),
+            "embedding" => Ok(Capability::Embedding),
+            "rerank" => Ok(Capability::Rerank),
+            other => Err(invalid(format!("unknown capability `{other}` (generation, embedding, rerank)"))),
+        }
+    }
+}
+
+/// The execution roles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// First-tier answers.
+    Generation,
+    /// A stronger target for answers the first tier did not ground (optional).
+    Escalation,
+    /// Indexing and query embeddings; unbound = the on-node CPU model.
+    Embedding,
+    /// Reordering retrieved passages (optional).
+    Rerank,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Generation, Role::Escalation, Role::Embedding, Role::Rerank];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Role::Generation => "generation",
+            Role::Escalation => "escalation",
+            Role::Embedding => "embedding",
+            Role::Rerank => "rerank",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        Role::ALL.into_iter().find(|role| role.key() == raw).ok_or_else(|| {
+            invalid(format!("unknown role `{raw}` (generation, escalation, embedding, rerank)"))
+        })
+    }
+
+    pub fn capability(self) -> Capability {
+        match self {
+            Role::Generation | Role::Escalation => Capability::Generation,
+            Role::Embedding => Capability::Embedding,
+            Role::Rerank => Capability::Rerank,
+        }
+    }
+}
+
+/// A target as the role-binding validator judges it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetState {
+    Ready,
+    Disabled,
+    Unprobed,
+    Blocked,
+    Stale,
+}
+
+impl TargetState {
+    pub fn key(self) -> &'static str {
+        match self {
+            TargetState::Ready => "ready",
+            TargetState::Disabled => "disabled",
+            TargetState::Unprobed => "unprobed",
+            TargetState::Blocked => "blocked",
+            TargetState::Stale => "stale",
+        }
+    }
+}
+
+/// The state of `target` at `now`, and the reason when it is not ready.
+pub fn state(
+    target: &model_target::Model,
+    max_age_days: u32,
+    now: DateTime<Utc>,
+) -> (TargetState, Option<String>) {
+    if !target.enabled {
+        return (TargetState::Disabled, Some("the target is disabled; enable it first".into()));
+    }
+    match (target.probe_status.as_str(), target.probed_at) {
+        ("ok", Some(at)) if now - at > chrono::Duration::days(max_age_days.into()) => (
+            TargetState::Stale,
+            Some(format!("its last successful probe is older than {max_age_days} days; probe it again")),
+        ),
+        ("ok", Some(_)) => (TargetState::Ready, None),
+        ("failed", _) => (
+            TargetState::Blocked,
+            Some(format!(
+                "its last probe failed: {}",
+                target.probe_error.as_deref().unwrap_or("no detail recorded")
+            )),
+        ),
+        _ => (TargetState::Unprobed, Some("it has never been probed; probe it first".into())),
+    }
+}
+
+/// What an account is made from. For an edit, `api_key: None` (or blank)
+/// keeps the stored key and a value rotates it.
+#[derive(Clone, Debug, Default)]
+pub struct AccountInput {
+    pub name: Option<String>,
+    pub kind: String,
+    pub placement: Option<String>,
+    pub endpoint: Option<String>,
+    pub api_key: Option<Secret>,
+}
+
+fn is_loopback_or_private(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => *name == "localhost" || name.ends_with(".localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+/// Checks the type, endpoint and placement of an account.
+fn resolve_account(input: &AccountInput) -> Result<(&'static Preset, String, Placement)> {
+    let preset = preset(input.kind.trim())?;
+    let endpoint = match input.endpoint.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        Some(given) => given.trim_end_matches('/').to_owned(),
+        None => preset
+            .endpoint
+            .ok_or_else(|| {
+                invalid(
+                    "a custom provider needs its endpoint (the API base, like http://host:port/v1)".into(),
+                )
+            })?
+            .to_owned(),
+    };
+    let url = url::Url::parse(&endpoint).map_err(|_| invalid(format!("`{endpoint}` is not a URL")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(invalid(format!("`{endpoint}` must be an http or https URL")));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("put the API key in the key field, not in the endpoint URL".into()));
+    }
+    let local = url.host().is_some_and(|host| is_loopback_or_private(&host));
+    let placement =
+        match (input.placement.as_deref().map(str::trim).filter(|p| !p.is_empty()), preset.placement) {
+            (Some(raw), Some(fixed)) => {
+                let asked = Placement::parse(raw)?;
+                if asked != fixed {
+                    return Err(invalid(format!(
+                        "{} is {} only",
+                        preset.name,
+                        fixed.key().replace('_', "-")
+                    )));
+                }
+                fixed
+            }
+            (None, Some(fixed)) => fixed,
+            (Some(raw), None) => Placement::parse(raw)?,
+            (None, None) => {
+                if local {
+                    Placement::OnNode
+                } else {
+                    Placement::OffNode
+                }
+            }
+        };
+    Ok((preset, endpoint, placement))
+}
+
+fn non_blank(secret: &Option<Secret>) -> Option<&Secret> {
+    secret.as_ref().filter(|s| !s.expose().trim().is_empty())
+}
+
+/// Stores a new account (its key sealed).
+pub async fn create_account(
+    lore: &Lore,
+    actor: &Actor,
+    input: AccountInput,
+) -> Result<provider_account::Model> {
+    create_account_in(lore, &lore.db, actor, input).await
+}
+
+async fn create_account_in(
+    lore: &Lore,
+    db: &impl sea_orm::ConnectionTrait,
+    actor: &Actor,
+    input: AccountInput,
+) -> Result<provider_account::Model> {
+    let (preset, endpoint, placement) = resolve_account(&input)?;
+    let key = non_blank(&input.api_key);
+    if preset.needs_key && key.is_none() {
+        return Err(invalid(format!("{} needs an API key", preset.name)));
+    }
+    let name = match input.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) if name.chars().count() <= 100 => name.to_owned(),
+        Some(_) => return Err(invalid("an account name has at most 100 characters".into())),
+        None => preset.name.to_owned(),
+    };
+    let now = Utc::now();
+    let row = provider_account::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        name: Set(name),
+        kind: Set(preset.key.to_owned()),
+        placement: Set(placement.key().to_owned()),
+        endpoint: Set(endpoint),
+        api_key_sealed: Set(key.map(|k| lore.keys.seal(k.expose().trim())).transpose()?),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        "provider.account_created",
+        Some(&row.id),
+        serde_json::json!({"kind": row.kind}),
+    )
+    .await?;
+    Ok(row)
+}
+
+/// Edits an account. A blank key keeps the stored one; a value rotates it.
+pub async fn update_account(
+    lore: &Lore,
+    actor: &Actor,
+    id: &str,
+    input: AccountInput,
+) -> Result<provider_account::Model> {
+    let account = account(lore, id).await?;
+    let (_, endpoint, placement) = resolve_account(&input)?;
+    let rotated = non_blank(&input.api_key).is_some();
+    let mut row: provider_account::ActiveModel = account.clone().into();
+    if let Some(name) = input.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        row.name = Set(name.chars().take(100).collect());
+    }
+    row.kind = Set(input.kind.trim().to_owned());
+    row.endpoint = Set(endpoint);
+    row.placement = Set(placement.key().to_owned());
+    if let Some(key) = non_blank(&input.api_key) {
+        row.api_key_sealed = Set(Some(lore.keys.seal(key.expose().trim())?));
+    }
+    row.updated_at = Set(Utc::now());
+    let updated = row.update(&lore.db).await?;
+    audit::record(
+        &lore.db,
+        actor,
+        "provider.account_updated",
+        Some(id),
+        serde_json::json!({"key_rotated": rotated}),
+    )
+    .await?;
+    Ok(updated)
+}
+
+pub async fn account(lore: &Lore, id: &str) -> Result<provider_account::Model> {
+    provider_account::Entity::find_by_id(id)
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| ProviderError::AccountNotFound(id.to_owned()).into())
+}
+
+pub async fn accounts(lore: &Lore) -> Result<Vec<provider_account::Model>> {
+    Ok(provider_account::Entity::find()
+        .order_by_asc(provider_account::Column::CreatedAt)
+        .all(&lore.db)
+        .await?)
+}
+
+/// Deletes an account with its targets (and the roles bound to them).
+pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
+    let account = account(lore, id).await?;
+    let txn = lore.db.begin().await?;
+    delete_account_in(&txn, &account.id).await?;
+    audit::record(&txn, actor, "provider.account_deleted", Some(id), serde_json::json!({})).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Children first: not every database enforces the cascades.
+async fn delete_account_in(db: &impl sea_orm::ConnectionTrait, id: &str) -> Result<()> {
+    let targets: Vec<String> = model_target::Entity::find()
+        .filter(model_target::Column::AccountId.eq(id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    role_binding::Entity::delete_many()
+        .filter(role_binding::Column::TargetId.is_in(targets))
+        .exec(db)
+        .await?;
+    model_target::Entity::delete_many().filter(model_target::Column::AccountId.eq(id)).exec(db).await?;
+    provider_account::Entity::delete_by_id(id).exec(db).await?;
+    Ok(())
+}
+
+/// The account's endpoint with its key opened, for one call.
+pub fn endpoint_of(lore: &Lore, account: &provider_account::Model) -> Result<Endpoint> {
+    let api_key = account.api_key_sealed.as_deref().map(|sealed| lore.keys.open(sealed)).transpose()?;
+    Ok(Endpoint { base: account.endpoint.clone(), api_key })
+}
+
+/// The models the provider lists, where it can list them.
+pub async fn list_models(lore: &Lore, id: &str) -> Result<Vec<String>> {
+    let account = account(lore, id).await?;
+    let endpoint = endpoint_of(lore, &account)?;
+    Ok(lore.provider_client.models(&endpoint).await.map_err(ProviderError::from)?)
+}
+
+/// A new target to register.
+#[derive(Clone, Debug, Default)]
+pub struct TargetInput {
+    pub account_id: String,
+    pub capability: String,
+    pub model: String,
+    pub input_price_per_mtok: Option<f64>,
+    pub output_price_per_mtok: Option<f64>,
+}
+
+fn check_price(price: Option<f64>) -> Result<Option<f64>> {
+    match price {
+        Some(p) if !p.is_finite() || !(0.0..=10_000.0).contains(&p) => {
+            Err(invalid("a price per million tokens must be between 0 and 10000 dollars".into()))
+        }
+        other => Ok(other),
+    }
+}
+
+/// Registers a target, unprobed.
+pub async fn register_target(lore: &Lore, actor: &Actor, input: TargetInput) -> Result<model_target::Model> {
+    register_target_in(&lore.db, actor, input).await
+}
+
+async fn register_target_in(
+    db: &impl sea_orm::ConnectionTrait,
+    actor: &Actor,
+    input: TargetInput,
+) -> Result<model_target::Model> {
+    let capability = Capability::parse(input.capability.trim())?;
+    let model = input.model.trim();
+    if model.is_empty() || model.chars().count() > 200 {
+        return Err(invalid("a model name needs 1 to 200 characters".into()));
+    }
+    if provider_account::Entity::find_by_id(input.account_id.clone()).one(db).await?.is_none() {
+        return Err(ProviderError::AccountNotFound(input.account_id).into());
+    }
+    let exists = model_target::Entity::find()
+        .filter(model_target::Column::AccountId.eq(input.account_id.clone()))
+        .filter(model_target::Column::Capability.eq(capability.key()))
+        .filter(model_target::Column::Model.eq(model))
+        .one(db)
+        .await?;
+    if exists.is_some() {
+        return Err(invalid(format!(
+            "{model} is already registered for {} on this account",
+            capability.key()
+        )));
+    }
+    let row = model_target::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        account_id: Set(input.account_id),
+        capability: Set(capability.key().to_owned()),
+        model: Set(model.to_owned()),
+        enabled: Set(true),
+        input_price_per_mtok: Set(check_price(input.input_price_per_mtok)?),
+        output_price_per_mtok: Set(check_price(input.output_price_per_mtok)?),
+        probe_status: Set("unprobed".to_owned()),
+        probe_latency_ms: Set(None),
+        probe_error: Set(None),
+        probed_at: Set(None),
+        created_at: Set(Utc::now()),
+    }
+    .insert(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        "provider.target_registered",
+        Some(&row.id),
+        serde_json::json!({"model": row.model}),
+    )
+    .await?;
+    Ok(row)
+}
+
+pub async fn target(lore: &Lore, id: &str) -> Result<model_target::Model> {
+    model_target::Entity::find_by_id(id)
+        .one(&lore.db)
+        .await?
+        .ok_or_else(|| ProviderError::TargetNotFound(id.to_owned()).into())
+}
+
+pub async fn targets(lore: &Lore) -> Result<Vec<model_target::Model>> {
+    Ok(model_target::Entity::find().order_by_asc(model_target::Column::CreatedAt).all(&lore.db).await?)
+}
+
+/// Enables or disables a target. Disabling a bound target leaves the binding
+/// in place; the role then reports it as not ready.
+pub async fn set_target_enabled(
+    lore: &Lore,
+    actor: &Actor,
+    id: &str,
+    enabled: bool,
+) -> Result<model_target::Model> {
+    let mut row: model_target::ActiveModel = target(lore, id).await?.into();
+    row.enabled = Set(enabled);
+    let updated = row.update(&lore.db).await?;
+    let action = if enabled { "provider.target_enabled" } else { "provider.target_disabled" };
+    audit::record(&lore.db, actor, action, Some(id), serde_json::json!({})).await?;
+    Ok(updated)
+}
+
+/// Sets a target's prices (US dollars per million tokens).
+pub async fn set_pricing(
+    lore: &Lore,
+    actor: &Actor,
+    id: &str,
+    input: Option<f64>,
+    output: Option<f64>,
+) -> Result<model_target::Model> {
+    let mut row: model_target::ActiveModel = target(lore, id).await?.into();
+    row.input_price_per_mtok = Set(check_price(input)?);
+    row.output_price_per_mtok = Set(check_price(output)?);
+    let updated = row.update(&lore.db).await?;
+    audit::record(
+        &lore.db,
+        actor,
+        "provider.target_priced",
+        Some(id),
+        serde_json::json!({"input": input, "output": output}),
+    )
+    .await?;
+    Ok(updated)
+}
+
+/// The outcome of one probe, as recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probe {
+    pub ok: bool,
+    pub latency_ms: u64,
+    pub error: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// The minimal real call for the target's capability.
+async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &model_target::Model) -> Result<(), CallError> {
+    let client = &lore.provider_client;
+    match Capability::parse(&target.capability) {
+        Ok(Capability::Embedding) => {
+            let vectors = client.embeddings(endpoint, &target.model, &["probe".to_owned()]).await?;
+            if vectors.first().is_none_or(|v| v.is_empty()) {
+                return Err(CallError::Protocol {
+                    endpoint: endpoint.base.clone(),
+                    reason: "an empty embedding".into(),
+                });
+            }
+            Ok(())
+        }
+        Ok(Capability::Rerank) => {
+            client
+                .rerank(endpoint, &target.model, "probe", &["probe".to_owned(), "other".to_owned()])
+                .await?;
+            Ok(())
+        }
+        _ => {
+            client
+                .chat(endpoint, &target.model, &[Message::user("Reply with the single word: ok")], 8, 0.0)
+                .await?;
+            Ok(())
+        }
+    }
+}
+
+/// Probes a target with a minimal real call and records the result, latency
+/// and time (and the error, when it failed).
+pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(model_target::Model, Probe)> {
+    let target = target(lore, id).await?;
+    let account = account(lore, &target.account_id).await?;
+    let endpoint = endpoint_of(lore, &account)?;
+    let started = Instant::now();
+    let result = probe_call(lore, &endpoint, &target).await;
+    let probe = Probe {
+        ok: result.is_ok(),
+        latency_ms: started.elapsed().as_millis() as u64,
+        error: result.err().map(|err| err.to_string()),
+        at: Utc::now(),
+    };
+    let mut row: model_target::ActiveModel = target.into();
+    row.probe_status = Set(if probe.ok { "ok" } else { "failed" }.to_owned());
+    row.probe_latency_ms = Set(Some(probe.latency_ms.min(i32::MAX as u64) as i32));
+    row.probe_error = Set(probe.error.clone());
+    row.probed_at = Set(Some(probe.at));
+    let updated = row.update(&lore.db).await?;
+    audit::record(&lore.db, actor, "provider.target_probed", Some(id), serde_json::json!({"ok": probe.ok}))
+        .await?;
+    Ok((updated, probe))
+}
+
+/// A role and what it is bound to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub role: Role,
+    pub target: Option<model_target::Model>,
+    /// The bound target's state now (`None` when unbound).
+    pub state: Option<(TargetState, Option<String>)>,
+}
+
+pub async fn bindings(lore: &Lore) -> Result<Vec<Binding>> {
+    let rows = role_binding::Entity::find().all(&lore.db).await?;
+    let targets = targets(lore).await?;
+    let max_age = lore.settings.providers.probe_max_age_days;
+    let now = Utc::now();
+    Ok(Role::ALL
+        .into_iter()
+        .map(|role| {
+            let target = rows
+                .iter()
+                .find(|row| row.role == role.key())
+                .and_then(|row| targets.iter().find(|t| t.id == row.target_id))
+                .cloned();
+            let state = target.as_ref().map(|t| state(t, max_age, now));
+            Binding { role, target, state }
+        })
+        .collect())
+}
+
+/// The role-binding validator: binds `role` to `target_id` only when the
+/// target has the role's capability and is `ready`.
+pub async fn bind(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<model_target::Model> {
+    let target = target(lore, target_id).await?;
+    bind_in(&lore.db, actor, role, &target, lore.settings.providers.probe_max_age_days).await?;
+    if role == Role::Embedding {
+        lore.forget_embedder().await;
+    }
+    Ok(target)
+}
+
+async fn bind_in(
+    db: &impl sea_orm::ConnectionTrait,
+    actor: &Actor,
+    role: Role,
+    target: &model_target::Model,
+    max_age_days: u32,
+) -> Result<()> {
+    if target.capability != role.capability().key() {
+        return Err(ProviderError::TargetNotReady {
+            role: role.key(),
+            model: target.model.clone(),
+            state: TargetState::Ready,
+            reason: format!(
+                "it is a {} target; the {} role needs {}",
+                target.capability,
+                role.key(),
+                role.capability().key()
+            ),
+        }
+        .into());
+    }
+    if let (state, Some(reason)) = state(target, max_age_days, Utc::now()) {
+        return Err(ProviderError::TargetNotReady {
+            role: role.key(),
+            model: target.model.clone(),
+            state,
+            reason,
+        }
+        .into());
+    }
+    role_binding::Entity::delete_by_id(role.key()).exec(db).await?;
+    role_binding::ActiveModel {
+        role: Set(role.key().to_owned()),
+        target_id: Set(target.id.clone()),
+        updated_by: Set(actor.label().to_owned()),
+        updated_at: Set(Utc::now()),
+    }
+    .insert(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        "provider.role_bound",
+        Some(role.key()),
+        serde_json::json!({"target": target.id}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Unbinds a role (embedding falls back to the on-node CPU model).
+pub async fn unbind(lore: &Lore, actor: &Actor, role: Role) -> Result<()> {
+    role_binding::Entity::delete_by_id(role.key()).exec(&lore.db).await?;
+    audit::record(&lore.db, actor, "provider.role_unbound", Some(role.key()), serde_json::json!({})).await?;
+    if role == Role::Embedding {
+        lore.forget_embedder().await;
+    }
+    Ok(())
+}
+
+/// A bound role's target with its account, ready to call.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub target: model_target::Model,
+    pub account: provider_account::Model,
+    pub endpoint: Endpoint,
+    pub state: TargetState,
+}
+
+/// What `role` is bound to now, with the endpoint opened (`None`: unbound).
+pub async fn resolve(lore: &Lore, role: Role) -> Result<Option<Resolved>> {
+    let Some(binding) = role_binding::Entity::find_by_id(role.key()).one(&lore.db).await? else {
+        return Ok(None);
+    };
+    let Some(target) = model_target::Entity::find_by_id(binding.target_id).one(&lore.db).await? else {
+        return Ok(None);
+    };
+    let account = account(lore, &target.account_id).await?;
+    let endpoint = endpoint_of(lore, &account)?;
+    let (state, _) = state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
+    Ok(Some(Resolved { target, account, endpoint, state }))
+}
+
+/// The wizard's provider step and the Providers screen's quick add.
+#[derive(Clone, Debug, Default)]
+pub struct QuickAdd {
+    pub kind: String,
+    pub endpoint: Option<String>,
+    pub api_key: Option<Secret>,
+    pub model: String,
+    pub name: Option<String>,
+}
+
+/// Stores the account, registers the generation target, probes it and binds
+/// the generation role. The probe runs before anything is stored; the rows
+/// are then written in one transaction, so a failure leaves nothing behind.
+pub async fn quick_add(
+    lore: &Lore,
+    actor: &Actor,
+    add: QuickAdd,
+) -> Result<(provider_account::Model, model_target::Model)> {
+    let input = AccountInput {
+        name: add.name.clone(),
+        kind: add.kind.clone(),
+        placement: None,
+        endpoint: add.endpoint.clone(),
+        api_key: add.api_key.clone(),
+    };
+    let (preset, endpoint, _) = resolve_account(&input)?;
+    if preset.needs_key && non_blank(&add.api_key).is_none() {
+        return Err(invalid(format!("{} needs an API key", preset.name)));
+    }
+    let model = add.model.trim().to_owned();
+    if model.is_empty() {
+        return Err(invalid("name the model to answer with".into()));
+    }
+    // Probe first, on an unsaved target.
+    let call =
+        Endpoint { base: endpoint, api_key: non_blank(&add.api_key).map(|k| Secret::new(k.expose().trim())) };
+    let started = Instant::now();
+    let unsaved = model_target::Model {
+        id: String::new(),
+        account_id: String::new(),
+        capability: Capability::Generation.key().to_owned(),
+        model: model.clone(),
+        enabled: true,
+        input_price_per_mtok: None,
+        output_price_per_mtok: None,
+        probe_status: "unprobed".into(),
+        probe_latency_ms: None,
+        probe_error: None,
+        probed_at: None,
+        created_at: Utc::now(),
+    };
+    probe_call(lore, &call, &unsaved)
+        .await
+        .map_err(|error| ProviderError::ProbeFailed { model: model.clone(), error })?;
+    let latency = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+
+    let txn = lore.db.begin().await?;
+    let account = create_account_in(lore, &txn, actor, input).await?;
+    let target = register_target_in(
+        &txn,
+        actor,
+        TargetInput {
+            account_id: account.id.clone(),
+            capability: Capability::Generation.key().into(),
+            model,
+            ..TargetInput::default()
+        },
+    )
+    .await?;
+    let mut row: model_target::ActiveModel = target.into();
+    row.probe_status = Set("ok".into());
+    row.probe_latency_ms = Set(Some(latency));
+    row.probed_at = Set(Some(Utc::now()));
+    let target = row.update(&txn).await?;
+    bind_in(&txn, actor, Role::Generation, &target, lore.settings.providers.probe_max_age_days).await?;
+    txn.commit().await?;
+    Ok((account, target))
+}
+
+impl From<ProviderError> for Error {
+    fn from(err: ProviderError) -> Self {
+        Error::Provider(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(enabled: bool, status: &str, probed_days_ago: Option<i64>) -> model_target::Model {
+        model_target::Model {
+            id: "t".into(),
+            account_id: "a".into(),
+            capability: "generation".into(),
+            model: "m".into(),
+            enabled,
+            input_price_per_mtok: None,
+            output_price_per_mtok: None,
+            probe_status: status.into(),
+            probe_latency_ms: None,
+            probe_error: Some("connection refused".into()),
+            probed_at: probed_days_ago.map(|d| Utc::now() - chrono::Duration::days(d)),
+            created_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn target_states_follow_the_probe() {
+        let now = Utc::now();
+        assert_eq!(state(&target(true, "ok", Some(1)), 7, now).0, TargetState::Ready);
+        assert_eq!(state(&target(true, "ok", Some(8)), 7, now).0, TargetState::Stale);
+        assert_eq!(state(&target(false, "ok", Some(1)), 7, now).0, TargetState::Disabled);
+        assert_eq!(state(&target(true, "unprobed", None), 7, now).0, TargetState::Unprobed);
+        let (blocked, reason) = state(&target(true, "failed", Some(0)), 7, now);
+        assert_eq!(blocked, TargetState::Blocked);
+        assert!(reason.unwrap().contains("connection refused"));
+    }
+
+    #[test]
+    fn presets_fix_placement_and_custom_infers_it() {
+        let hosted =
+            AccountInput { kind: "openai".into(), placement: Some("on_node".into()), ..Default::default() };
+        assert!(resolve_account(&hosted).is_err());
+        let local = AccountInput {
+            kind: "custom".into(),
+            endpoint: Some("http://127.0.0.1:9/v1/".into()),
+            ..Default::default()
+        };
+        let (_, endpoint, placement) = resolve_account(&local).unwrap();
+        assert_eq!((endpoint.as_str(), placement), ("http://127.0.0.1:9/v1", Placement::OnNode));
+        let remote = AccountInput {
+            kind: "custom".into(),
+            endpoint: Some("https://llm.example.com/v1".into()),
+            ..Default::default()
+        };
+        assert_eq!(resolve_account(&remote).unwrap().2, Placement::OffNode);
+        let no_endpoint = AccountInput { kind: "custom".into(), ..Default::default() };
+        assert!(resolve_account(&no_endpoint).is_err());
+        let with_credentials = AccountInput {
+            kind: "custom".into(),
+            endpoint: Some("https://u:p@x.example/v1".into()),
+            ..Default::default()
+        };
+        assert!(resolve_account(&with_credentials).is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! The public surfaces, authenticated by `x-api-key` instead of a session.
+//!
+//! [`api_key`] is the one layer in front of them: it picks the scope from the
+//! path, lets `engine::keys::authenticate` decide (known, active, in scope,
+//! widget origin and rate), puts the [`Caller`] on the request, records the
+//! key's usage after the handler ran, and sends CORS headers only to origins
+//! an active widget key allows. These routes sit outside the console's
+//! cross-origin guard: they carry no cookie, so a foreign page cannot ride
+//! an admin's session through them.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use engine::keys::{self, Caller, Scope};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::json::ApiJson;
+use crate::AppState;
+
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// The estimated cost of a request, set by a handler on its response so the
+/// layer can add it to the key's usage.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EstimatedCost(pub f64);
+
+fn scope_for(path: &str) -> Option<Scope> {
+    match path.trim_end_matches('/') {
+        "/answer" => Some(Scope::Answer),
+        "/retrieve" => Some(Scope::Retrieve),
+        "/mcp" | "/operation/mcp" => Some(Scope::Mcp),
+        "/operation" => Some(Scope::Operations),
+        _ => None,
+    }
+}
+
+fn origin_of(headers: &HeaderMap) -> Option<String> {
+    headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+fn add_cors(headers: &mut HeaderMap, origin: &str) {
+    if let Ok(value) = HeaderValue::from_str(origin) {
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+}
+
+/// The `x-api-key` layer (see the module docs).
+pub async fn api_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let lore = state.lore.clone();
+    let origin = origin_of(request.headers());
+    let allowed_origin = match &origin {
+        Some(origin) => keys::origin_allowed(&lore, origin).await.unwrap_or(false),
+        None => false,
+    };
+    if request.method() == Method::OPTIONS {
+        return preflight(origin.as_deref().filter(|_| allowed_origin));
+    }
+    let Some(scope) = scope_for(request.uri().path()) else {
+        return next.run(request).await;
+    };
+    let raw = request.headers().get(API_KEY_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let mut response = match keys::authenticate(&lore, raw.as_deref(), scope, origin.as_deref()).await {
+        Ok(caller) => {
+            let key_id = caller.key_id.clone();
+            request.extensions_mut().insert(caller);
+            let response = next.run(request).await;
+            let cost = response.extensions().get::<EstimatedCost>().copied().unwrap_or_default().0;
+            // Counting must not slow the answer down, nor fail it.
+            let counting = lore.clone();
+            tokio::spawn(async move {
+                if let Err(err) = keys::record_usage(&counting, &key_id, cost).await {
+                    tracing::warn!(error = %err, "could not record key usage");
+                }
+            });
+            response
+        }
+        Err(err) => ApiError::from(err).into_response(),
+    };
+    if let (Some(origin), true) = (&origin, allowed_origin) {
+        add_cors(response.headers_mut(), origin);
+    }
+    response
+}
+
+/// A CORS preflight: allowed only for origins an active widget key lists.
+fn preflight(origin: Option<&str>) -> Response {
+    let Some(origin) = origin else {
+        return StatusCode::FORBIDDEN.into_response();
+    };
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    add_cors(headers, origin);
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("POST, OPTIONS"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("content-type, accept, x-api-key"),
+    );
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    response
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequest {
+    pub query: String,
+    #[serde(default)]
+    pub top_k: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetrieveResult {
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub text: String,
+    pub score: f32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TraceStage {
+    pub stage: &'static str,
+    pub decision: String,
+    pub reason: String,
+    pub duration_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetrieveTrace {
+    pub id: String,
+    pub stages: Vec<TraceStage>,
+    /// Per result: the fused score and the score of each mode.
+    pub retrieval: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetrieveResponse {
+    pub results: Vec<RetrieveResult>,
+    pub trace: RetrieveTrace,
+}
+
+/// `POST /retrieve`: hybrid retrieval with the active profile version's
+/// settings (the defaults before a profile exists).
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    ApiJson(request): ApiJson<RetrieveRequest>,
+) -> Result<Json<RetrieveResponse>, ApiError> {
+    let lore = &state.lore;
+    let started = Instant::now();
+    let mut settings = match engine::profile::active(lore).await? {
+        Some(version) => version.snapshot.retrieval,
+        None => engine::retrieve::RetrievalSettings::default(),
+    };
+    if let Some(k) = request.top_k {
+        if k == 0 || k > 50 {
+            return Err(engine::Error::InvalidInput("top_k must be between 1 and 50".into()).into());
+        }
+        settings.top_k = k;
+    }
+    let found = engine::search::search(lore, &request.query, &settings).await?;
+    let stage = TraceStage {
+        stage: "retrieval",
+        decision: if found.results.is_empty() { "empty".into() } else { "results".into() },
+        reason: format!(
+            "{} candidates, {} below the cutoff {:.2}, top {}",
+            found.candidates, found.below_cutoff, settings.score_cutoff, settings.top_k
+        ),
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+    };
+    let retrieval = found
+        .results
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "chunk_id": r.chunk.id,
+                "score": r.score,
+                "vector_score": r.vector_score,
+                "text_score": r.text_score,
+            })
+        })
+        .collect();
+    let results = found
+        .results
+        .into_iter()
+        .map(|r| RetrieveResult {
+            chunk_id: r.chunk.id,
+            source_id: r.chunk.source_id,
+            document_id: r.chunk.document_id,
+            title: r.chunk.title,
+            url: r.chunk.url,
+            text: r.chunk.text,
+            score: r.score,
+        })
+        .collect();
+    Ok(Json(RetrieveResponse {
+        results,
+        trace: RetrieveTrace { id: uuid::Uuid::new_v4().to_string(), stages: vec![stage], retrieval },
+    }))
+}

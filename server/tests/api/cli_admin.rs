@@ -1,0 +1,110 @@
+//! `lore keys …` and `lore providers …` as an operator runs them: the raw
+//! key printed once; the provider key read from the environment and never
+//! printed, not even with debug logging.
+
+use std::process::Command;
+
+use super::llama::LlamaServer;
+
+fn lore(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lore"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("LORE_") {
+            command.env_remove(name);
+        }
+    }
+    command.env("LORE_DATA_DIR", data_dir).env("RUST_LOG", "debug");
+    command
+}
+
+fn run(command: &mut Command) -> (bool, String, String) {
+    let output = command.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn keys_create_prints_the_raw_key_once_and_revoke_takes_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, raw, err) =
+        run(lore(dir.path()).args(["keys", "create", "--name", "ops", "--scope", "retrieve"]));
+    assert!(ok, "{err}");
+    let raw = raw.trim().to_owned();
+    assert!(raw.starts_with("lore_sk_") && raw.len() == 40, "{raw}");
+    assert!(err.contains("only time"), "{err}");
+
+    let (ok, listed, _) = run(lore(dir.path()).args(["keys", "list", "--json"]));
+    assert!(ok);
+    assert!(!listed.contains(&raw), "the list never shows the raw key");
+    let keys: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let id = keys[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(keys[0]["status"], "active");
+
+    let (ok, _, _) = run(lore(dir.path()).args(["keys", "revoke", &id]));
+    assert!(ok);
+    let (_, listed, _) = run(lore(dir.path()).args(["keys", "list", "--json"]));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&listed).unwrap()[0]["status"], "revoked");
+
+    let (ok, _, err) = run(lore(dir.path()).args(["keys", "create", "--name", "w", "--kind", "widget"]));
+    assert!(!ok);
+    assert!(err.contains("invalid_key_request"), "{err}");
+}
+
+#[tokio::test]
+async fn providers_add_reads_the_key_from_the_environment_and_never_prints_it() {
+    let llama = LlamaServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-cli-8c6976e5b5410415bde9";
+    let mut add = lore(dir.path());
+    add.env("TEST_PROVIDER_KEY", key).args([
+        "providers",
+        "add",
+        "--kind",
+        "custom",
+        "--endpoint",
+        &llama.endpoint,
+        "--model",
+        "smollm2",
+        "--api-key-env",
+        "TEST_PROVIDER_KEY",
+    ]);
+    let (ok, out, err) = tokio::task::spawn_blocking(move || run(&mut add)).await.unwrap();
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("now generates answers"), "{out}");
+    assert!(!out.contains(key) && !err.contains(key), "the key was printed:\n{out}\n{err}");
+
+    let data = dir.path().to_owned();
+    let (ok, listed, err) =
+        tokio::task::spawn_blocking(move || run(lore(&data).args(["providers", "list", "--json"])))
+            .await
+            .unwrap();
+    assert!(ok, "{err}");
+    assert!(!listed.contains(key) && !err.contains(key));
+    let overview: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(overview["accounts"][0]["has_api_key"], true);
+    let generation =
+        overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "generation").unwrap();
+    assert_eq!(generation["state"], "ready");
+
+    // A dead endpoint: the probe fails, the command fails with the code, nothing is stored.
+    let data = dir.path().to_owned();
+    let (ok, _, err) = tokio::task::spawn_blocking(move || {
+        run(lore(&data).args([
+            "providers",
+            "add",
+            "--kind",
+            "custom",
+            "--endpoint",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ]))
+    })
+    .await
+    .unwrap();
+    assert!(!ok);
+    assert!(err.contains("probe_failed"), "{err}");
+}
