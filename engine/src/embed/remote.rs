@@ -20,7 +20,8 @@ const ASSUMED_MAX_TOKENS: usize = 512;
 pub struct RemoteEmbedder {
     /// The name stamped into the corpus fingerprint (see [`identity`]).
     identity: String,
-    model: String,
+    /// The model name the provider knows.
+    target_model: String,
     dimensions: usize,
     client: Client,
     endpoint: Endpoint,
@@ -43,7 +44,7 @@ impl RemoteEmbedder {
     ) -> Result<Self, EmbedError> {
         let mut embedder = Self {
             identity: identity(account_id, model),
-            model: model.to_owned(),
+            target_model: model.to_owned(),
             dimensions: 0,
             client,
             endpoint,
@@ -59,7 +60,7 @@ impl RemoteEmbedder {
     async fn call(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let vectors = self
             .client
-            .embeddings(&self.endpoint, &self.model, texts)
+            .embeddings(&self.endpoint, &self.target_model, texts)
             .await
             .map_err(|err| EmbedError::Inference(err.to_string()))?;
         Ok(vectors.into_iter().map(normalised).collect())
@@ -105,7 +106,7 @@ impl Embedder for RemoteEmbedder {
             if let Some(wrong) = vectors.iter().find(|v| v.len() != self.dimensions) {
                 return Err(EmbedError::Inference(format!(
                     "{} returned {} dimensions instead of {}",
-                    self.model,
+                    self.target_model,
                     wrong.len(),
                     self.dimensions
                 )));
