@@ -1,6 +1,9 @@
 //! Access keys: the raw value once, only a hash stored, and the one check
 //! every keyed request passes (status, scope, widget origin and rate).
 
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use engine::audit::Actor;

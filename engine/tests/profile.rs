@@ -2,6 +2,9 @@
 //! chosen persona; two saves from the same base cannot both win; a restore
 //! serves a prior version's whole snapshot at once.
 
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use engine::audit::Actor;
