@@ -135,7 +135,9 @@ test('an admin saves a prompt version, views the history and restores the first'
 
   const v1 = page.locator('li.version[data-version="1"]');
   await v1.getByRole('button', { name: 'Diff with active' }).click();
-  await page.locator('pre.diff .added', { hasText: 'Always mention the version number.' }).waitFor();
+  // Version 1 against the active version 2: the new line is what v1 lacks.
+  await page.locator('pre.diff .removed', { hasText: 'Always mention the version number.' }).waitFor();
+  assert.equal(await page.locator('pre.diff .added').count(), 0, 'nothing else differs');
   await v1.getByRole('button', { name: 'Restore' }).click();
   await page.locator('.flash.ok', { hasText: 'Version 1 is active again.' }).waitFor();
   await page.getByRole('heading', { name: 'Editing from version 1 (active)' }).waitFor();

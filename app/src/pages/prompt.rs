@@ -295,8 +295,12 @@ fn History(
     }
 }
 
+/// A snapshot as text: the prompt as written, line by line (so a diff shows
+/// the lines that changed), then the settings as JSON.
 fn pretty(snapshot: &ProfileSnapshot) -> String {
-    serde_json::to_string_pretty(snapshot).unwrap_or_default()
+    let mut settings = snapshot.clone();
+    let prompt = std::mem::take(&mut settings.prompt);
+    format!("{prompt}\n\n{}", serde_json::to_string_pretty(&settings).unwrap_or_default())
 }
 
 /// A line diff (longest common subsequence): `' '` same, `'-'` only in
