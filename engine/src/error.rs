@@ -40,6 +40,11 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
 
+    /// The readiness verdict says Lore cannot answer (the reasons, one per
+    /// failing check).
+    #[error("Lore cannot answer yet: {}", .0.join(" "))]
+    NotAnswerable(Vec<String>),
+
     /// Retrieval refuses until a full reindex re-stamps the corpus fingerprint.
     #[error("retrieval is failing closed: {0}")]
     RetrievalFailingClosed(String),

@@ -5,6 +5,7 @@
 //! [`Lore`] is the handle every operation takes: settings, the admin-record
 //! database and the keys derived from the master key.
 
+pub mod answer;
 pub mod audit;
 pub mod auth;
 pub mod chunk;
@@ -46,6 +47,8 @@ pub struct Lore {
     embedder: Arc<tokio::sync::Mutex<Option<Arc<dyn embed::Embedder>>>>,
     /// Opened on first use, with the embedder's dimensions; dropped with it.
     chunks: Arc<tokio::sync::Mutex<Option<Arc<dyn index::ChunkStore>>>>,
+    /// The answer cache (LanceDB, beside the chunks); dropped with the embedder.
+    answer_cache: Arc<tokio::sync::Mutex<Option<Arc<answer::cache::AnswerCache>>>>,
     /// The OpenAI-compatible client every provider call goes through.
     pub(crate) provider_client: providers::client::Client,
     /// Per-node request counters of widget keys.
@@ -77,6 +80,7 @@ impl Lore {
             oidc: Arc::new(oidc),
             embedder: Arc::new(tokio::sync::Mutex::new(None)),
             chunks: Arc::new(tokio::sync::Mutex::new(None)),
+            answer_cache: Arc::new(tokio::sync::Mutex::new(None)),
             provider_client,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
         })
@@ -140,8 +144,26 @@ impl Lore {
     pub async fn forget_embedder(&self) {
         let mut embedder = self.embedder.lock().await;
         let mut chunks = self.chunks.lock().await;
+        let mut answer_cache = self.answer_cache.lock().await;
         *embedder = None;
         *chunks = None;
+        *answer_cache = None;
+    }
+
+    /// The answer cache, opened with the current embedder's dimensions (a
+    /// table of another size is started over).
+    pub async fn answer_cache(&self) -> Result<Arc<answer::cache::AnswerCache>> {
+        let dimensions = self.embedder().await?.dimensions();
+        let mut cached = self.answer_cache.lock().await;
+        if let Some(found) = cached.as_ref() {
+            return Ok(found.clone());
+        }
+        let opened = answer::cache::AnswerCache::open(&self.settings.vectors_uri(), dimensions)
+            .await
+            .map_err(ingest::IngestError::Index)?;
+        let opened = Arc::new(opened);
+        *cached = Some(opened.clone());
+        Ok(opened)
     }
 
     /// The chunk index (LanceDB at `vectors.uri`), opened with the current

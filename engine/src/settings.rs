@@ -34,6 +34,8 @@ pub struct Settings {
     #[serde(default)]
     pub providers: ProvidersSettings,
     #[serde(default)]
+    pub answer: AnswerSettings,
+    #[serde(default)]
     pub mcp: McpSettings,
     /// `text` (default) or `json` (`LORE_LOG_FORMAT=json`).
     #[serde(default)]
@@ -55,6 +57,7 @@ impl Default for Settings {
             auth: AuthSettings::default(),
             ingest: IngestSettings::default(),
             providers: ProvidersSettings::default(),
+            answer: AnswerSettings::default(),
             mcp: McpSettings::default(),
             log_format: LogFormat::default(),
             master_key: None,
@@ -360,6 +363,26 @@ fn default_probe_max_age_days() -> u32 {
 
 fn default_provider_timeout_seconds() -> u64 {
     120
+}
+
+/// The answer pipeline.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerSettings {
+    /// The share of a statement's content words its passage must contain
+    /// for the grounding check to count it as supported (0 to 1).
+    #[serde(default = "default_grounding_min_support")]
+    pub grounding_min_support: f32,
+}
+
+impl Default for AnswerSettings {
+    fn default() -> Self {
+        Self { grounding_min_support: default_grounding_min_support() }
+    }
+}
+
+fn default_grounding_min_support() -> f32 {
+    0.5
 }
 
 impl IngestSettings {

@@ -6,10 +6,12 @@
 pub mod access_key;
 pub mod admin_account;
 pub mod admin_session;
+pub mod answer_run;
 pub mod audit_log;
 pub mod bootstrap_token;
 pub mod cluster_setting;
 pub mod cluster_state;
+pub mod content_gap;
 pub mod document;
 pub mod index_job;
 pub mod key_usage;

@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_foundation;
 mod m20261122_000002_ingest;
 mod m20261122_000003_providers_keys_profile;
+mod m20261122_000004_answers;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000001_foundation::Migration),
             Box::new(m20261122_000002_ingest::Migration),
             Box::new(m20261122_000003_providers_keys_profile::Migration),
+            Box::new(m20261122_000004_answers::Migration),
         ]
     }
 }

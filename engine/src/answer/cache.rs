@@ -1,0 +1,299 @@
+//! The answer cache, a LanceDB table beside `chunks`: one row per cached
+//! answer with the normalised question, its embedding, the profile version
+//! that made it, the answer itself and the content hashes of the chunks it
+//! cites.
+//!
+//! - **Exact**: the same normalised question under the same profile version.
+//! - **Semantic**: the nearest cached question under the same version, when
+//!   its cosine similarity reaches the version's gate.
+//!
+//! Either way an entry serves only while it is valid: younger than its
+//! maximum age (scaled by the volatility of the sources it cites, fixed when
+//! it is stored), grounded when the gates want that, and every cited chunk
+//! still stored with the same content hash. An invalid entry found on lookup
+//! is deleted. A new profile version never sees an older version's entries.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::types::Float32Type;
+use arrow_array::{
+    Array, BooleanArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array, RecordBatch,
+    RecordBatchIterator, RecordBatchReader, StringArray,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::{DistanceType, Table};
+use serde::{Deserialize, Serialize};
+
+use crate::index::{quote, IndexError};
+
+const TABLE: &str = "answer_cache";
+
+/// A chunk an answer cites, as it was when the answer was made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CitedChunk {
+    pub chunk_id: String,
+    pub content_hash: String,
+}
+
+/// One cached answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub question: String,
+    pub profile_version: i32,
+    pub created_at: DateTime<Utc>,
+    pub max_age_seconds: i64,
+    pub grounded: bool,
+    /// The answer as served (text, citations, model), as JSON.
+    pub payload: serde_json::Value,
+    pub cited: Vec<CitedChunk>,
+    pub vector: Vec<f32>,
+}
+
+impl Entry {
+    pub fn expired(&self, now: DateTime<Utc>) -> bool {
+        (now - self.created_at).num_seconds() > self.max_age_seconds
+    }
+}
+
+pub struct AnswerCache {
+    table: Table,
+    schema: SchemaRef,
+    dimensions: usize,
+}
+
+fn store_error(err: impl std::fmt::Display) -> IndexError {
+    IndexError::Store(err.to_string())
+}
+
+fn schema(dimensions: usize) -> SchemaRef {
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("question", DataType::Utf8, false),
+        Field::new("profile_version", DataType::Int32, false),
+        Field::new("created_at_ms", DataType::Int64, false),
+        Field::new("max_age_seconds", DataType::Int64, false),
+        Field::new("grounded", DataType::Boolean, false),
+        Field::new("payload", DataType::Utf8, false),
+        Field::new("cited", DataType::Utf8, false),
+        Field::new("vector", DataType::FixedSizeList(item, dimensions as i32), false),
+    ]))
+}
+
+impl AnswerCache {
+    /// Opens the cache table at `uri`, creating it; a table of another vector
+    /// size (the embedding model changed) is dropped and made anew: a cache
+    /// loses nothing it cannot rebuild.
+    pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
+        let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+        let schema = schema(dimensions);
+        let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|n| n == TABLE);
+        if exists {
+            let table = db.open_table(TABLE).execute().await.map_err(store_error)?;
+            let stored = table.schema().await.map_err(store_error)?;
+            let same_size = matches!(
+                stored.field_with_name("vector").map(|f| f.data_type().clone()),
+                Ok(DataType::FixedSizeList(_, size)) if size as usize == dimensions
+            );
+            if same_size {
+                return Ok(Self { table, schema, dimensions });
+            }
+            db.drop_table(TABLE, &[]).await.map_err(store_error)?;
+        }
+        let table = db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?;
+        Ok(Self { table, schema, dimensions })
+    }
+
+    pub async fn insert(&self, entry: &Entry) -> Result<(), IndexError> {
+        if entry.vector.len() != self.dimensions {
+            return Err(IndexError::Dimensions { expected: self.dimensions, got: entry.vector.len() });
+        }
+        let cited = serde_json::to_string(&entry.cited).map_err(store_error)?;
+        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            [Some(entry.vector.iter().copied().map(Some).collect::<Vec<_>>())],
+            self.dimensions as i32,
+        );
+        let batch = RecordBatch::try_new(
+            self.schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec![entry.id.clone()])),
+                Arc::new(StringArray::from(vec![entry.question.clone()])),
+                Arc::new(Int32Array::from(vec![entry.profile_version])),
+                Arc::new(Int64Array::from(vec![entry.created_at.timestamp_millis()])),
+                Arc::new(Int64Array::from(vec![entry.max_age_seconds])),
+                Arc::new(BooleanArray::from(vec![entry.grounded])),
+                Arc::new(StringArray::from(vec![entry.payload.to_string()])),
+                Arc::new(StringArray::from(vec![cited])),
+                Arc::new(vectors),
+            ],
+        )
+        .map_err(store_error)?;
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
+        self.table.add(reader).execute().await.map_err(store_error)?;
+        Ok(())
+    }
+
+    /// The newest entry for exactly this normalised question and version.
+    pub async fn exact(&self, question: &str, version: i32) -> Result<Option<Entry>, IndexError> {
+        let stream = self
+            .table
+            .query()
+            .only_if(format!("question = {} AND profile_version = {version}", quote(question)))
+            .execute()
+            .await
+            .map_err(store_error)?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
+        let mut entries = Vec::new();
+        for batch in &batches {
+            entries.extend(entries_of(batch)?.into_iter().map(|(entry, _)| entry));
+        }
+        Ok(entries.into_iter().max_by_key(|e| e.created_at))
+    }
+
+    /// The `limit` nearest entries of this version, with their similarity.
+    pub async fn nearest(
+        &self,
+        vector: &[f32],
+        version: i32,
+        limit: usize,
+    ) -> Result<Vec<(Entry, f32)>, IndexError> {
+        let stream = self
+            .table
+            .query()
+            .nearest_to(vector)
+            .map_err(store_error)?
+            .distance_type(DistanceType::Cosine)
+            .only_if(format!("profile_version = {version}"))
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(store_error)?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
+        let mut found = Vec::new();
+        for batch in &batches {
+            found.extend(
+                entries_of(batch)?
+                    .into_iter()
+                    .map(|(entry, distance)| (entry, 1.0 - distance.unwrap_or(1.0))),
+            );
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(found)
+    }
+
+    pub async fn delete(&self, id: &str) -> Result<(), IndexError> {
+        self.table.delete(&format!("id = {}", quote(id))).await.map_err(store_error)?;
+        Ok(())
+    }
+
+    pub async fn count(&self) -> Result<usize, IndexError> {
+        self.table.count_rows(None).await.map_err(store_error)
+    }
+}
+
+/// Whether every cited chunk is still stored with the hash it had.
+pub fn citations_current(cited: &[CitedChunk], now_stored: &HashMap<String, String>) -> bool {
+    cited.iter().all(|c| now_stored.get(&c.chunk_id) == Some(&c.content_hash))
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
+    batch
+        .column_by_name(name)
+        .and_then(|column| column.as_any().downcast_ref::<T>())
+        .ok_or_else(|| IndexError::Store(format!("the cache result has no usable column {name}")))
+}
+
+fn entries_of(batch: &RecordBatch) -> Result<Vec<(Entry, Option<f32>)>, IndexError> {
+    let text = |name| column::<StringArray>(batch, name);
+    let (id, question, payload, cited) = (text("id")?, text("question")?, text("payload")?, text("cited")?);
+    let version = column::<Int32Array>(batch, "profile_version")?;
+    let created = column::<Int64Array>(batch, "created_at_ms")?;
+    let max_age = column::<Int64Array>(batch, "max_age_seconds")?;
+    let grounded = column::<BooleanArray>(batch, "grounded")?;
+    let vectors = column::<FixedSizeListArray>(batch, "vector")?;
+    let distances = batch.column_by_name("_distance").and_then(|c| c.as_any().downcast_ref::<Float32Array>());
+    (0..batch.num_rows())
+        .map(|i| {
+            let vector = vectors.value(i);
+            let vector = vector
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(|| IndexError::Store("cache vectors are not f32".into()))?
+                .values()
+                .to_vec();
+            let entry = Entry {
+                id: id.value(i).to_owned(),
+                question: question.value(i).to_owned(),
+                profile_version: version.value(i),
+                created_at: DateTime::from_timestamp_millis(created.value(i)).unwrap_or_default(),
+                max_age_seconds: max_age.value(i),
+                grounded: grounded.value(i),
+                payload: serde_json::from_str(payload.value(i)).map_err(store_error)?,
+                cited: serde_json::from_str(cited.value(i)).map_err(store_error)?,
+                vector,
+            };
+            Ok((entry, distances.map(|d| d.value(i))))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(question: &str, version: i32, vector: Vec<f32>) -> Entry {
+        Entry {
+            id: uuid::Uuid::new_v4().to_string(),
+            question: question.into(),
+            profile_version: version,
+            created_at: Utc::now(),
+            max_age_seconds: 3600,
+            grounded: true,
+            payload: serde_json::json!({"answer": "stop, copy, start"}),
+            cited: vec![CitedChunk { chunk_id: "d:0".into(), content_hash: "h1".into() }],
+            vector,
+        }
+    }
+
+    #[tokio::test]
+    async fn exact_and_nearest_lookups_stay_within_a_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_string_lossy().to_string();
+        let cache = AnswerCache::open(&uri, 3).await.unwrap();
+        cache.insert(&entry("how do i restore", 1, vec![1.0, 0.0, 0.0])).await.unwrap();
+        cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
+
+        let hit = cache.exact("how do i restore", 1).await.unwrap().unwrap();
+        assert_eq!(hit.payload["answer"], "stop, copy, start");
+        assert_eq!(hit.cited[0].content_hash, "h1");
+        assert!(cache.exact("how do i restore", 2).await.unwrap().is_none());
+
+        let near = cache.nearest(&[0.9, 0.1, 0.0], 1, 1).await.unwrap();
+        assert_eq!(near[0].0.question, "how do i restore");
+        assert!(near[0].1 > 0.9 && near[0].1 <= 1.0, "{}", near[0].1);
+        assert!(cache.nearest(&[0.9, 0.1, 0.0], 2, 1).await.unwrap().is_empty());
+
+        cache.delete(&hit.id).await.unwrap();
+        assert_eq!(cache.count().await.unwrap(), 1);
+
+        // Another embedding size: the table starts over.
+        let resized = AnswerCache::open(&uri, 4).await.unwrap();
+        assert_eq!(resized.count().await.unwrap(), 0);
+    }
+
+    #[test]
+    fn citations_are_current_only_with_the_same_hashes() {
+        let cited = vec![CitedChunk { chunk_id: "d:0".into(), content_hash: "h1".into() }];
+        let same = HashMap::from([("d:0".to_owned(), "h1".to_owned())]);
+        let changed = HashMap::from([("d:0".to_owned(), "h2".to_owned())]);
+        assert!(citations_current(&cited, &same));
+        assert!(!citations_current(&cited, &changed));
+        assert!(!citations_current(&cited, &HashMap::new()));
+    }
+}

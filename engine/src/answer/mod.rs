@@ -1,0 +1,712 @@
+//! The answer pipeline: one function, [`answer`], for the Playground,
+//! `POST /answer`, the widget and the MCP answer tool.
+//!
+//! normalise → readiness gate → exact cache → semantic cache → hybrid
+//! retrieval (the active version's settings) → refusal when nothing passes
+//! the cutoff (no model call) → prompt from the active ProfileVersion with
+//! numbered passages → first-tier generation → grounding check → escalation
+//! when not grounded (if bound) → answer with citations, or refusal.
+//!
+//! Every stage appends (stage, decision, reason, duration) to the trace,
+//! which is also the run's cost funnel: where the question stopped and what
+//! each model call cost. Every run is recorded server-side ([`runs`]); a
+//! refusal counts its normalised question as a content gap.
+
+pub mod cache;
+pub mod grounding;
+pub mod runs;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::RetrievalState;
+use crate::profile::{self, Length, Snapshot};
+use crate::providers::client::{Completion, Message};
+use crate::providers::{self, Resolved, Role, TargetState};
+use crate::retrieve::{self, Retrieved};
+use crate::{readiness, search, sources, Error, Lore, Result};
+use cache::{AnswerCache, CitedChunk, Entry};
+
+/// The longest question accepted, in characters.
+pub const MAX_QUESTION_CHARS: usize = 4_000;
+
+/// How many cached questions the semantic lookup considers.
+const SEMANTIC_CANDIDATES: usize = 3;
+
+/// Where a question came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    Playground,
+    Api,
+    Widget,
+    Mcp,
+    /// `lore ask` at the terminal.
+    Cli,
+}
+
+impl Surface {
+    pub fn key(self) -> &'static str {
+        match self {
+            Surface::Playground => "playground",
+            Surface::Api => "api",
+            Surface::Widget => "widget",
+            Surface::Mcp => "mcp",
+            Surface::Cli => "cli",
+        }
+    }
+}
+
+/// A question as a surface asks it.
+#[derive(Clone, Debug)]
+pub struct Ask {
+    pub question: String,
+    pub surface: Surface,
+    /// The access key that asked (API, widget, MCP).
+    pub key_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The passage number the answer cites (`[n]`).
+    pub index: usize,
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub snippet: String,
+    pub score: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheStatus {
+    Hit,
+    Miss,
+    /// The active version has the cache off.
+    Bypass,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheOutcome {
+    pub status: CacheStatus,
+    /// `exact` or `semantic` on a hit.
+    pub kind: Option<String>,
+    /// Similarity of the nearest cached question (1 for an exact hit).
+    pub similarity: Option<f32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    pub stage: String,
+    pub decision: String,
+    pub reason: String,
+    pub duration_ms: f64,
+    /// What the stage's model call cost, when it made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// One retrieved passage as the trace shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracePassage {
+    pub index: usize,
+    pub chunk_id: String,
+    pub title: String,
+    pub score: f32,
+    pub vector_score: f32,
+    pub text_score: Option<f32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub estimated_cost_usd: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub id: String,
+    pub stages: Vec<Stage>,
+    pub retrieval: Vec<TracePassage>,
+    /// The model whose answer was served (or refused).
+    pub model: Option<String>,
+    pub usage: Usage,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub answer: String,
+    pub refused: bool,
+    pub grounded: bool,
+    pub citations: Vec<Citation>,
+    pub cache: CacheOutcome,
+    pub profile_version: i32,
+    pub trace: Trace,
+}
+
+/// The trace being written: each stage's duration runs from the end of the
+/// one before.
+struct Tracer {
+    stages: Vec<Stage>,
+    last: Instant,
+}
+
+impl Tracer {
+    fn new() -> Self {
+        Self { stages: Vec::new(), last: Instant::now() }
+    }
+
+    fn stage(&mut self, stage: &str, decision: &str, reason: impl Into<String>) {
+        self.stage_costing(stage, decision, reason, None);
+    }
+
+    fn stage_costing(&mut self, stage: &str, decision: &str, reason: impl Into<String>, cost: Option<f64>) {
+        let now = Instant::now();
+        self.stages.push(Stage {
+            stage: stage.to_owned(),
+            decision: decision.to_owned(),
+            reason: reason.into(),
+            duration_ms: (now - self.last).as_secs_f64() * 1000.0,
+            cost_usd: cost,
+        });
+        self.last = now;
+    }
+}
+
+/// The question as shown (whitespace collapsed) and as the exact cache and
+/// the content-gap list key it (also lower-cased, closing punctuation off).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Normalised {
+    pub text: String,
+    pub key: String,
+}
+
+pub fn normalise(question: &str) -> Result<Normalised> {
+    let text = question.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        return Err(Error::InvalidInput("the question is empty".into()));
+    }
+    if text.chars().count() > MAX_QUESTION_CHARS {
+        return Err(Error::InvalidInput(format!(
+            "the question is longer than {MAX_QUESTION_CHARS} characters"
+        )));
+    }
+    let key = text.to_lowercase().trim_end_matches(['?', '!', '.', ' ']).to_owned();
+    Ok(Normalised { text, key })
+}
+
+/// Answers `ask`: the one pipeline every surface uses.
+pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
+    let started = Instant::now();
+    let mut trace = Tracer::new();
+    let question = normalise(&ask.question)?;
+    trace.stage("normalise", "ok", format!("{} characters", question.text.chars().count()));
+
+    // The readiness gate: the same verdict the Readiness panel shows.
+    if let RetrievalState::FailingClosed(why) = search::retrieval_state(lore).await? {
+        return Err(Error::RetrievalFailingClosed(why));
+    }
+    let state = readiness::assess(lore).await?;
+    if !state.can_answer {
+        return Err(Error::NotAnswerable(state.reasons));
+    }
+    let version = profile::active(lore).await?.ok_or(profile::ProfileError::NoProfile)?;
+    trace.stage("readiness", "answerable", format!("profile version {} serves", version.version));
+
+    let run =
+        Run { lore, ask: &ask, question: &question, snapshot: &version.snapshot, version: version.version };
+    let answer_cache = lore.answer_cache().await?;
+    let gates = &version.snapshot.cache;
+
+    // Exact cache.
+    if gates.enabled {
+        match answer_cache.exact(&question.key, version.version).await.map_err(index_error)? {
+            Some(entry) => match run.validate(&entry).await? {
+                Ok(()) => {
+                    trace.stage("exact_cache", "hit", "the same question was answered under this version");
+                    return run.serve_cached(entry, "exact", 1.0, trace, started).await;
+                }
+                Err(why) => {
+                    answer_cache.delete(&entry.id).await.map_err(index_error)?;
+                    trace.stage("exact_cache", "miss", format!("the cached answer is invalid: {why}"));
+                }
+            },
+            None => trace.stage("exact_cache", "miss", "no cached answer for this question"),
+        }
+    } else {
+        trace.stage("exact_cache", "bypass", "the cache is off in this profile version");
+    }
+
+    let embedder = lore.embedder().await?;
+    let vector =
+        embedder.embed(std::slice::from_ref(&question.text)).await?.into_iter().next().unwrap_or_default();
+
+    // Semantic cache.
+    let mut nearest = None;
+    if gates.enabled {
+        let found =
+            answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES).await.map_err(index_error)?;
+        nearest = found.first().map(|(_, similarity)| *similarity);
+        let mut decided = None;
+        for (entry, similarity) in found {
+            if similarity < gates.min_similarity {
+                break;
+            }
+            match run.validate(&entry).await? {
+                Ok(()) => {
+                    decided = Some((entry, similarity));
+                    break;
+                }
+                Err(_) => answer_cache.delete(&entry.id).await.map_err(index_error)?,
+            }
+        }
+        if let Some((entry, similarity)) = decided {
+            trace.stage(
+                "semantic_cache",
+                "hit",
+                format!("a cached question is {similarity:.3} similar (gate {:.2})", gates.min_similarity),
+            );
+            return run.serve_cached(entry, "semantic", similarity, trace, started).await;
+        }
+        let reason = match nearest {
+            Some(s) => format!(
+                "the nearest valid cached question is below the gate ({s:.3} < {:.2})",
+                gates.min_similarity
+            ),
+            None => "no cached question under this version".to_owned(),
+        };
+        trace.stage("semantic_cache", "miss", reason);
+    } else {
+        trace.stage("semantic_cache", "bypass", "the cache is off in this profile version");
+    }
+    let cache_outcome = CacheOutcome {
+        status: if gates.enabled { CacheStatus::Miss } else { CacheStatus::Bypass },
+        kind: None,
+        similarity: nearest,
+    };
+
+    // Retrieval.
+    let enabled = sources::enabled_ids(lore).await?;
+    let store = lore.chunks().await?;
+    let settings = version.snapshot.retrieval;
+    let retrieval =
+        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &enabled, &settings)
+            .await
+            .map_err(index_error)?;
+    let passages = retrieval.results;
+    let trace_passages: Vec<TracePassage> =
+        passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
+    if passages.is_empty() {
+        trace.stage(
+            "retrieval",
+            "nothing",
+            format!(
+                "{} candidates, none at or above the cutoff {:.2}",
+                retrieval.candidates, settings.score_cutoff
+            ),
+        );
+        trace.stage("refusal", "refused", "nothing retrievable answers the question; no model was called");
+        return run.refuse(trace, trace_passages, cache_outcome, None, Usage::default(), started).await;
+    }
+    trace.stage(
+        "retrieval",
+        "passages",
+        format!(
+            "{} of {} candidates passed the cutoff {:.2}",
+            passages.len(),
+            retrieval.candidates,
+            settings.score_cutoff
+        ),
+    );
+
+    let messages = prompt(&version.snapshot, &question.text, &passages);
+    trace.stage(
+        "prompt",
+        "built",
+        format!("{} passages, profile version {}", passages.len(), version.version),
+    );
+
+    // First tier.
+    let generation = providers::resolve(lore, Role::Generation)
+        .await?
+        .ok_or_else(|| Error::NotAnswerable(vec!["No generation target is bound.".to_owned()]))?;
+    let mut usage = Usage::default();
+    let first = run.generate(&generation, &messages).await?;
+    let cost = first.cost(&generation);
+    usage.add(&first.completion, cost);
+    trace.stage_costing(
+        "generation",
+        "answered",
+        format!("{} wrote {} tokens", generation.target.model, first.completion.output_tokens),
+        Some(cost),
+    );
+    // The model saw each passage's title and heading too.
+    let passage_texts: Vec<String> = passages
+        .iter()
+        .map(|p| {
+            format!("{} {} {}", p.chunk.title, p.chunk.heading.as_deref().unwrap_or_default(), p.chunk.text)
+        })
+        .collect();
+    let min_support = lore.settings.answer.grounding_min_support;
+    let mut served = (generation.target.model.clone(), first.completion.text.clone());
+    let mut verdict = grounding::check(&question.text, &served.1, &passage_texts, min_support);
+    let declined = run.declined(&served.1);
+    if declined {
+        trace.stage("grounding", "declined", "the model said the passages do not answer the question");
+    } else {
+        trace.stage(
+            "grounding",
+            if verdict.grounded { "grounded" } else { "ungrounded" },
+            verdict.reason.clone(),
+        );
+    }
+
+    if !verdict.grounded && !declined {
+        match providers::resolve(lore, Role::Escalation).await? {
+            None => trace.stage("escalation", "unbound", "no escalation target is bound"),
+            Some(escalation) if escalation.state != TargetState::Ready => trace.stage(
+                "escalation",
+                "disabled",
+                format!("the escalation target {} is {}", escalation.target.model, escalation.state.key()),
+            ),
+            Some(escalation) => {
+                let second = run.generate(&escalation, &messages).await?;
+                let cost = second.cost(&escalation);
+                usage.add(&second.completion, cost);
+                let again =
+                    grounding::check(&question.text, &second.completion.text, &passage_texts, min_support);
+                trace.stage_costing(
+                    "escalation",
+                    if again.grounded { "grounded" } else { "ungrounded" },
+                    format!("{}: {}", escalation.target.model, again.reason),
+                    Some(cost),
+                );
+                served = (escalation.target.model.clone(), second.completion.text);
+                verdict = again;
+            }
+        }
+    }
+
+    if !verdict.grounded {
+        trace.stage("answer", "refused", "no grounded answer; the profile's refusal is served");
+        return run.refuse(trace, trace_passages, cache_outcome, Some(served.0), usage, started).await;
+    }
+
+    let citations: Vec<Citation> =
+        verdict.cited.iter().filter_map(|&n| passages.get(n - 1).map(|p| citation(n, p))).collect();
+    let answer = Answer {
+        answer: served.1.trim().to_owned(),
+        refused: false,
+        grounded: true,
+        citations,
+        cache: cache_outcome,
+        profile_version: version.version,
+        trace: Trace {
+            id: String::new(),
+            stages: Vec::new(),
+            retrieval: trace_passages,
+            model: Some(served.0),
+            usage,
+        },
+    };
+    trace.stage("answer", "answered", format!("{} citations", answer.citations.len()));
+    if gates.enabled {
+        run.store(&answer_cache, &answer, &passages, vector).await?;
+    }
+    run.finish(answer, trace, started).await
+}
+
+/// What one question's run needs at hand.
+struct Run<'a> {
+    lore: &'a Lore,
+    ask: &'a Ask,
+    question: &'a Normalised,
+    snapshot: &'a Snapshot,
+    version: i32,
+}
+
+struct Generated {
+    completion: Completion,
+}
+
+impl Generated {
+    fn cost(&self, target: &Resolved) -> f64 {
+        estimate_cost(&self.completion, target)
+    }
+}
+
+impl Usage {
+    fn add(&mut self, completion: &Completion, cost: f64) {
+        self.input_tokens += completion.input_tokens;
+        self.output_tokens += completion.output_tokens;
+        self.estimated_cost_usd += cost;
+    }
+}
+
+/// Tokens times the target's price per million (0 when unpriced).
+pub fn estimate_cost(completion: &Completion, target: &Resolved) -> f64 {
+    let price = |p: Option<f64>| p.unwrap_or(0.0) / 1_000_000.0;
+    completion.input_tokens as f64 * price(target.target.input_price_per_mtok)
+        + completion.output_tokens as f64 * price(target.target.output_price_per_mtok)
+}
+
+impl Run<'_> {
+    async fn generate(&self, target: &Resolved, messages: &[Message]) -> Result<Generated> {
+        let max_tokens = match self.snapshot.behavior.length {
+            Length::Brief => 160,
+            Length::Standard => 320,
+            Length::Detailed => 640,
+        };
+        let completion = self
+            .lore
+            .provider_client
+            .chat(&target.endpoint, &target.target.model, messages, max_tokens, 0.0)
+            .await
+            .map_err(providers::ProviderError::from)?;
+        Ok(Generated { completion })
+    }
+
+    /// Whether the model itself said the passages do not answer.
+    fn declined(&self, text: &str) -> bool {
+        let squash = |s: &str| s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+        let refusal = squash(&self.snapshot.behavior.refusal);
+        !refusal.is_empty() && squash(text).contains(&refusal)
+    }
+
+    /// Why a cached entry may not serve now (`Ok(Err(why))`), or that it may.
+    async fn validate(&self, entry: &Entry) -> Result<std::result::Result<(), String>> {
+        let gates = &self.snapshot.cache;
+        if entry.profile_version != self.version {
+            return Ok(Err("it was made under another profile version".into()));
+        }
+        if entry.expired(Utc::now()) {
+            return Ok(Err(format!("it is older than its {} s maximum age", entry.max_age_seconds)));
+        }
+        if gates.grounded_only && !entry.grounded {
+            return Ok(Err("it was not grounded".into()));
+        }
+        let ids: Vec<String> = entry.cited.iter().map(|c| c.chunk_id.clone()).collect();
+        let stored = self.lore.chunks().await?.content_hashes(&ids).await.map_err(index_error)?;
+        let enabled = sources::enabled_ids(self.lore).await?;
+        let current: HashMap<String, String> = stored
+            .into_iter()
+            .filter(|(_, (source, _))| enabled.contains(source))
+            .map(|(id, (_, hash))| (id, hash))
+            .collect();
+        if !cache::citations_current(&entry.cited, &current) {
+            return Ok(Err("a cited passage changed or disappeared".into()));
+        }
+        Ok(Ok(()))
+    }
+
+    async fn serve_cached(
+        &self,
+        entry: Entry,
+        kind: &str,
+        similarity: f32,
+        mut trace: Tracer,
+        started: Instant,
+    ) -> Result<Answer> {
+        let cached: CachedPayload = serde_json::from_value(entry.payload)
+            .map_err(|err| Error::Internal(format!("an answer cache entry is unreadable: {err}")))?;
+        trace.stage("answer", "answered", format!("served from the {kind} cache"));
+        let answer = Answer {
+            answer: cached.answer,
+            refused: false,
+            grounded: entry.grounded,
+            citations: cached.citations,
+            cache: CacheOutcome {
+                status: CacheStatus::Hit,
+                kind: Some(kind.to_owned()),
+                similarity: Some(similarity),
+            },
+            profile_version: self.version,
+            trace: Trace {
+                id: String::new(),
+                stages: Vec::new(),
+                retrieval: Vec::new(),
+                model: cached.model,
+                usage: Usage::default(),
+            },
+        };
+        self.finish(answer, trace, started).await
+    }
+
+    async fn refuse(
+        &self,
+        trace: Tracer,
+        retrieval: Vec<TracePassage>,
+        cache: CacheOutcome,
+        model: Option<String>,
+        usage: Usage,
+        started: Instant,
+    ) -> Result<Answer> {
+        runs::record_gap(self.lore, &self.question.key, &self.question.text).await?;
+        let answer = Answer {
+            answer: self.snapshot.behavior.refusal.clone(),
+            refused: true,
+            grounded: false,
+            citations: Vec::new(),
+            cache,
+            profile_version: self.version,
+            trace: Trace { id: String::new(), stages: Vec::new(), retrieval, model, usage },
+        };
+        self.finish(answer, trace, started).await
+    }
+
+    /// Caches a grounded answer, valid for the shortest maximum age among
+    /// the sources it cites.
+    async fn store(
+        &self,
+        answer_cache: &AnswerCache,
+        answer: &Answer,
+        passages: &[Retrieved],
+        vector: Vec<f32>,
+    ) -> Result<()> {
+        let gates = &self.snapshot.cache;
+        if gates.grounded_only && !answer.grounded {
+            return Ok(());
+        }
+        let cited: Vec<&Retrieved> =
+            answer.citations.iter().filter_map(|c| passages.get(c.index - 1)).collect();
+        let mut max_age = i64::try_from(gates.max_age_seconds).unwrap_or(i64::MAX);
+        for source_id in cited.iter().map(|p| p.chunk.source_id.as_str()) {
+            if let Ok(source) = sources::get(self.lore, source_id).await {
+                let volatility =
+                    sources::Volatility::parse(&source.volatility).unwrap_or(sources::Volatility::Medium);
+                max_age = max_age.min(scaled_max_age(gates.max_age_seconds, volatility));
+            }
+        }
+        let payload = serde_json::to_value(CachedPayload {
+            answer: answer.answer.clone(),
+            citations: answer.citations.clone(),
+            model: answer.trace.model.clone(),
+        })
+        .map_err(|err| Error::Internal(format!("serialising a cache entry: {err}")))?;
+        let entry = Entry {
+            id: uuid::Uuid::new_v4().to_string(),
+            question: self.question.key.clone(),
+            profile_version: self.version,
+            created_at: Utc::now(),
+            max_age_seconds: max_age,
+            grounded: answer.grounded,
+            payload,
+            cited: cited
+                .iter()
+                .map(|p| CitedChunk {
+                    chunk_id: p.chunk.id.clone(),
+                    content_hash: p.chunk.content_hash.clone(),
+                })
+                .collect(),
+            vector,
+        };
+        answer_cache.insert(&entry).await.map_err(index_error)
+    }
+
+    /// Completes the trace, records the run and returns the answer.
+    async fn finish(&self, mut answer: Answer, trace: Tracer, started: Instant) -> Result<Answer> {
+        answer.trace.stages = trace.stages;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        answer.trace.id = runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms).await?;
+        Ok(answer)
+    }
+}
+
+/// What the cache keeps of an answer.
+#[derive(Serialize, Deserialize)]
+struct CachedPayload {
+    answer: String,
+    citations: Vec<Citation>,
+    model: Option<String>,
+}
+
+/// The gate's maximum age for a source of this volatility: `medium` as set,
+/// `high` a quarter, `low` seven times, `static` thirty times.
+pub fn scaled_max_age(max_age_seconds: u64, volatility: sources::Volatility) -> i64 {
+    let base = i64::try_from(max_age_seconds).unwrap_or(i64::MAX);
+    match volatility {
+        sources::Volatility::High => base / 4,
+        sources::Volatility::Medium => base,
+        sources::Volatility::Low => base.saturating_mul(7),
+        sources::Volatility::Static => base.saturating_mul(30),
+    }
+}
+
+/// The system prompt of the version, then the numbered passages and the
+/// question.
+pub fn prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Vec<Message> {
+    let system = format!(
+        "{}\n\nAnswer only from the numbered passages the user gives. After each statement, cite the passage it comes from as [n]. If the passages do not answer the question, reply exactly: {}",
+        snapshot.prompt.trim(),
+        snapshot.behavior.refusal.trim()
+    );
+    let mut user = String::from("Passages:\n");
+    for (i, passage) in passages.iter().enumerate() {
+        let chunk = &passage.chunk;
+        let heading = chunk.heading.as_deref().map(|h| format!(" — {h}")).unwrap_or_default();
+        user.push_str(&format!("\n[{}] {}{}\n{}\n", i + 1, chunk.title, heading, chunk.text.trim()));
+    }
+    user.push_str(&format!("\nQuestion: {question}"));
+    vec![Message::system(system), Message::user(user)]
+}
+
+fn trace_passage(i: usize, r: &Retrieved) -> TracePassage {
+    TracePassage {
+        index: i + 1,
+        chunk_id: r.chunk.id.clone(),
+        title: r.chunk.title.clone(),
+        score: r.score,
+        vector_score: r.vector_score,
+        text_score: r.text_score,
+    }
+}
+
+fn citation(index: usize, r: &Retrieved) -> Citation {
+    let snippet: String = r.chunk.text.chars().take(240).collect();
+    Citation {
+        index,
+        chunk_id: r.chunk.id.clone(),
+        source_id: r.chunk.source_id.clone(),
+        document_id: r.chunk.document_id.clone(),
+        title: r.chunk.title.clone(),
+        url: r.chunk.url.clone(),
+        snippet,
+        score: r.score,
+    }
+}
+
+fn index_error(err: impl Into<crate::retrieve::RetrieveError>) -> Error {
+    match err.into() {
+        retrieve::RetrieveError::Embed(err) => Error::Embedding(err),
+        retrieve::RetrieveError::Index(err) => Error::Ingest(crate::ingest::IngestError::Index(err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_normalised_for_the_cache_key() {
+        let n = normalise("  How do I   restore a Snapshot?? ").unwrap();
+        assert_eq!(n.text, "How do I restore a Snapshot??");
+        assert_eq!(n.key, "how do i restore a snapshot");
+        assert!(normalise(" \n ").is_err());
+        assert!(normalise(&"x".repeat(MAX_QUESTION_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn volatility_scales_the_maximum_age() {
+        use sources::Volatility::*;
+        assert_eq!(scaled_max_age(3600, High), 900);
+        assert_eq!(scaled_max_age(3600, Medium), 3600);
+        assert_eq!(scaled_max_age(3600, Low), 25_200);
+        assert_eq!(scaled_max_age(3600, Static), 108_000);
+    }
+}

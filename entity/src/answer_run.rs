@@ -1,0 +1,35 @@
+//! One answered (or refused) question, recorded server-side: the input of
+//! the Dashboard's rollups. Never sent to a browser as is.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "answer_run")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub created_at: DateTimeUtc,
+    /// `playground`, `api`, `widget` or `mcp`.
+    pub surface: String,
+    pub key_id: Option<String>,
+    pub profile_version: i32,
+    /// The normalised question.
+    pub question: String,
+    /// `hit`, `miss` or `bypass`.
+    pub cache_status: String,
+    pub refused: bool,
+    pub grounded: bool,
+    pub escalated: bool,
+    pub model: Option<String>,
+    /// The trace's stages: (stage, decision, reason, duration_ms, cost_usd).
+    pub stages: Json,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub estimated_cost_usd: f64,
+    pub latency_ms: f64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
