@@ -155,11 +155,13 @@ pub struct SearchHit {
 /// The error body of every JSON endpoint:
 /// `{"error": {"code": "...", "message": "...", "details": {...}}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
@@ -365,6 +367,100 @@ pub struct SaveProfileRequest {
     pub note: Option<String>,
 }
 
+/// `POST /answer` and the Playground's answer mode: the answer, its
+/// citations, the cache outcome and the trace (which is also the run's cost
+/// funnel).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct AnswerResponse {
+    pub answer: String,
+    /// True when Lore declined: nothing retrievable answers, or no grounded answer was written.
+    pub refused: bool,
+    pub grounded: bool,
+    pub citations: Vec<CitationView>,
+    pub cache: CacheView,
+    pub profile_version: i32,
+    pub trace: TraceView,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct CitationView {
+    /// The passage number the answer cites as `[n]`.
+    pub index: usize,
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub snippet: String,
+    pub score: f32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct CacheView {
+    /// `hit`, `miss` or `bypass`.
+    pub status: String,
+    /// `exact` or `semantic` on a hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Similarity of the nearest cached question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct StageView {
+    pub stage: String,
+    pub decision: String,
+    pub reason: String,
+    pub duration_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct TracePassageView {
+    pub index: usize,
+    pub chunk_id: String,
+    pub title: String,
+    pub score: f32,
+    pub vector_score: f32,
+    pub text_score: Option<f32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct UsageView {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub estimated_cost_usd: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct TraceView {
+    pub id: String,
+    pub stages: Vec<StageView>,
+    pub retrieval: Vec<TracePassageView>,
+    pub model: Option<String>,
+    pub usage: UsageView,
+}
+
+/// The Playground's profile-retrieval mode: the active version's resolved
+/// scope and settings, and what they retrieve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRetrievalView {
+    pub profile_version: Option<i32>,
+    pub settings: RetrievalSettingsView,
+    /// The enabled sources retrieval searches (name and id).
+    pub sources: Vec<(String, String)>,
+    pub results: SearchResults,
+}
+
 #[cfg(feature = "ssr")]
 mod from_engine {
     use super::*;
@@ -436,6 +532,87 @@ mod from_engine {
                     .unwrap_or_else(|| "Admin".to_owned()),
                 email: viewer.email.clone(),
                 is_admin: viewer.is_admin,
+            }
+        }
+    }
+
+    impl From<engine::answer::Answer> for AnswerResponse {
+        fn from(a: engine::answer::Answer) -> Self {
+            use engine::answer::CacheStatus;
+            Self {
+                answer: a.answer,
+                refused: a.refused,
+                grounded: a.grounded,
+                citations: a
+                    .citations
+                    .into_iter()
+                    .map(|c| CitationView {
+                        index: c.index,
+                        chunk_id: c.chunk_id,
+                        source_id: c.source_id,
+                        document_id: c.document_id,
+                        title: c.title,
+                        url: c.url,
+                        snippet: c.snippet,
+                        score: c.score,
+                    })
+                    .collect(),
+                cache: CacheView {
+                    status: match a.cache.status {
+                        CacheStatus::Hit => "hit",
+                        CacheStatus::Miss => "miss",
+                        CacheStatus::Bypass => "bypass",
+                    }
+                    .to_owned(),
+                    kind: a.cache.kind,
+                    similarity: a.cache.similarity,
+                },
+                profile_version: a.profile_version,
+                trace: TraceView {
+                    id: a.trace.id,
+                    stages: a
+                        .trace
+                        .stages
+                        .into_iter()
+                        .map(|s| StageView {
+                            stage: s.stage,
+                            decision: s.decision,
+                            reason: s.reason,
+                            duration_ms: s.duration_ms,
+                            cost_usd: s.cost_usd,
+                        })
+                        .collect(),
+                    retrieval: a
+                        .trace
+                        .retrieval
+                        .into_iter()
+                        .map(|p| TracePassageView {
+                            index: p.index,
+                            chunk_id: p.chunk_id,
+                            title: p.title,
+                            score: p.score,
+                            vector_score: p.vector_score,
+                            text_score: p.text_score,
+                        })
+                        .collect(),
+                    model: a.trace.model,
+                    usage: UsageView {
+                        input_tokens: a.trace.usage.input_tokens,
+                        output_tokens: a.trace.usage.output_tokens,
+                        estimated_cost_usd: a.trace.usage.estimated_cost_usd,
+                    },
+                },
+            }
+        }
+    }
+
+    impl From<engine::retrieve::RetrievalSettings> for RetrievalSettingsView {
+        fn from(s: engine::retrieve::RetrievalSettings) -> Self {
+            Self {
+                top_k: s.top_k,
+                score_cutoff: s.score_cutoff,
+                vector_weight: s.vector_weight,
+                text_weight: s.text_weight,
             }
         }
     }

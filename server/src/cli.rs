@@ -75,6 +75,13 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Ask a question through the answer pipeline (recorded as surface `cli`).
+    Ask {
+        question: String,
+        /// Machine-readable output (the same object as POST /answer).
+        #[arg(long)]
+        json: bool,
+    },
     /// Search the indexed content (hybrid: vector and full text).
     Search {
         query: String,

@@ -306,7 +306,7 @@ fn show(bar: &ProgressBar, p: &Progress) {
 
 pub async fn search(settings: Settings, query: &str, top_k: usize, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
-    let found = run_search(&lore, query, Some(top_k)).await.map_err(fail)?;
+    let found = run_search(&lore, query, Some(top_k), false).await.map_err(fail)?;
     if json {
         print_json(&found);
         return Ok(());
@@ -332,6 +332,47 @@ pub async fn search(settings: Settings, query: &str, top_k: usize, json: bool) -
         }
         let snippet: String = hit.text.chars().take(160).collect();
         println!("   {}", snippet.replace('\n', " "));
+    }
+    Ok(())
+}
+
+pub async fn ask(settings: Settings, question: &str, json: bool) -> anyhow::Result<()> {
+    let lore = open(settings).await?;
+    let ask = engine::answer::Ask {
+        question: question.to_owned(),
+        surface: engine::answer::Surface::Cli,
+        key_id: None,
+    };
+    let answered = app::wire::AnswerResponse::from(engine::answer::answer(&lore, ask).await.map_err(fail)?);
+    if json {
+        print_json(&answered);
+        return Ok(());
+    }
+    println!("{}", answered.answer);
+    if !answered.citations.is_empty() {
+        println!();
+        for c in &answered.citations {
+            println!(
+                "[{}] {}{}",
+                c.index,
+                c.title,
+                c.url.as_deref().map(|u| format!(" <{u}>")).unwrap_or_default()
+            );
+        }
+    }
+    let outcome = if answered.refused { "refused" } else { "answered" };
+    println!(
+        "\n{outcome} · cache {} · profile version {} · {} · trace {}",
+        answered.cache.status,
+        answered.profile_version,
+        answered.trace.model.as_deref().unwrap_or("no model call"),
+        answered.trace.id
+    );
+    for stage in &answered.trace.stages {
+        println!(
+            "  {:<15} {:<11} {:>8.1} ms  {}",
+            stage.stage, stage.decision, stage.duration_ms, stage.reason
+        );
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Ingest { target, name, json } => commands::ingest(settings, &target, name, json).await,
         Command::Providers { command } => admin_commands::providers(settings, command).await,
         Command::Keys { command } => admin_commands::keys(settings, command).await,
+        Command::Ask { question, json } => commands::ask(settings, &question, json).await,
         Command::Search { query, top_k, json } => commands::search(settings, &query, top_k, json).await,
         Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
             let peers = match (peers_python, peers_script, onnx) {

@@ -25,16 +25,6 @@ pub fn SetupWizard() -> impl IntoView {
 }
 
 #[component]
-pub fn Playground() -> impl IntoView {
-    view! {
-        <NotYetAvailable
-            title="Playground"
-            purpose="Ask questions through the answer pipeline and inspect citations, cache status and the trace."
-        />
-    }
-}
-
-#[component]
 pub fn Tuning() -> impl IntoView {
     view! {
         <NotYetAvailable

@@ -81,6 +81,11 @@ impl ApiError {
             ApiError::Engine(E::InvalidInput(message)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", capitalise(message))
             }
+            ApiError::Engine(E::NotAnswerable(_)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_answerable",
+                "Lore cannot answer yet; details.reasons says what is missing.".into(),
+            ),
             ApiError::Engine(E::RetrievalFailingClosed(why)) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "retrieval_failing_closed",
@@ -140,6 +145,9 @@ impl ApiError {
             })) => Some(serde_json::json!({"role": role, "state": state.key(), "reason": reason})),
             ApiError::Engine(engine::Error::Profile(ProfileError::VersionConflict { base, active })) => {
                 Some(serde_json::json!({"base_version": base, "active_version": active}))
+            }
+            ApiError::Engine(engine::Error::NotAnswerable(reasons)) => {
+                Some(serde_json::json!({"reasons": reasons}))
             }
             _ => None,
         }

@@ -2,11 +2,13 @@
 
 pub mod access;
 pub mod admin;
+pub mod answer;
 pub mod auth;
 pub mod error;
 pub mod health;
 pub mod json;
 pub mod layers;
+pub mod openapi;
 pub mod profile;
 pub mod providers;
 pub mod public;
@@ -63,13 +65,17 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/profile/render", post(profile::render))
         .route("/admin/profile/versions", post(profile::save))
         .route("/admin/profile/versions/{version}", get(profile::get_version))
-        .route("/admin/profile/versions/{version}/restore", post(profile::restore));
+        .route("/admin/profile/versions/{version}/restore", post(profile::restore))
+        .route("/admin/playground/answer", post(answer::playground_answer))
+        .route("/admin/playground/retrieval", post(answer::playground_retrieval))
+        .route("/openapi.json", get(openapi::openapi))
+        .route("/widget.js", get(answer::widget_script));
 
     // Key-authenticated, no cookie: outside the cross-origin guard (see
     // `public`), behind the one x-api-key layer.
     let public = Router::new()
         .route("/retrieve", post(public::retrieve))
-        .route("/answer", axum::routing::options(|| async {}))
+        .route("/answer", post(answer::public_answer).options(|| async {}))
         .layer(middleware::from_fn_with_state(state.clone(), public::api_key));
 
     let app = api

@@ -105,7 +105,7 @@ fn preflight(origin: Option<&str>) -> Response {
     response
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
     pub query: String,
@@ -113,7 +113,7 @@ pub struct RetrieveRequest {
     pub top_k: Option<usize>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, schemars::JsonSchema, Serialize)]
 pub struct RetrieveResult {
     pub chunk_id: String,
     pub source_id: String,
@@ -124,7 +124,7 @@ pub struct RetrieveResult {
     pub score: f32,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, schemars::JsonSchema, Serialize)]
 pub struct TraceStage {
     pub stage: &'static str,
     pub decision: String,
@@ -132,7 +132,7 @@ pub struct TraceStage {
     pub duration_ms: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, schemars::JsonSchema, Serialize)]
 pub struct RetrieveTrace {
     pub id: String,
     pub stages: Vec<TraceStage>,
@@ -140,7 +140,7 @@ pub struct RetrieveTrace {
     pub retrieval: Vec<serde_json::Value>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, schemars::JsonSchema, Serialize)]
 pub struct RetrieveResponse {
     pub results: Vec<RetrieveResult>,
     pub trace: RetrieveTrace,

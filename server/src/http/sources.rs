@@ -245,6 +245,9 @@ pub struct SearchRequest {
     pub query: String,
     #[serde(default)]
     pub top_k: Option<usize>,
+    /// The Playground's corpus diagnostic: no score cutoff.
+    #[serde(default)]
+    pub raw: bool,
 }
 
 pub async fn search(
@@ -252,12 +255,20 @@ pub async fn search(
     _admin: Admin,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    Ok(Json(run_search(&state.lore, &request.query, request.top_k).await?))
+    Ok(Json(run_search(&state.lore, &request.query, request.top_k, request.raw).await?))
 }
 
-/// Search as the console and `lore search` see it.
-pub async fn run_search(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<SearchResults, ApiError> {
+/// Search as the console and `lore search` see it (`raw`: no cutoff).
+pub async fn run_search(
+    lore: &Lore,
+    query: &str,
+    top_k: Option<usize>,
+    raw: bool,
+) -> Result<SearchResults, ApiError> {
     let mut settings = engine::retrieve::RetrievalSettings::default();
+    if raw {
+        settings.score_cutoff = f32::MIN;
+    }
     if let Some(k) = top_k {
         if k == 0 || k > 100 {
             return Err(engine::Error::InvalidInput("top_k must be between 1 and 100".into()).into());
@@ -265,7 +276,12 @@ pub async fn run_search(lore: &Lore, query: &str, top_k: Option<usize>) -> Resul
         settings.top_k = k;
     }
     let found = engine::search::search(lore, query, &settings).await?;
-    Ok(SearchResults {
+    Ok(search_results(found))
+}
+
+/// Retrieval results with each mode's raw score, as the console shows them.
+pub fn search_results(found: engine::retrieve::Retrieval) -> SearchResults {
+    SearchResults {
         candidates: found.candidates,
         below_cutoff: found.below_cutoff,
         results: found
@@ -284,7 +300,7 @@ pub async fn run_search(lore: &Lore, query: &str, top_k: Option<usize>) -> Resul
                 text_score: r.text_score,
             })
             .collect(),
-    })
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod access;
+mod answer;
 mod auth;
 mod cli;
 mod cli_admin;

@@ -7,14 +7,16 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 18] = [
+const TABLES: [&str; 20] = [
     "access_key",
     "admin_account",
     "admin_session",
+    "answer_run",
     "audit_log",
     "bootstrap_token",
     "cluster_setting",
     "cluster_state",
+    "content_gap",
     "document",
     "index_job",
     "key_usage",

@@ -1,0 +1,228 @@
+//! The Playground: ask through the real pipeline, in three modes.
+//!
+//! - **Answer**: the same pipeline as `POST /answer`: the answer, its
+//!   citations, cache hit or miss, the full trace with the cost funnel.
+//! - **Profile retrieval**: what the active profile version retrieves, with
+//!   its resolved scope (the enabled sources) and settings.
+//! - **Corpus diagnostic**: the whole corpus searched directly, no cutoff,
+//!   with each mode's raw score.
+
+use leptos::prelude::*;
+
+use crate::client;
+use crate::wire::{AnswerResponse, ProfileRetrievalView, SearchResults};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Answer,
+    Profile,
+    Corpus,
+}
+
+#[derive(Clone)]
+enum Outcome {
+    Answer(AnswerResponse),
+    Profile(ProfileRetrievalView),
+    Corpus(SearchResults),
+}
+
+#[component]
+pub fn Playground() -> impl IntoView {
+    let mode = RwSignal::new(Mode::Answer);
+    let question = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let outcome = RwSignal::new(None::<Result<Outcome, String>>);
+
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let text = question.get();
+        let chosen = mode.get();
+        busy.set(true);
+        outcome.set(None);
+        leptos::task::spawn_local(async move {
+            let result = match chosen {
+                Mode::Answer => client::send::<_, AnswerResponse>(
+                    "POST",
+                    "/admin/playground/answer",
+                    &serde_json::json!({ "question": text }),
+                )
+                .await
+                .map(Outcome::Answer),
+                Mode::Profile => client::send::<_, ProfileRetrievalView>(
+                    "POST",
+                    "/admin/playground/retrieval",
+                    &serde_json::json!({ "query": text }),
+                )
+                .await
+                .map(Outcome::Profile),
+                Mode::Corpus => client::send::<_, SearchResults>(
+                    "POST",
+                    "/admin/search",
+                    &serde_json::json!({ "query": text, "top_k": 10, "raw": true }),
+                )
+                .await
+                .map(Outcome::Corpus),
+            };
+            busy.set(false);
+            outcome.set(Some(result));
+        });
+    };
+
+    let tab = move |which: Mode, label: &'static str| {
+        view! {
+            <label class="tab">
+                <input type="radio" name="mode" checked=move || mode.get() == which on:change=move |_| { mode.set(which); outcome.set(None); }/>
+                {label}
+            </label>
+        }
+    };
+
+    view! {
+        <section class="screen playground">
+            <h1>"Playground"</h1>
+            <p class="lede">"Ask as your users do. Answer mode runs the real pipeline (and is recorded as a Playground run); the other modes show what retrieval finds."</p>
+            <form class="panel ask" on:submit=submit>
+                <fieldset class="modes">
+                    <legend>"Mode"</legend>
+                    {tab(Mode::Answer, "Answer")}
+                    {tab(Mode::Profile, "Profile retrieval")}
+                    {tab(Mode::Corpus, "Corpus diagnostic")}
+                </fieldset>
+                <textarea name="question" rows="2" required bind:value=question placeholder="How do I restore a snapshot?"></textarea>
+                <button type="submit" disabled=move || busy.get()>{move || if busy.get() { "Asking…" } else { "Ask" }}</button>
+            </form>
+            {move || outcome.get().map(|result| match result {
+                Err(message) => view! { <p class="flash error" role="status">{message}</p> }.into_any(),
+                Ok(Outcome::Answer(answer)) => view! { <AnswerPanel answer/> }.into_any(),
+                Ok(Outcome::Profile(view)) => view! { <ProfilePanel view/> }.into_any(),
+                Ok(Outcome::Corpus(results)) => view! { <Hits results title="Corpus diagnostic (no cutoff)"/> }.into_any(),
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
+    let cache = match (answer.cache.status.as_str(), answer.cache.kind.as_deref(), answer.cache.similarity) {
+        ("hit", Some(kind), Some(s)) => format!("cache hit ({kind}, similarity {s:.3})"),
+        ("miss", _, Some(s)) => format!("cache miss (nearest {s:.3})"),
+        (status, _, _) => format!("cache {status}"),
+    };
+    let usage = &answer.trace.usage;
+    let usage_line = format!(
+        "{} · {} input + {} output tokens · ${:.6} · profile version {}",
+        answer.trace.model.clone().unwrap_or_else(|| "no model call".into()),
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.estimated_cost_usd,
+        answer.profile_version
+    );
+    view! {
+        <div class="panel answer" data-refused=answer.refused.to_string() data-cache=answer.cache.status.clone()>
+            <h2>{if answer.refused { "Refused" } else { "Answer" }}</h2>
+            <p class="answer-text">{answer.answer.clone()}</p>
+            <p class="meta">{cache}" · "{usage_line}</p>
+            {(!answer.citations.is_empty()).then(|| view! {
+                <h3>"Citations"</h3>
+                <ol class="citations">
+                    {answer.citations.iter().map(|c| {
+                        let label = format!("[{}] {}", c.index, c.title);
+                        view! {
+                            <li class="citation" data-index=c.index>
+                                {match c.url.clone() {
+                                    Some(url) => view! { <a href=url target="_blank" rel="noopener">{label}</a> }.into_any(),
+                                    None => view! { <strong>{label}</strong> }.into_any(),
+                                }}
+                                <span class="meta">{format!(" score {:.3}", c.score)}</span>
+                                <p>{c.snippet.clone()}</p>
+                            </li>
+                        }
+                    }).collect_view()}
+                </ol>
+            })}
+            <h3>"Trace"</h3>
+            <table class="trace">
+                <thead><tr><th>"Stage"</th><th>"Decision"</th><th>"Reason"</th><th>"ms"</th><th>"Cost"</th></tr></thead>
+                <tbody>
+                    {answer.trace.stages.iter().map(|s| view! {
+                        <tr class="stage" data-stage=s.stage.clone() data-decision=s.decision.clone()>
+                            <td>{s.stage.clone()}</td>
+                            <td>{s.decision.clone()}</td>
+                            <td>{s.reason.clone()}</td>
+                            <td>{format!("{:.1}", s.duration_ms)}</td>
+                            <td>{s.cost_usd.map(|c| format!("${c:.6}")).unwrap_or_default()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            {(!answer.trace.retrieval.is_empty()).then(|| view! {
+                <h3>"Retrieved passages"</h3>
+                <ol class="passages">
+                    {answer.trace.retrieval.iter().map(|p| view! {
+                        <li>{format!(
+                            "[{}] {} · score {:.3} (vector {:.3}, text {})",
+                            p.index,
+                            p.title,
+                            p.score,
+                            p.vector_score,
+                            p.text_score.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into())
+                        )}</li>
+                    }).collect_view()}
+                </ol>
+            })}
+        </div>
+    }
+}
+
+#[component]
+fn ProfilePanel(view: ProfileRetrievalView) -> impl IntoView {
+    let s = view.settings.clone();
+    let scope = if view.sources.is_empty() {
+        "no enabled source".to_owned()
+    } else {
+        view.sources.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    view! {
+        <div class="panel profile-retrieval">
+            <h2>{match view.profile_version {
+                Some(v) => format!("Profile version {v}"),
+                None => "No profile yet: default settings".to_owned(),
+            }}</h2>
+            <p class="meta">{format!(
+                "Scope: {scope} · top {} · cutoff {:.2} · weights vector {:.2} / text {:.2}",
+                s.top_k, s.score_cutoff, s.vector_weight, s.text_weight
+            )}</p>
+        </div>
+        <Hits results=view.results title="What this profile retrieves"/>
+    }
+}
+
+#[component]
+fn Hits(results: SearchResults, title: &'static str) -> impl IntoView {
+    view! {
+        <div class="panel hits-panel">
+            <h2>{title}</h2>
+            {if results.results.is_empty() {
+                view! { <p class="empty">{format!("Nothing passed the cutoff ({} candidates considered).", results.candidates)}</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="hits">
+                        {results.results.into_iter().map(|hit| view! {
+                            <li class="hit">
+                                <strong>{hit.title.clone()}</strong>
+                                <span class="meta">{format!(
+                                    "  score {:.3} (vector {:.3}, text {})",
+                                    hit.score,
+                                    hit.vector_score,
+                                    hit.text_score.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into())
+                                )}</span>
+                                <p>{hit.text.chars().take(240).collect::<String>()}</p>
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }
+                .into_any()
+            }}
+        </div>
+    }
+}

@@ -1,0 +1,171 @@
+//! `POST /answer` (x-api-key, scope `answer`) and the Playground's
+//! `POST /admin/playground/answer` (admin session): both call the one engine
+//! pipeline, `engine::answer::answer`, and return the same object.
+//!
+//! With `Accept: text/event-stream` (or `"stream": true`) the answer comes as
+//! server-sent events: `token` events carrying the answer's text piece by
+//! piece, then one `answer` event with the final object. Tokens are sent only
+//! for an answer that passed the grounding check: Lore never streams words it
+//! would then retract, so a refusal streams its refusal text.
+
+use std::convert::Infallible;
+
+use app::wire::{AnswerResponse, ProfileRetrievalView, RetrievalSettingsView};
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use engine::answer::{self, Ask, Surface};
+use engine::keys::{Caller, KeyKind};
+use serde::Deserialize;
+
+use super::admin::Admin;
+use super::error::ApiError;
+use super::json::ApiJson;
+use super::public::EstimatedCost;
+use crate::AppState;
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    pub question: String,
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+fn wants_stream(headers: &HeaderMap, request: &AnswerRequest) -> bool {
+    request.stream.unwrap_or(false)
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/event-stream"))
+}
+
+/// `POST /answer`.
+pub async fn public_answer(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<AnswerRequest>,
+) -> Result<Response, ApiError> {
+    let surface = if caller.kind == KeyKind::Widget { Surface::Widget } else { Surface::Api };
+    let stream = wants_stream(&headers, &request);
+    let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
+    let answered = answer::answer(&state.lore, ask).await?;
+    let cost = answered.trace.usage.estimated_cost_usd;
+    let mut response = respond(AnswerResponse::from(answered), stream);
+    response.extensions_mut().insert(EstimatedCost(cost));
+    Ok(response)
+}
+
+/// `POST /admin/playground/answer`: the Playground's answer mode.
+pub async fn playground_answer(
+    State(state): State<AppState>,
+    _admin: Admin,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<AnswerRequest>,
+) -> Result<Response, ApiError> {
+    let stream = wants_stream(&headers, &request);
+    let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None };
+    let answered = answer::answer(&state.lore, ask).await?;
+    Ok(respond(AnswerResponse::from(answered), stream))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalRequest {
+    pub query: String,
+}
+
+/// `POST /admin/playground/retrieval`: what the active profile version
+/// retrieves, with its resolved scope (the enabled sources) and settings.
+pub async fn playground_retrieval(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiJson(request): ApiJson<RetrievalRequest>,
+) -> Result<Json<ProfileRetrievalView>, ApiError> {
+    let lore = &state.lore;
+    let active = engine::profile::active(lore).await?;
+    let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
+    let enabled = engine::sources::enabled_ids(lore).await?;
+    let mut scope = Vec::new();
+    for source in engine::sources::list(lore).await? {
+        if enabled.contains(&source.id) {
+            scope.push((source.name, source.id));
+        }
+    }
+    let found = engine::search::search(lore, &request.query, &settings).await?;
+    Ok(Json(ProfileRetrievalView {
+        profile_version: active.map(|v| v.version),
+        settings: RetrievalSettingsView::from(settings),
+        sources: scope,
+        results: super::sources::search_results(found),
+    }))
+}
+
+/// `GET /widget.js`: the embeddable widget (see `server/assets/widget.js`).
+pub async fn widget_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        include_str!("../../assets/widget.js"),
+    )
+        .into_response()
+}
+
+fn respond(answer: AnswerResponse, stream: bool) -> Response {
+    if !stream {
+        return Json(answer).into_response();
+    }
+    let mut events: Vec<Result<Event, Infallible>> = pieces(&answer.answer)
+        .into_iter()
+        .map(|piece| {
+            Ok(Event::default().event("token").data(serde_json::json!({ "text": piece }).to_string()))
+        })
+        .collect();
+    let last = serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned());
+    events.push(Ok(Event::default().event("answer").data(last)));
+    Sse::new(futures::stream::iter(events)).into_response()
+}
+
+/// The answer split into word tokens, each with the whitespace before it, so
+/// that joining the pieces gives the text back exactly.
+pub fn pieces(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut in_word = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            if in_word {
+                out.push(std::mem::take(&mut current));
+                in_word = false;
+            }
+        } else {
+            in_word = true;
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_join_back_into_the_text() {
+        let text = "Stop Lore,  copy the snapshot [1].\nThen start it.";
+        let parts = pieces(text);
+        assert_eq!(parts.concat(), text);
+        assert_eq!(parts[0], "Stop");
+        assert_eq!(parts[1], " Lore,");
+        assert!(parts.len() > 5);
+        assert!(pieces("").is_empty());
+    }
+}

@@ -1,0 +1,102 @@
+//! `GET /openapi.json`: the OpenAPI 3.0.3 document of the public API,
+//! generated from the request and response types the handlers use (their
+//! JSON schemas come from `schemars` with its OpenAPI 3.0 settings), so the
+//! document cannot drift from the code.
+
+use axum::extract::State;
+use axum::Json;
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Value};
+
+use super::answer::AnswerRequest;
+use super::public::{RetrieveRequest, RetrieveResponse};
+use crate::AppState;
+use app::wire::{AnswerResponse, ErrorBody};
+
+/// The stable error codes each public route can answer with, by status.
+const ANSWER_ERRORS: &[(&str, &str)] = &[
+    ("400", "Malformed JSON (`malformed_json`)."),
+    ("401", "No key, an unknown key or a revoked key (`missing_api_key`, `invalid_api_key`, `key_revoked`)."),
+    ("403", "The key lacks the scope, or a widget key is used from an origin it does not list (`insufficient_scope`, `origin_not_allowed`)."),
+    ("415", "The body is not JSON (`unsupported_media_type`)."),
+    ("422", "Wrong field types, unknown fields, an empty or too long question (`invalid_input`)."),
+    ("429", "A widget key's rate limit is reached (`rate_limited`)."),
+    ("502", "The model provider failed (`provider_unavailable`)."),
+    ("503", "Lore cannot answer yet (`not_answerable`, with the failing readiness checks) or retrieval is failing closed (`retrieval_failing_closed`)."),
+];
+
+pub fn document(base_url: &str) -> Value {
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let mut schema = |f: fn(&mut schemars::SchemaGenerator) -> schemars::Schema| f(&mut generator).to_value();
+    let answer_request = schema(|g| g.subschema_for::<AnswerRequest>());
+    let answer_response = schema(|g| g.subschema_for::<AnswerResponse>());
+    let retrieve_request = schema(|g| g.subschema_for::<RetrieveRequest>());
+    let retrieve_response = schema(|g| g.subschema_for::<RetrieveResponse>());
+    let error = schema(|g| g.subschema_for::<ErrorBody>());
+    let schemas = generator.take_definitions(true);
+
+    let errors = |codes: &[(&str, &str)]| -> Value {
+        codes
+            .iter()
+            .map(|(status, description)| {
+                (
+                    (*status).to_owned(),
+                    json!({"description": description, "content": {"application/json": {"schema": error}}}),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let with_ok = |ok: Value, codes: &[(&str, &str)]| {
+        let mut responses = errors(codes);
+        if let Some(map) = responses.as_object_mut() {
+            map.insert("200".into(), ok);
+        }
+        responses
+    };
+
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Lore public API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Grounded answers and retrieval over the indexed knowledge base. Every request carries an access key in `x-api-key`; errors have the body `{\"error\": {\"code\", \"message\", \"details\"?}}` with a stable code.",
+        },
+        "servers": [{"url": base_url}],
+        "security": [{"apiKey": []}],
+        "paths": {
+            "/answer": {"post": {
+                "operationId": "answer",
+                "summary": "Answer a question from the indexed content, with citations and a trace; or refuse.",
+                "description": "Needs the `answer` scope. With `Accept: text/event-stream` (or `stream: true`) the response is server-sent events: `token` events (`{\"text\"}`) with the answer's text, then one `answer` event with the object below.",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": answer_request}}},
+                "responses": with_ok(json!({
+                    "description": "The answer (or refusal).",
+                    "content": {
+                        "application/json": {"schema": answer_response},
+                        "text/event-stream": {"schema": {"type": "string"}},
+                    },
+                }), ANSWER_ERRORS),
+            }},
+            "/retrieve": {"post": {
+                "operationId": "retrieve",
+                "summary": "Hybrid retrieval with the active profile version's settings.",
+                "description": "Needs the `retrieve` scope.",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": retrieve_request}}},
+                "responses": with_ok(json!({
+                    "description": "The passages that passed the cutoff, best first.",
+                    "content": {"application/json": {"schema": retrieve_response}},
+                }), &ANSWER_ERRORS.iter().copied().filter(|(s, _)| *s != "502" && *s != "429").collect::<Vec<_>>()),
+            }},
+        },
+        "components": {
+            "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
+            "schemas": schemas,
+        },
+    })
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi(State(state): State<AppState>) -> Json<Value> {
+    Json(document(&state.lore.settings.base_url()))
+}

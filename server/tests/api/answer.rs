@@ -1,0 +1,324 @@
+//! The answer pipeline over HTTP, against real components: a 12-page test
+//! site crawled and embedded with the real MiniLM files into LanceDB, and
+//! llama.cpp's llama-server serving SmolLM2-135M-Instruct as the generation
+//! (and escalation) target. SmolLM2 is deterministic at temperature 0, and
+//! small enough to answer from general knowledge readily: exactly what the
+//! grounding check is for.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::helpers::{spawn_app_with, Options, TestApp};
+use super::llama::LlamaServer;
+use super::site::Site;
+
+const PAGES: usize = 12;
+
+struct Setup {
+    app: TestApp,
+    site: Site,
+    key: String,
+    _llama: LlamaServer,
+}
+
+async fn finished(app: &TestApp, job: &str) -> Value {
+    for _ in 0..1200 {
+        let view: Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
+        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {job} did not finish");
+}
+
+/// Lore with the site indexed, SmolLM2 bound to generation and a secret key
+/// with the answer and retrieve scopes.
+async fn setup() -> Setup {
+    let llama = LlamaServer::start().await;
+    let site = Site::start(PAGES, Duration::ZERO).await;
+    let app = spawn_app_with(Options {
+        configure: Some(|s| s.ingest.allow_private_addresses = true),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let key: Value = app
+        .post_json(
+            "/admin/keys",
+            json!({"name": "backend", "kind": "secret", "scopes": ["answer", "retrieve"]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let key = key["raw_key"].as_str().unwrap().to_owned();
+    let setup = Setup { app, site, key, _llama: llama };
+
+    // Nothing indexed, no provider: not answerable, on every surface.
+    let refused = setup.ask("What does guide 4 explain?").await;
+    assert_eq!(refused.status(), 503);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_answerable", "{body}");
+    assert!(!body["error"]["details"]["reasons"].as_array().unwrap().is_empty());
+    let playground = setup.app.post_json("/admin/playground/answer", json!({"question": "x y z"})).await;
+    assert_eq!(playground.status(), 503);
+
+    let source: Value = setup
+        .app
+        .post_json(
+            "/admin/sources/",
+            json!({"name": "Guides", "kind": "website",
+                   "config": {"start_url": format!("{}/docs/", setup.site.base_url), "discovery": "sitemap"}}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let job = source["latest_job"]["id"].as_str().map(str::to_owned);
+    let job = match job {
+        Some(job) => job,
+        None => {
+            let synced: Value = setup
+                .app
+                .post_json(&format!("/admin/sources/{}/sync", source["id"].as_str().unwrap()), json!({}))
+                .await
+                .json()
+                .await
+                .unwrap();
+            synced["id"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(finished(&setup.app, &job).await["status"], "succeeded");
+    let added = setup
+        .app
+        .post_json(
+            "/admin/providers/quick-add",
+            json!({"kind": "llama_cpp", "endpoint": setup._llama.endpoint, "model": "smollm2-135m-instruct"}),
+        )
+        .await;
+    assert_eq!(added.status(), 201);
+    setup
+}
+
+impl Setup {
+    async fn ask(&self, question: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(self.app.url("/answer"))
+            .header("x-api-key", &self.key)
+            .json(&json!({ "question": question }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn answer(&self, question: &str) -> Value {
+        let response = self.ask(question).await;
+        assert_eq!(response.status(), 200, "{question}");
+        response.json().await.unwrap()
+    }
+}
+
+fn stage<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+    answer["trace"]["stages"].as_array().unwrap().iter().find(|s| s["stage"] == name)
+}
+
+async fn gaps(app: &TestApp) -> Vec<(String, i64)> {
+    engine::answer::runs::gaps(&app.lore, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.question, g.count))
+        .collect()
+}
+
+#[tokio::test]
+async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_caught() {
+    let s = setup().await;
+
+    // Answerable: the answer cites guide 4's page.
+    let answered = s.answer("What does guide 4 explain?").await;
+    assert_eq!(answered["refused"], false, "{answered:#}");
+    let page_4 = format!("{}/docs/page-4", s.site.base_url);
+    assert!(
+        answered["citations"].as_array().unwrap().iter().any(|c| c["url"] == page_4.as_str()),
+        "{answered:#}"
+    );
+    assert_eq!(stage(&answered, "grounding").unwrap()["decision"], "grounded");
+    assert_eq!(answered["cache"]["status"], "miss");
+    assert!(answered["trace"]["usage"]["output_tokens"].as_u64().unwrap() > 0);
+
+    // Nothing retrievable: refused before any model call, counted as a gap.
+    let nothing = s.answer("Zyxwv qrstu plokm?").await;
+    assert_eq!(nothing["refused"], true, "{nothing:#}");
+    assert!(stage(&nothing, "generation").is_none(), "no model call: {nothing:#}");
+    assert_eq!(nothing["trace"]["usage"]["output_tokens"], 0);
+    let _ = s.answer("Zyxwv  qrstu plokm").await;
+    assert!(gaps(&s.app).await.contains(&("zyxwv qrstu plokm".to_owned(), 2)), "{:?}", gaps(&s.app).await);
+
+    // SmolLM2 makes up an answer: the grounding check catches it; with no
+    // escalation target the question is refused, and the trace says why.
+    let made_up = s.answer("How do I back up the database?").await;
+    assert_eq!(made_up["refused"], true, "{made_up:#}");
+    assert_eq!(stage(&made_up, "grounding").unwrap()["decision"], "ungrounded", "{made_up:#}");
+    assert_eq!(stage(&made_up, "escalation").unwrap()["decision"], "unbound");
+
+    // With an escalation target bound, the ungrounded answer is escalated
+    // (SmolLM2 again: the stage shows it ran and what it cost).
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+    let bound = s
+        .app
+        .client
+        .put(s.app.url("/admin/roles/escalation"))
+        .json(&json!({"target_id": target}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bound.status(), 200);
+    let escalated = s.answer("How do I back up the database, step by step?").await;
+    let escalation = stage(&escalated, "escalation").unwrap();
+    assert!(matches!(escalation["decision"].as_str(), Some("grounded" | "ungrounded")), "{escalated:#}");
+    assert!(escalation["cost_usd"].is_number(), "{escalated:#}");
+
+    // Retrieval failing closed → 503 retrieval_failing_closed.
+    engine::corpus::set(&s.app.lore.db, None).await.unwrap();
+    let closed = s.ask("What does guide 4 explain?").await;
+    assert_eq!(closed.status(), 503);
+    assert_eq!(closed.json::<Value>().await.unwrap()["error"]["code"], "retrieval_failing_closed");
+}
+
+#[tokio::test]
+async fn the_cache_hits_for_the_same_or_a_close_question_and_invalidates_itself() {
+    let s = setup().await;
+    let question = "What does guide 4 explain?";
+    let first = s.answer(question).await;
+    assert_eq!(first["refused"], false, "{first:#}");
+    assert_eq!(first["cache"]["status"], "miss");
+
+    // The same question (normalised) → exact hit, no model call.
+    let again = s.answer("  what does Guide 4 explain ").await;
+    assert_eq!(again["cache"]["status"], "hit", "{again:#}");
+    assert_eq!(again["cache"]["kind"], "exact");
+    assert!(stage(&again, "generation").is_none());
+    assert_eq!(again["answer"], first["answer"]);
+
+    // A close paraphrase above the gate → semantic hit, with its similarity.
+    let close = s.answer("What does guide number 4 explain?").await;
+    assert_eq!(close["cache"]["status"], "hit", "{close:#}");
+    assert_eq!(close["cache"]["kind"], "semantic");
+    let similarity = close["cache"]["similarity"].as_f64().unwrap();
+    let gate =
+        f64::from(engine::profile::active(&s.app.lore).await.unwrap().unwrap().snapshot.cache.min_similarity);
+    assert!(similarity >= gate, "{similarity} >= {gate}");
+
+    // Below the gate → miss, and the trace says how near it came.
+    let far = s.answer("How many items are on the checklist of guide 4?").await;
+    assert_eq!(far["cache"]["status"], "miss", "{far:#}");
+    assert!(stage(&far, "semantic_cache").unwrap()["reason"].as_str().unwrap().contains("below the gate"));
+
+    // The cited page changes and is re-synced → the entry is invalid.
+    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
+    let source = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let synced: Value =
+        s.app.post_json(&format!("/admin/sources/{source}/sync"), json!({})).await.json().await.unwrap();
+    assert_eq!(finished(&s.app, synced["id"].as_str().unwrap()).await["status"], "succeeded");
+    let after_change = s.answer(question).await;
+    assert_eq!(after_change["cache"]["status"], "miss", "{after_change:#}");
+    assert!(
+        stage(&after_change, "exact_cache").unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("changed or disappeared"),
+        "{after_change:#}"
+    );
+
+    // A new profile version → entries of the old one never serve.
+    let cached_now = s.answer(question).await;
+    let overview: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let active = overview["active"]["version"].as_i64().unwrap();
+    let mut snapshot = overview["active"]["snapshot"].clone();
+    snapshot["prompt"] = format!("{} Be concise.", snapshot["prompt"].as_str().unwrap()).into();
+    let saved = s
+        .app
+        .post_json(
+            "/admin/profile/versions",
+            json!({"base_version": active, "snapshot": snapshot, "note": "concise"}),
+        )
+        .await;
+    assert_eq!(saved.status(), 201, "{:?}", saved.text().await);
+    let under_new_version = s.answer(question).await;
+    assert_eq!(under_new_version["cache"]["status"], "miss", "{under_new_version:#} after {cached_now:#}");
+    assert_eq!(under_new_version["profile_version"], active + 1);
+}
+
+#[tokio::test]
+async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
+    let s = setup().await;
+    let streamed = reqwest::Client::new()
+        .post(s.app.url("/answer"))
+        .header("x-api-key", &s.key)
+        .header("accept", "text/event-stream")
+        .json(&json!({"question": "What does guide 4 explain?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 200);
+    assert!(streamed.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let body = streamed.text().await.unwrap();
+    let events: Vec<(&str, &str)> = body
+        .split("\n\n")
+        .filter_map(|block| {
+            let event = block.lines().find_map(|l| l.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((event, data))
+        })
+        .collect();
+    let (last_event, last_data) = events.last().unwrap();
+    assert_eq!(*last_event, "answer");
+    let last: Value = serde_json::from_str(last_data).unwrap();
+    let tokens: String = events
+        .iter()
+        .filter(|(e, _)| *e == "token")
+        .map(|(_, d)| serde_json::from_str::<Value>(d).unwrap()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(events.iter().filter(|(e, _)| *e == "token").count() > 1, "{body}");
+    assert_eq!(tokens, last["answer"].as_str().unwrap());
+
+    let post = |body: String, content_type: &'static str| {
+        reqwest::Client::new()
+            .post(s.app.url("/answer"))
+            .header("x-api-key", &s.key)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let cases = [
+        (json!({"question": ""}).to_string(), "application/json", 422, "invalid_input"),
+        (json!({"question": "x".repeat(200 * 1024)}).to_string(), "application/json", 422, "invalid_input"),
+        (json!({"question": 42}).to_string(), "application/json", 422, "invalid_input"),
+        (json!({"question": "hi", "colour": "red"}).to_string(), "application/json", 422, "invalid_input"),
+        ("{\"question\":".to_owned(), "application/json", 400, "malformed_json"),
+        ("question=hi".to_owned(), "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
+    ];
+    for (body, content_type, status, code) in cases {
+        let response = post(body.clone(), content_type).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{}", &body[..body.len().min(60)]);
+        assert_eq!(response.json::<Value>().await.unwrap()["error"]["code"], code);
+    }
+
+    // The OpenAPI document describes both public routes.
+    let openapi: Value = s.app.get("/openapi.json").await.json().await.unwrap();
+    assert_eq!(openapi["openapi"], "3.0.3");
+    assert!(
+        openapi["paths"]["/answer"]["post"].is_object() && openapi["paths"]["/retrieve"]["post"].is_object()
+    );
+    assert!(
+        openapi["components"]["schemas"]["AnswerResponse"]["properties"]["citations"].is_object(),
+        "{openapi:#}"
+    );
+}
