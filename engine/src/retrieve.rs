@@ -144,3 +144,12 @@ pub async fn hybrid_with_vector(
     results.truncate(kept.min(settings.top_k));
     Ok(Retrieval { results, candidates, below_cutoff: candidates - kept })
 }
+
+impl From<RetrieveError> for crate::Error {
+    fn from(err: RetrieveError) -> Self {
+        match err {
+            RetrieveError::Embed(err) => crate::Error::Embedding(err),
+            RetrieveError::Index(err) => err.into(),
+        }
+    }
+}

@@ -38,10 +38,5 @@ pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> R
     let sources = crate::sources::enabled_ids(lore).await?;
     let embedder = lore.embedder().await?;
     let store = lore.chunks().await?;
-    retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &sources, settings).await.map_err(|err| {
-        match err {
-            retrieve::RetrieveError::Embed(err) => Error::Embedding(err),
-            retrieve::RetrieveError::Index(err) => Error::Ingest(IngestError::Index(err)),
-        }
-    })
+    Ok(retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &sources, settings).await?)
 }

@@ -28,6 +28,7 @@ use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::{DistanceType, Table};
 use serde::{Deserialize, Serialize};
 
+use crate::index::lance::{column, store_error};
 use crate::index::{quote, IndexError};
 
 const TABLE: &str = "answer_cache";
@@ -64,10 +65,6 @@ pub struct AnswerCache {
     table: Table,
     schema: SchemaRef,
     dimensions: usize,
-}
-
-fn store_error(err: impl std::fmt::Display) -> IndexError {
-    IndexError::Store(err.to_string())
 }
 
 fn schema(dimensions: usize) -> SchemaRef {
@@ -200,13 +197,6 @@ impl AnswerCache {
 /// Whether every cited chunk is still stored with the hash it had.
 pub fn citations_current(cited: &[CitedChunk], now_stored: &HashMap<String, String>) -> bool {
     cited.iter().all(|c| now_stored.get(&c.chunk_id) == Some(&c.content_hash))
-}
-
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
-    batch
-        .column_by_name(name)
-        .and_then(|column| column.as_any().downcast_ref::<T>())
-        .ok_or_else(|| IndexError::Store(format!("the cache result has no usable column {name}")))
 }
 
 fn entries_of(batch: &RecordBatch) -> Result<Vec<(Entry, Option<f32>)>, IndexError> {

@@ -226,14 +226,14 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
 
     // Exact cache.
     if gates.enabled {
-        match answer_cache.exact(&question.key, version.version).await.map_err(index_error)? {
+        match answer_cache.exact(&question.key, version.version).await? {
             Some(entry) => match run.validate(&entry).await? {
                 Ok(()) => {
                     trace.stage("exact_cache", "hit", "the same question was answered under this version");
                     return run.serve_cached(entry, "exact", 1.0, trace, started).await;
                 }
                 Err(why) => {
-                    answer_cache.delete(&entry.id).await.map_err(index_error)?;
+                    answer_cache.delete(&entry.id).await?;
                     trace.stage("exact_cache", "miss", format!("the cached answer is invalid: {why}"));
                 }
             },
@@ -250,8 +250,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     // Semantic cache.
     let mut nearest = None;
     if gates.enabled {
-        let found =
-            answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES).await.map_err(index_error)?;
+        let found = answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES).await?;
         nearest = found.first().map(|(_, similarity)| *similarity);
         let mut decided = None;
         for (entry, similarity) in found {
@@ -263,7 +262,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
                     decided = Some((entry, similarity));
                     break;
                 }
-                Err(_) => answer_cache.delete(&entry.id).await.map_err(index_error)?,
+                Err(_) => answer_cache.delete(&entry.id).await?,
             }
         }
         if let Some((entry, similarity)) = decided {
@@ -296,9 +295,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     let store = lore.chunks().await?;
     let settings = version.snapshot.retrieval;
     let retrieval =
-        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &enabled, &settings)
-            .await
-            .map_err(index_error)?;
+        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &enabled, &settings).await?;
     let passages = retrieval.results;
     let trace_passages: Vec<TracePassage> =
         passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
@@ -492,7 +489,7 @@ impl Run<'_> {
             return Ok(Err("it was not grounded".into()));
         }
         let ids: Vec<String> = entry.cited.iter().map(|c| c.chunk_id.clone()).collect();
-        let stored = self.lore.chunks().await?.content_hashes(&ids).await.map_err(index_error)?;
+        let stored = self.lore.chunks().await?.content_hashes(&ids).await?;
         let enabled = sources::enabled_ids(self.lore).await?;
         let current: HashMap<String, String> = stored
             .into_iter()
@@ -606,7 +603,7 @@ impl Run<'_> {
                 .collect(),
             vector,
         };
-        answer_cache.insert(&entry).await.map_err(index_error)
+        Ok(answer_cache.insert(&entry).await?)
     }
 
     /// Completes the trace, records the run and returns the answer.
@@ -678,13 +675,6 @@ fn citation(index: usize, r: &Retrieved) -> Citation {
         url: r.chunk.url.clone(),
         snippet,
         score: r.score,
-    }
-}
-
-fn index_error(err: impl Into<crate::retrieve::RetrieveError>) -> Error {
-    match err.into() {
-        retrieve::RetrieveError::Embed(err) => Error::Embedding(err),
-        retrieve::RetrieveError::Index(err) => Error::Ingest(crate::ingest::IngestError::Index(err)),
     }
 }
 

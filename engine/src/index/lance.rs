@@ -44,7 +44,7 @@ pub struct LanceChunkStore {
     dimensions: usize,
 }
 
-fn store_error(err: impl std::fmt::Display) -> IndexError {
+pub(crate) fn store_error(err: impl std::fmt::Display) -> IndexError {
     IndexError::Store(err.to_string())
 }
 
@@ -169,7 +169,8 @@ impl LanceChunkStore {
     }
 }
 
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
+/// A result column by name, as its Arrow array type.
+pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
     batch
         .column_by_name(name)
         .and_then(|column| column.as_any().downcast_ref::<T>())
