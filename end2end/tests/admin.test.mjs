@@ -4,32 +4,11 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startLore } from './helpers.mjs';
+import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startLlama, startLore } from './helpers.mjs';
 
 let lore;
 let browser;
 let llama;
-
-/** llama-server with SmolLM2 on a free loopback port (scripts/test builds and fetches both). */
-async function startLlama() {
-  const bin = process.env.LORE_TEST_LLAMA_SERVER;
-  const model = process.env.LORE_TEST_SMOLLM;
-  if (!bin || !model) throw new Error('LORE_TEST_LLAMA_SERVER and LORE_TEST_SMOLLM must be set (scripts/test sets them)');
-  const port = await freePort();
-  const child = spawn(bin, ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-c', '2048', '-t', '1', '-np', '1'],
-    { stdio: 'ignore' });
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch { /* not up yet */ }
-    if (Date.now() > deadline) { child.kill(); throw new Error('llama-server did not start'); }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  return { endpoint: `${base}/v1`, stop: () => child.kill('SIGTERM') };
-}
 
 before(async () => {
   llama = await startLlama();

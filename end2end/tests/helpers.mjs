@@ -3,6 +3,7 @@
 // Chromium driven by playwright-core.
 
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -123,4 +124,69 @@ export async function openPage(browser, baseUrl, expected = []) {
     if (response.status() >= 400 && url.origin === baseUrl && !expected.includes(seen)) errors.push(seen);
   });
   return { context, page, errors };
+}
+
+/** llama-server with SmolLM2 on a free loopback port (scripts/test builds and fetches both). */
+export async function startLlama() {
+  const bin = process.env.LORE_TEST_LLAMA_SERVER;
+  const model = process.env.LORE_TEST_SMOLLM;
+  if (!bin || !model) throw new Error('LORE_TEST_LLAMA_SERVER and LORE_TEST_SMOLLM must be set (scripts/test sets them)');
+  const port = await freePort();
+  const child = spawn(bin, ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-c', '2048', '-t', '1', '-np', '1'],
+    { stdio: 'ignore' });
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) { child.kill(); throw new Error('llama-server did not start'); }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { endpoint: `${base}/v1`, stop: () => child.kill('SIGTERM') };
+}
+
+// The documentation site of the Rust answer tests (engine/tests/support/site.rs),
+// page for page, so SmolLM2 (greedy decoding) sees the same passages.
+const PAGES = 12;
+const TOPICS = ['installing the server on Linux with the package manager', 'configuring single sign-on through an identity provider',
+  'backing up the database and restoring it on a new machine', 'tuning the search cutoff and the fusion weights',
+  'writing webhooks that notify your chat channel', 'rotating the API keys of a hosted model provider',
+  'importing Markdown files from a documentation repository', 'monitoring latency percentiles on the dashboard',
+  'running behind a reverse proxy with TLS termination', 'limiting the rate of requests from embedded widgets',
+  'translating answers for a multilingual audience', 'exporting usage reports for finance each month'];
+const COLOURS = ['amber', 'cobalt', 'crimson', 'emerald', 'indigo', 'saffron', 'teal', 'violet'];
+const pageText = (n) => `Guide number ${n} explains ${TOPICS[n % TOPICS.length]}. Step one for guide ${n}: open the `
+  + `${COLOURS[n % COLOURS.length]} panel and read setting ${n}. Step two: confirm that option ${n} is enabled, then restart. `
+  + `Guide ${n} ends with a checklist of ${n + 3} items.`;
+const html = (title, body) => `<!doctype html><html><head><title>${title}</title></head><body>
+<header><a href="/docs/">Acme Docs</a> <span>Search the docs</span></header>
+<nav><ul><li><a href="/docs/page-1">Getting started</a></li><li><a href="/docs/page-2">Configuration</a></li><li><a href="/private/secret">Internal</a></li></ul></nav>
+<main>${body}</main>
+<footer>Copyright Acme Corporation. All rights reserved. <a href="https://example.invalid/legal">Legal</a></footer>
+</body></html>`;
+
+/** The docs site on a free loopback port: `/sitemap.xml` and `/docs/page-1` … `/docs/page-12`. */
+export async function startDocsSite() {
+  const server = http.createServer((req, res) => {
+    const base = `http://${req.headers.host}`;
+    const page = /^\/docs\/page-(\d+)$/.exec(req.url);
+    if (req.url === '/robots.txt') {
+      res.end(`User-agent: *\nDisallow: /private/\n\nSitemap: ${base}/sitemap.xml\n`);
+    } else if (req.url === '/sitemap.xml') {
+      const urls = Array.from({ length: PAGES }, (_, i) => `<url><loc>${base}/docs/page-${i + 1}</loc><lastmod>2026-11-01</lastmod></url>`);
+      res.setHeader('content-type', 'application/xml');
+      res.end(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls.join('')}</urlset>`);
+    } else if (page && Number(page[1]) >= 1 && Number(page[1]) <= PAGES) {
+      const n = Number(page[1]);
+      const next = n < PAGES ? `<p><a href="/docs/page-${n + 1}">Next guide</a></p>` : '';
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.end(html(`Guide ${n} · Acme Docs`, `<h1>Guide ${n}</h1><h2>Overview</h2><p>${pageText(n)}</p>${next}`));
+    } else {
+      res.statusCode = 404;
+      res.end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
 }

@@ -60,6 +60,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The Dashboard's rollups.
+    Rollups {
+        #[command(subcommand)]
+        command: RollupsCommand,
+    },
     /// Benchmarks (they print a table and write a JSON record).
     Bench {
         #[command(subcommand)]
@@ -95,6 +100,17 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum RollupsCommand {
+    /// Recompute every rollup from the recorded answer runs (replaces what
+    /// is stored, in one transaction).
+    Rebuild {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Embedding throughput and query latency, beside sentence-transformers
     /// and ONNX Runtime when `--peers-python` is given (`scripts/bench-embed`).
@@ -123,6 +139,38 @@ pub enum BenchCommand {
         /// Corpus sizes for the retrieval latency (comma list).
         #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000])]
         sizes: Vec<usize>,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// The Dashboard's aggregate time over the rollups of many answer runs.
+    Dashboard {
+        /// Answer runs whose rollups are generated.
+        #[arg(long, default_value_t = 1_000_000)]
+        runs: u64,
+        /// Where the JSON record goes (default bench-results/dashboard.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// The public API over HTTP on loopback: /retrieve latency, /answer's
+    /// overhead excluding model time, cache-hit latency and throughput at 8,
+    /// 32 and 64 clients (`scripts/bench-answer` starts the model server).
+    Answer {
+        /// An OpenAI-compatible endpoint (`http://127.0.0.1:PORT/v1`) that answers.
+        #[arg(long)]
+        llm_endpoint: String,
+        /// The model name to ask the endpoint for.
+        #[arg(long, default_value = "smollm2-135m-instruct")]
+        llm_model: String,
+        /// Pages of the generated site crawled and embedded for real.
+        #[arg(long, default_value_t = 20)]
+        pages: usize,
+        /// Chunks in the corpus (topped up with synthetic chunks).
+        #[arg(long, default_value_t = 10_000)]
+        chunks: usize,
+        /// Requests per single-client measurement.
+        #[arg(long, default_value_t = 200)]
+        requests: usize,
+        /// Where the JSON record goes (default bench-results/answer.json).
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -1,7 +1,7 @@
 //! `lore`: the server and its admin commands.
 
 use clap::Parser;
-use lore_server::cli::{BenchCommand, Cli, Command};
+use lore_server::cli::{BenchCommand, Cli, Command, RollupsCommand};
 use lore_server::{admin_commands, bench, commands, config, serve, telemetry};
 
 #[tokio::main]
@@ -21,6 +21,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Providers { command } => admin_commands::providers(settings, command).await,
         Command::Keys { command } => admin_commands::keys(settings, command).await,
         Command::Ask { question, json } => commands::ask(settings, &question, json).await,
+        Command::Rollups { command: RollupsCommand::Rebuild { json } } => {
+            commands::rebuild_rollups(settings, json).await
+        }
         Command::Search { query, top_k, json } => commands::search(settings, &query, top_k, json).await,
         Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
             let peers = match (peers_python, peers_script, onnx) {
@@ -31,6 +34,15 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Bench { command: BenchCommand::Index { pages, sizes, out } } => {
             bench::index(settings, pages, sizes, out).await
+        }
+        Command::Bench { command: BenchCommand::Dashboard { runs, out } } => {
+            bench::dashboard(settings, runs, out).await
+        }
+        Command::Bench {
+            command: BenchCommand::Answer { llm_endpoint, llm_model, pages, chunks, requests, out },
+        } => {
+            let options = bench::AnswerOptions { pages, chunks, requests, llm_endpoint, llm_model, out };
+            bench::answer(settings, options).await
         }
     }
 }

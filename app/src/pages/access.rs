@@ -66,7 +66,11 @@ fn OnceShown(created: CreatedKey, dismiss: impl Fn() + Send + Sync + 'static) ->
         let _ = &raw;
     };
     let snippet = (created.key.kind == "widget").then(|| {
-        format!("<script src=\"{{lore}}/widget.js\" data-key=\"{}\" async></script>", created.raw_key)
+        format!(
+            "<script src=\"{}/widget.js\" data-key=\"{}\" async></script>",
+            lore_origin(),
+            created.raw_key
+        )
     });
     view! {
         <div class="panel once-shown" role="alert">
@@ -74,10 +78,21 @@ fn OnceShown(created: CreatedKey, dismiss: impl Fn() + Send + Sync + 'static) ->
             <p>"Copy it now: it is shown only this once and cannot be retrieved later."</p>
             <code class="raw-key">{created.raw_key.clone()}</code>
             <button type="button" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
-            {snippet.map(|s| view! { <p>"Widget snippet (replace {lore} with this server's address):"</p><pre class="snippet">{s}</pre> })}
+            {snippet.map(|s| view! { <p>"Widget snippet: paste it into a page of one of the key's allowed origins."</p><pre class="snippet">{s}</pre> })}
             <button type="button" class="secondary" on:click=move |_| dismiss()>"Done"</button>
         </div>
     }
+}
+
+/// This server's origin as the browser reached it: where a widget snippet
+/// loads the script from. Keys are created from the hydrated page, so the
+/// server-rendered fallback is never shown.
+fn lore_origin() -> String {
+    #[cfg(feature = "hydrate")]
+    if let Some(origin) = web_sys::window().and_then(|window| window.location().origin().ok()) {
+        return origin;
+    }
+    "https://lore.example".to_owned()
 }
 
 #[component]

@@ -10,6 +10,15 @@
 //! - index: pages/s for a sitemap sync of a generated site served on
 //!   127.0.0.1, then retrieval p50/p95 at 10k and 100k chunks, flat and with
 //!   the vector index.
+//! - answer ([`answer`]): the public API over HTTP on loopback: /retrieve,
+//!   /answer's own overhead, cache hits, throughput under concurrent clients.
+//! - dashboard ([`dashboard`]): the Dashboard's aggregate time over the
+//!   rollups of a million answer runs.
+
+mod answer;
+mod dashboard;
+pub use answer::{answer, AnswerOptions};
+pub use dashboard::dashboard;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -63,24 +72,22 @@ pub fn chunk_texts(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Short questions about `SENTENCES`, as users type them.
+const QUERIES: [&str; 10] = [
+    "how do I restore a backup",
+    "which files can I upload",
+    "what happens when the embedding model changes",
+    "how long are backups kept",
+    "rotate provider key",
+    "widget origin allowlist",
+    "refund annual plan",
+    "run in docker",
+    "what is a content gap",
+    "postgres or sqlite",
+];
+
 fn queries() -> Vec<String> {
-    [
-        "how do I restore a backup",
-        "which files can I upload",
-        "what happens when the embedding model changes",
-        "how long are backups kept",
-        "rotate provider key",
-        "widget origin allowlist",
-        "refund annual plan",
-        "run in docker",
-        "what is a content gap",
-        "postgres or sqlite",
-    ]
-    .iter()
-    .cycle()
-    .take(50)
-    .map(|s| (*s).to_owned())
-    .collect()
+    QUERIES.iter().cycle().take(50).map(|s| (*s).to_owned()).collect()
 }
 
 fn percentile(sorted_ms: &[f64], q: f64) -> f64 {
@@ -261,31 +268,8 @@ async fn retrieval_latency(
     let store =
         LanceChunkStore::open(&dir.join("lancedb").display().to_string(), embedder.dimensions()).await?;
     let started = Instant::now();
-    let per_document = 50;
-    let mut position = 0;
-    let mut document = 0;
-    while position < rows {
-        let batch: Vec<ChunkRow> = (position..(position + per_document).min(rows))
-            .map(|i| {
-                let (text, vector) = &base[i % base.len()];
-                let vector: Vec<f32> = if i < base.len() { vector.clone() } else { jitter(vector, i) };
-                ChunkRow {
-                    id: format!("doc{document}:{i}"),
-                    source_id: "bench".into(),
-                    document_id: format!("doc{document}"),
-                    title: format!("Document {document}"),
-                    url: None,
-                    heading: None,
-                    position: i as u32,
-                    text: text.clone(),
-                    content_hash: String::new(),
-                    vector,
-                }
-            })
-            .collect();
-        position += batch.len();
-        store.append(batch).await?;
-        document += 1;
+    for document in synthetic_documents(base, "bench", 0..rows) {
+        store.append(document).await?;
     }
     store.optimize().await?;
     if indexed {
@@ -302,6 +286,41 @@ async fn retrieval_latency(
     }
     latencies.sort_by(f64::total_cmp);
     Ok((percentile(&latencies, 50.0), percentile(&latencies, 95.0), load_s))
+}
+
+/// Rows `range` of a synthetic corpus for `source_id`, 50 to a document:
+/// real text and vectors for the first `base.len()` rows, then copies of them
+/// with jittered vectors (so a large corpus costs no embedding time).
+fn synthetic_documents(
+    base: &[(String, Vec<f32>)],
+    source_id: &str,
+    range: std::ops::Range<usize>,
+) -> Vec<Vec<ChunkRow>> {
+    const PER_DOCUMENT: usize = 50;
+    let rows: Vec<usize> = range.collect();
+    rows.chunks(PER_DOCUMENT)
+        .map(|numbers| {
+            let document = numbers[0] / PER_DOCUMENT;
+            numbers
+                .iter()
+                .map(|&i| {
+                    let (text, vector) = &base[i % base.len()];
+                    ChunkRow {
+                        id: format!("synthetic{document}:{i}"),
+                        source_id: source_id.to_owned(),
+                        document_id: format!("synthetic{document}"),
+                        title: format!("Document {document}"),
+                        url: None,
+                        heading: None,
+                        position: i as u32,
+                        text: text.clone(),
+                        content_hash: format!("synthetic-{i}"),
+                        vector: if i < base.len() { vector.clone() } else { jitter(vector, i) },
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {

@@ -1,0 +1,143 @@
+// The Playground and the widget in a real browser, against llama-server with
+// SmolLM2: answer mode shows the answer, its citations and the trace; the
+// corpus diagnostic shows raw scores per mode; the widget, embedded in a page
+// of an allowed origin, answers with its citations.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
+
+let lore;
+let browser;
+let llama;
+let host;
+let site;
+
+/** A page on another loopback origin that embeds the widget with `snippet`. */
+async function startHost(port, snippet) {
+  const server = http.createServer((_, response) => {
+    response.writeHead(200, { 'content-type': 'text/html' });
+    response.end(`<!doctype html><title>Host</title><h1>Partner docs</h1>\n${snippet}`);
+  });
+  await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { origin: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+before(async () => {
+  llama = await startLlama();
+  site = await startDocsSite();
+  lore = await startLore({ LORE_INGEST__ALLOW_PRIVATE_ADDRESSES: 'true' });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await host?.close();
+  await lore?.stop();
+  await site?.close();
+  llama?.stop();
+});
+
+/** Crawls the site and binds SmolLM2 to generation, through the admin API. */
+async function prepare(page) {
+  const created = await page.request.post(`${lore.baseUrl}/admin/sources/`, {
+    data: { name: 'Guides', kind: 'website', config: { start_url: `${site.url}/docs/`, discovery: 'sitemap' } },
+  });
+  assert.equal(created.status(), 201, await created.text());
+  // Creating a website source starts its first sync.
+  const job = (await created.json()).latest_job.id;
+  for (let i = 0; ; i++) {
+    const status = (await (await page.request.get(`${lore.baseUrl}/admin/jobs/${job}`)).json()).status;
+    if (status === 'succeeded') break;
+    assert.ok(['queued', 'running'].includes(status) && i < 1200, `job ${job} is ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const added = await page.request.post(`${lore.baseUrl}/admin/providers/quick-add`,
+    { data: { kind: 'llama_cpp', endpoint: llama.endpoint, model: 'smollm2-135m-instruct' } });
+  assert.equal(added.status(), 201, await added.text());
+}
+
+test('the Playground answers with citations and a trace, and the corpus diagnostic shows raw scores', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await prepare(page);
+
+  await page.goto(`${lore.baseUrl}/playground`);
+  await hydrated(page);
+  await page.fill('textarea[name=question]', 'What does guide 4 explain?');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const panel = page.locator('.panel.answer');
+  await panel.waitFor({ timeout: 120_000 });
+  assert.equal(await panel.getAttribute('data-refused'), 'false', await panel.innerText());
+  assert.equal(await panel.getAttribute('data-cache'), 'miss');
+  await panel.locator('li.citation', { hasText: 'Guide 4' }).waitFor();
+  for (const stage of ['readiness', 'exact_cache', 'semantic_cache', 'retrieval', 'generation', 'grounding', 'answer']) {
+    assert.equal(await panel.locator(`tr.stage[data-stage="${stage}"]`).count(), 1, stage);
+  }
+  assert.equal(await panel.locator('tr.stage[data-stage="grounding"]').getAttribute('data-decision'), 'grounded');
+
+  // Asked again: served from the cache.
+  await page.getByRole('button', { name: 'Ask' }).click();
+  await page.locator('.panel.answer[data-cache="hit"]').waitFor({ timeout: 60_000 });
+
+  await page.getByLabel('Corpus diagnostic').check();
+  await page.fill('textarea[name=question]', 'indigo panel setting');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const hit = page.locator('li.hit', { hasText: 'Guide 4' });
+  await hit.waitFor();
+  assert.match(await hit.textContent(), /vector \d\.\d{3}, text \d/);
+  assert.deepEqual(errors, []);
+});
+
+test('the widget snippet from the Access screen answers on a page of an allowed origin', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  await page.goto(`${lore.baseUrl}/access`);
+  await hydrated(page);
+  await page.fill('input[name=name]', 'Partner widget');
+  await page.selectOption('select[name=kind]', 'widget');
+  await page.fill('input[name=origins]', origin);
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const snippet = (await page.locator('pre.snippet').innerText()).trim();
+  const raw = (await page.locator('code.raw-key').innerText()).trim();
+  assert.equal(snippet, `<script src="${lore.baseUrl}/widget.js" data-key="${raw}" async></script>`);
+  assert.deepEqual(errors, []);
+  host = await startHost(port, snippet);
+
+  const visitor = await browser.newContext();
+  const hostPage = await visitor.newPage();
+  await hostPage.goto(host.origin);
+  const widget = hostPage.locator('[data-lore-widget]');
+  await widget.locator('button.launcher').click();
+  await widget.locator('input[name=question]').fill('What does guide 4 explain?');
+  await widget.locator('button.ask').click();
+  // A crawled page has a URL, so its citation is a link to it.
+  const cite = widget.locator('ol.cites li a', { hasText: 'Guide 4' });
+  await cite.waitFor({ timeout: 120_000 });
+  assert.equal(await cite.getAttribute('href'), `${site.url}/docs/page-4`);
+  assert.notEqual(await widget.locator('p.a').last().textContent(), '…');
+  await visitor.close();
+});
+
+test('the Dashboard shows the questions asked, from the rollups', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/dashboard`);
+  await hydrated(page);
+  const tiles = page.locator('.metrics ul.tiles');
+  await tiles.waitFor();
+  // The Playground asked twice (a miss, then a hit) and the widget once.
+  assert.equal(await tiles.getAttribute('data-queries'), '3');
+  await page.locator('.top-queries li', { hasText: 'what does guide 4 explain' }).waitFor();
+  assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="grounding"][data-decision="grounded"]').count(), 1);
+  assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="exact_cache"][data-decision="hit"]').count(), 1);
+  assert.equal(await page.locator('.key-usage tr.key[data-key="Partner widget"]').count(), 1);
+  assert.equal(await page.locator('.charts svg').count(), 4);
+  // Another range is read from the daily rollups.
+  await page.selectOption('select[name=range]', String(24 * 7));
+  await page.locator('.metrics ul.tiles[data-queries="3"]').waitFor();
+  assert.deepEqual(errors, []);
+});
