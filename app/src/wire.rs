@@ -461,6 +461,181 @@ pub struct ProfileRetrievalView {
     pub results: SearchResults,
 }
 
+/// `POST /admin/observability/`: the range of the Dashboard. Either `hours`
+/// back from now (default 24), or `from` and `to` (RFC 3339, UTC).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ObservabilityRequest {
+    #[serde(default)]
+    pub hours: Option<u32>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+}
+
+/// Sums over a bucket, a surface or the whole range. Spend and savings are
+/// estimates from the configured model pricing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct MetricTotals {
+    pub queries: i64,
+    pub cache_hits: i64,
+    pub hit_rate: f64,
+    pub refusals: i64,
+    pub estimated_spend_usd: f64,
+    pub estimated_savings_usd: f64,
+    /// Upper edge of the 10%-wide latency slot holding the 95th percentile.
+    pub p95_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct MetricPoint {
+    /// The bucket's start (RFC 3339, UTC).
+    pub bucket: String,
+    #[serde(flatten)]
+    pub totals: MetricTotals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct SurfaceMetrics {
+    /// `playground`, `api`, `widget`, `mcp` or `cli`.
+    pub surface: String,
+    #[serde(flatten)]
+    pub totals: MetricTotals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct QueryCountView {
+    /// The normalised question.
+    pub query: String,
+    pub count: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct KeyUsageView {
+    /// Absent for traffic no access key made (Playground, CLI).
+    pub key_id: Option<String>,
+    pub name: String,
+    pub queries: i64,
+    pub estimated_spend_usd: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct FunnelStageView {
+    pub stage: String,
+    pub decision: String,
+    pub reason: String,
+    pub count: i64,
+}
+
+/// The Dashboard's aggregates for a range, computed from rollups only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct ObservabilityResponse {
+    pub from: String,
+    pub to: String,
+    /// `hour` or `day`: the width of each point of `series`.
+    pub granularity: String,
+    pub totals: MetricTotals,
+    pub series: Vec<MetricPoint>,
+    pub surfaces: Vec<SurfaceMetrics>,
+    pub top_queries: Vec<QueryCountView>,
+    /// Refused questions, most asked first.
+    pub content_gaps: Vec<QueryCountView>,
+    pub keys: Vec<KeyUsageView>,
+    /// Cache stages and the cost funnel: every (stage, decision) runs reached.
+    pub funnel: Vec<FunnelStageView>,
+}
+
+/// A value as Advanced tuning shows it: effective, and whether an admin set
+/// it (`stored`) or it is the default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveValue<T> {
+    pub value: T,
+    pub stored: bool,
+}
+
+/// `GET /admin/tuning`: the effective values of Advanced tuning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TuningView {
+    pub embedding_model: EffectiveValue<String>,
+    /// Why retrieval is failing closed (until a full reindex), when it is.
+    pub failing_closed: Option<String>,
+    pub chunk_size: EffectiveValue<usize>,
+    pub chunk_overlap: EffectiveValue<usize>,
+    /// The profile version the retrieval and cache values come from.
+    pub profile_version: Option<i32>,
+    pub top_k: EffectiveValue<usize>,
+    pub score_cutoff: EffectiveValue<f32>,
+    pub vector_weight: EffectiveValue<f32>,
+    pub text_weight: EffectiveValue<f32>,
+    pub cache_enabled: EffectiveValue<bool>,
+    pub cache_min_similarity: EffectiveValue<f32>,
+    pub cache_max_age_seconds: EffectiveValue<u64>,
+}
+
+/// `PUT /admin/tuning`: absent (or null) fields keep their values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningChange {
+    #[serde(default)]
+    pub chunk_size: Option<usize>,
+    #[serde(default)]
+    pub chunk_overlap: Option<usize>,
+    #[serde(default)]
+    pub top_k: Option<usize>,
+    #[serde(default)]
+    pub score_cutoff: Option<f32>,
+    #[serde(default)]
+    pub vector_weight: Option<f32>,
+    #[serde(default)]
+    pub text_weight: Option<f32>,
+    #[serde(default)]
+    pub cache_enabled: Option<bool>,
+    #[serde(default)]
+    pub cache_min_similarity: Option<f32>,
+    #[serde(default)]
+    pub cache_max_age_seconds: Option<u64>,
+    /// Needed when a chunking change re-embeds an indexed corpus.
+    #[serde(default)]
+    pub acknowledge_reindex: bool,
+}
+
+/// What `PUT /admin/tuning` did, and the values now in effect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TuningApplied {
+    /// The new profile version, when retrieval or cache values changed.
+    pub profile_version: Option<i32>,
+    /// The full reindex a chunking change queued.
+    pub reindex_job: Option<String>,
+    pub tuning: TuningView,
+}
+
+/// `GET /admin/setup/`: where the setup wizard is and what its steps made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetupWizardView {
+    /// `persona`, `source`, `provider`, `advanced`, `index`, `question` or `complete`.
+    pub step: String,
+    /// Every step, in order.
+    pub steps: Vec<String>,
+    /// The chosen persona's key, once chosen.
+    pub persona: Option<String>,
+    pub source: Option<SourceView>,
+    /// The model that answers, once the provider step bound one.
+    pub generation_model: Option<String>,
+    /// The first index run, with its live progress.
+    pub job: Option<JobView>,
+    /// The first question got an answer.
+    pub answered: bool,
+}
+
 #[cfg(feature = "ssr")]
 mod from_engine {
     use super::*;
@@ -613,6 +788,109 @@ mod from_engine {
                 score_cutoff: s.score_cutoff,
                 vector_weight: s.vector_weight,
                 text_weight: s.text_weight,
+            }
+        }
+    }
+
+    impl From<engine::metrics::Totals> for MetricTotals {
+        fn from(t: engine::metrics::Totals) -> Self {
+            Self {
+                queries: t.queries,
+                cache_hits: t.cache_hits,
+                hit_rate: t.hit_rate,
+                refusals: t.refusals,
+                estimated_spend_usd: t.spend_usd,
+                estimated_savings_usd: t.savings_usd,
+                p95_ms: t.p95_ms,
+            }
+        }
+    }
+
+    impl From<engine::metrics::Dashboard> for ObservabilityResponse {
+        fn from(d: engine::metrics::Dashboard) -> Self {
+            let time =
+                |at: chrono::DateTime<chrono::Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let counts = |list: Vec<engine::metrics::QueryCount>| {
+                list.into_iter().map(|c| QueryCountView { query: c.query, count: c.count }).collect()
+            };
+            Self {
+                from: time(d.from),
+                to: time(d.to),
+                granularity: d.granularity.key().to_owned(),
+                totals: d.totals.into(),
+                series: d
+                    .series
+                    .into_iter()
+                    .map(|p| MetricPoint { bucket: time(p.bucket), totals: p.totals.into() })
+                    .collect(),
+                surfaces: d
+                    .surfaces
+                    .into_iter()
+                    .map(|s| SurfaceMetrics { surface: s.surface, totals: s.totals.into() })
+                    .collect(),
+                top_queries: counts(d.top_queries),
+                content_gaps: counts(d.content_gaps),
+                keys: d
+                    .keys
+                    .into_iter()
+                    .map(|k| KeyUsageView {
+                        key_id: k.key_id,
+                        name: k.name,
+                        queries: k.queries,
+                        estimated_spend_usd: k.spend_usd,
+                    })
+                    .collect(),
+                funnel: d
+                    .funnel
+                    .into_iter()
+                    .map(|f| FunnelStageView {
+                        stage: f.stage,
+                        decision: f.decision,
+                        reason: f.reason,
+                        count: f.count,
+                    })
+                    .collect(),
+            }
+        }
+    }
+    impl<T> From<engine::tuning::Effective<T>> for EffectiveValue<T> {
+        fn from(e: engine::tuning::Effective<T>) -> Self {
+            Self { value: e.value, stored: e.stored }
+        }
+    }
+
+    impl From<engine::tuning::Overview> for TuningView {
+        fn from(o: engine::tuning::Overview) -> Self {
+            Self {
+                embedding_model: o.embedding_model.into(),
+                failing_closed: o.failing_closed,
+                chunk_size: o.chunk_size.into(),
+                chunk_overlap: o.chunk_overlap.into(),
+                profile_version: o.profile_version,
+                top_k: o.top_k.into(),
+                score_cutoff: o.score_cutoff.into(),
+                vector_weight: o.vector_weight.into(),
+                text_weight: o.text_weight.into(),
+                cache_enabled: o.cache_enabled.into(),
+                cache_min_similarity: o.cache_min_similarity.into(),
+                cache_max_age_seconds: o.cache_max_age_seconds.into(),
+            }
+        }
+    }
+
+    impl From<TuningChange> for engine::tuning::Change {
+        fn from(c: TuningChange) -> Self {
+            Self {
+                chunk_size: c.chunk_size,
+                chunk_overlap: c.chunk_overlap,
+                top_k: c.top_k,
+                score_cutoff: c.score_cutoff,
+                vector_weight: c.vector_weight,
+                text_weight: c.text_weight,
+                cache_enabled: c.cache_enabled,
+                cache_min_similarity: c.cache_min_similarity,
+                cache_max_age_seconds: c.cache_max_age_seconds,
+                acknowledge_reindex: c.acknowledge_reindex,
             }
         }
     }

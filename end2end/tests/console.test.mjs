@@ -45,7 +45,7 @@ test('the hydrated Readiness panel refreshes on click', async () => {
   await page.locator('.readiness .verdict').waitFor();
 
   const refreshed = page.waitForResponse((r) => r.url().endsWith('/admin/setup-state/') && r.status() === 200);
-  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.locator('.readiness').getByRole('button', { name: 'Refresh' }).click();
   const body = await (await refreshed).json();
   assert.equal(body.can_answer, false);
 

@@ -37,6 +37,8 @@ pub struct Settings {
     pub answer: AnswerSettings,
     #[serde(default)]
     pub mcp: McpSettings,
+    #[serde(default)]
+    pub metrics: MetricsSettings,
     /// `text` (default) or `json` (`LORE_LOG_FORMAT=json`).
     #[serde(default)]
     pub log_format: LogFormat,
@@ -59,6 +61,7 @@ impl Default for Settings {
             providers: ProvidersSettings::default(),
             answer: AnswerSettings::default(),
             mcp: McpSettings::default(),
+            metrics: MetricsSettings::default(),
             log_format: LogFormat::default(),
             master_key: None,
         }
@@ -401,6 +404,17 @@ fn default_crawl_concurrency() -> usize {
 
 fn default_job_lease_seconds() -> u64 {
     30
+}
+
+/// Prometheus text metrics at `/metrics`: off by default; with a key, a
+/// scrape must send `Authorization: Bearer <key>`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub key: Option<Secret>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

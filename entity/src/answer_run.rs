@@ -26,6 +26,8 @@ pub struct Model {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub estimated_cost_usd: f64,
+    /// On a cache hit: the estimated cost of the answer it reused.
+    pub estimated_savings_usd: f64,
     pub latency_ms: f64,
 }
 

@@ -10,6 +10,7 @@ mod m20261122_000001_foundation;
 mod m20261122_000002_ingest;
 mod m20261122_000003_providers_keys_profile;
 mod m20261122_000004_answers;
+mod m20261122_000005_rollups;
 
 pub struct Migrator;
 
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000002_ingest::Migration),
             Box::new(m20261122_000003_providers_keys_profile::Migration),
             Box::new(m20261122_000004_answers::Migration),
+            Box::new(m20261122_000005_rollups::Migration),
         ]
     }
 }

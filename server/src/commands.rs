@@ -336,6 +336,17 @@ pub async fn search(settings: Settings, query: &str, top_k: usize, json: bool) -
     Ok(())
 }
 
+pub async fn rebuild_rollups(settings: Settings, json: bool) -> anyhow::Result<()> {
+    let lore = open(settings).await?;
+    let rebuilt = engine::metrics::rebuild(&lore).await.map_err(fail)?;
+    if json {
+        print_json(&rebuilt);
+    } else {
+        println!("Rebuilt the rollups from {} answer runs ({} rows).", rebuilt.runs, rebuilt.rows);
+    }
+    Ok(())
+}
+
 pub async fn ask(settings: Settings, question: &str, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
     let ask = engine::answer::Ask {

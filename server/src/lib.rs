@@ -20,4 +20,6 @@ use leptos::config::LeptosOptions;
 pub struct AppState {
     pub lore: engine::Lore,
     pub leptos: LeptosOptions,
+    /// Request counters for `/metrics`.
+    pub http_metrics: http::prometheus::HttpMetrics,
 }

@@ -13,7 +13,7 @@ use crate::{console, http, AppState};
 /// Builds the whole application for an opened engine.
 pub fn app(lore: Lore) -> axum::Router {
     let leptos = console::leptos_options(&lore.settings);
-    http::router(AppState { lore, leptos })
+    http::router(AppState { lore, leptos, http_metrics: http::prometheus::HttpMetrics::default() })
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The

@@ -1,9 +1,15 @@
-//! The Dashboard. For now it holds the Readiness panel; usage, cache, spend and
-//! latency charts come with the rollups.
+//! The Dashboard: Readiness, then usage, cache, spend, latency, refusals,
+//! top queries, content gaps, per-key usage and the cost funnel for a time
+//! range, all from `POST /admin/observability/` (rollups only). Charts are
+//! inline SVG; everything loads after hydration.
 
 use leptos::prelude::*;
 
-use crate::wire::SetupState;
+use crate::client;
+use crate::wire::{MetricPoint, ObservabilityRequest, ObservabilityResponse, SetupState};
+
+/// The range selector's choices: (hours, label).
+const RANGES: [(u32, &str); 3] = [(24, "Last 24 hours"), (24 * 7, "Last 7 days"), (24 * 30, "Last 30 days")];
 
 #[component]
 pub fn Dashboard() -> impl IntoView {
@@ -11,10 +17,196 @@ pub fn Dashboard() -> impl IntoView {
         <section class="screen">
             <h1>"Dashboard"</h1>
             <Readiness/>
-            <p class="empty">
-                "Usage, cache, spend and latency charts appear here once questions are being answered."
-            </p>
+            <Metrics/>
         </section>
+    }
+}
+
+#[component]
+fn Metrics() -> impl IntoView {
+    let hours = RwSignal::new(24u32);
+    let (generation, set_generation) = signal(0u32);
+    let data = LocalResource::new(move || {
+        generation.track();
+        let request = ObservabilityRequest { hours: Some(hours.get()), ..ObservabilityRequest::default() };
+        async move { client::send::<_, ObservabilityResponse>("POST", "/admin/observability/", &request).await }
+    });
+    view! {
+        <div class="panel metrics" aria-live="polite">
+            <div class="panel-head">
+                <h2>"Usage"</h2>
+                <label class="range">
+                    "Range "
+                    <select
+                        name="range"
+                        on:change=move |ev| hours.set(event_target_value(&ev).parse().unwrap_or(24))
+                        prop:value=move || hours.get().to_string()
+                    >
+                        {RANGES.iter().map(|(h, label)| view! { <option value=h.to_string()>{*label}</option> }).collect_view()}
+                    </select>
+                </label>
+                <button class="refresh" on:click=move |_| set_generation.update(|n| *n += 1)>"Refresh"</button>
+            </div>
+            {move || match data.get() {
+                None => view! { <p class="loading">"Loading the metrics…"</p> }.into_any(),
+                Some(Ok(data)) => view! { <MetricsView data/> }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
+    let t = data.totals.clone();
+    if t.queries == 0 {
+        return view! {
+            <div class="empty" data-empty="true">
+                <p>"No questions were answered in this range."</p>
+                <p>
+                    "Ask one in the " <a href="/playground">"Playground"</a>
+                    ", or give a program or a web page a key on the " <a href="/access">"Access"</a>
+                    " screen. Every answer, cache hit and refusal shows up here."
+                </p>
+            </div>
+        }
+        .into_any();
+    }
+    let per = if data.granularity == "hour" { "hour" } else { "day" };
+    view! {
+        <ul class="tiles" data-queries=t.queries.to_string()>
+            <li><span class="value">{t.queries}</span><span class="name">"questions"</span></li>
+            <li><span class="value">{format!("{:.0}%", t.hit_rate * 100.0)}</span><span class="name">"cache hit rate"</span></li>
+            <li><span class="value">{t.refusals}</span><span class="name">"refusals"</span></li>
+            <li><span class="value">{format!("{:.0} ms", t.p95_ms)}</span><span class="name">"latency p95"</span></li>
+            <li><span class="value">{usd(t.estimated_spend_usd)}</span><span class="name">"spend (estimate)"</span></li>
+            <li><span class="value">{usd(t.estimated_savings_usd)}</span><span class="name">"saved by the cache (estimate)"</span></li>
+        </ul>
+        <p class="note">"Spend and savings are estimates from the prices set on the Providers screen."</p>
+        <div class="charts">
+            <Chart title=format!("Questions per {per} (cache hits darker)") series=data.series.clone()
+                value=|p| p.totals.queries as f64 overlay=Some(|p: &MetricPoint| p.totals.cache_hits as f64)
+                format=|v| format!("{v:.0}")/>
+            <Chart title=format!("Latency p95 per {per}") series=data.series.clone()
+                value=|p| p.totals.p95_ms overlay=None format=|v| format!("{v:.0} ms")/>
+            <Chart title=format!("Refusals per {per}") series=data.series.clone()
+                value=|p| p.totals.refusals as f64 overlay=None format=|v| format!("{v:.0}")/>
+            <Chart title=format!("Estimated spend per {per}") series=data.series.clone()
+                value=|p| p.totals.estimated_spend_usd overlay=None format=usd/>
+        </div>
+        <div class="lists">
+            <section class="top-queries">
+                <h3>"Top questions"</h3>
+                <Counts rows=data.top_queries.iter().map(|q| (q.query.clone(), q.count)).collect()
+                    empty="No questions yet."/>
+            </section>
+            <section class="content-gaps">
+                <h3>"Content gaps"</h3>
+                <p class="note">"Questions Lore refused: add content that answers them."</p>
+                <Counts rows=data.content_gaps.iter().map(|q| (q.query.clone(), q.count)).collect()
+                    empty="No refusals: every question found an answer."/>
+            </section>
+            <section class="key-usage">
+                <h3>"Usage per access key"</h3>
+                <table>
+                    <thead><tr><th>"Key"</th><th>"Questions"</th><th>"Spend (estimate)"</th></tr></thead>
+                    <tbody>
+                        {data.keys.iter().map(|k| view! {
+                            <tr class="key" data-key=k.name.clone()>
+                                <td>{k.name.clone()}</td><td>{k.queries}</td><td>{usd(k.estimated_spend_usd)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+            <section class="funnel">
+                <h3>"Cache stages and cost funnel"</h3>
+                <table>
+                    <thead><tr><th>"Stage"</th><th>"Decision"</th><th>"Questions"</th><th>"Reason (example)"</th></tr></thead>
+                    <tbody>
+                        {data.funnel.iter().map(|f| view! {
+                            <tr class="funnel-stage" data-stage=f.stage.clone() data-decision=f.decision.clone()>
+                                <td>{f.stage.replace('_', " ")}</td><td>{f.decision.clone()}</td>
+                                <td>{f.count}</td><td class="reason">{f.reason.clone()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+        </div>
+    }
+    .into_any()
+}
+
+/// An SVG coordinate.
+fn num(value: f64) -> String {
+    format!("{value:.2}")
+}
+
+fn usd(value: f64) -> String {
+    if value > 0.0 && value < 0.01 {
+        format!("${value:.4}")
+    } else {
+        format!("${value:.2}")
+    }
+}
+
+#[component]
+fn Counts(rows: Vec<(String, i64)>, empty: &'static str) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="empty">{empty}</p> }.into_any();
+    }
+    view! {
+        <ol class="counts">
+            {rows.into_iter().map(|(text, count)| view! {
+                <li><span class="text">{text}</span> <span class="count">{count}</span></li>
+            }).collect_view()}
+        </ol>
+    }
+    .into_any()
+}
+
+/// A bar chart of one value per bucket as inline SVG, with an optional
+/// darker overlay (a part of the value, such as cache hits of questions).
+#[component]
+fn Chart(
+    title: String,
+    series: Vec<MetricPoint>,
+    value: fn(&MetricPoint) -> f64,
+    overlay: Option<fn(&MetricPoint) -> f64>,
+    format: fn(f64) -> String,
+) -> impl IntoView {
+    const WIDTH: f64 = 480.0;
+    const HEIGHT: f64 = 120.0;
+    let max = series.iter().map(value).fold(0.0f64, f64::max);
+    let scale = if max > 0.0 { HEIGHT / max } else { 0.0 };
+    let step = WIDTH / series.len().max(1) as f64;
+    let bar = (step * 0.8).max(1.0);
+    let bars = series
+        .iter()
+        .enumerate()
+        .map(|(i, point)| {
+            let x = i as f64 * step;
+            let v = value(point);
+            let h = v * scale;
+            let part = overlay.map(|f| f(point) * scale).unwrap_or(0.0);
+            let tip = format!("{}: {}", point.bucket, format(v));
+            view! {
+                <g>
+                    <title>{tip}</title>
+                    <rect class="bar" x=num(x) y=num(HEIGHT - h) width=num(bar) height=num(h)></rect>
+                    <rect class="bar overlay" x=num(x) y=num(HEIGHT - part) width=num(bar) height=num(part)></rect>
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <figure class="chart">
+            <figcaption>{title} <span class="max">{format!("max {}", format(max))}</span></figcaption>
+            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") width="100%" height="120" role="img" preserveAspectRatio="none">
+                {bars}
+            </svg>
+        </figure>
     }
 }
 

@@ -532,7 +532,7 @@ impl Run<'_> {
                 usage: Usage::default(),
             },
         };
-        self.finish(answer, trace, started).await
+        self.finish_saving(answer, trace, started, cached.estimated_cost_usd).await
     }
 
     async fn refuse(
@@ -584,6 +584,7 @@ impl Run<'_> {
             answer: answer.answer.clone(),
             citations: answer.citations.clone(),
             model: answer.trace.model.clone(),
+            estimated_cost_usd: answer.trace.usage.estimated_cost_usd,
         })
         .map_err(|err| Error::Internal(format!("serialising a cache entry: {err}")))?;
         let entry = Entry {
@@ -607,10 +608,22 @@ impl Run<'_> {
     }
 
     /// Completes the trace, records the run and returns the answer.
-    async fn finish(&self, mut answer: Answer, trace: Tracer, started: Instant) -> Result<Answer> {
+    async fn finish(&self, answer: Answer, trace: Tracer, started: Instant) -> Result<Answer> {
+        self.finish_saving(answer, trace, started, 0.0).await
+    }
+
+    /// Records the run; a cache hit saved `savings_usd`.
+    async fn finish_saving(
+        &self,
+        mut answer: Answer,
+        trace: Tracer,
+        started: Instant,
+        savings_usd: f64,
+    ) -> Result<Answer> {
         answer.trace.stages = trace.stages;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        answer.trace.id = runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms).await?;
+        answer.trace.id =
+            runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms, savings_usd).await?;
         Ok(answer)
     }
 }
@@ -621,6 +634,9 @@ struct CachedPayload {
     answer: String,
     citations: Vec<Citation>,
     model: Option<String>,
+    /// What writing the answer cost: what each hit on it saves.
+    #[serde(default)]
+    estimated_cost_usd: f64,
 }
 
 /// The gate's maximum age for a source of this volatility: `medium` as set,

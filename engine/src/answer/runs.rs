@@ -10,13 +10,16 @@ use sea_orm::{EntityTrait, QueryOrder, QuerySelect, Set};
 use super::{Answer, Ask, CacheStatus};
 use crate::{Error, Lore, Result};
 
-/// Records the run; returns its id (the trace id).
+/// Records the run and adds it to the Dashboard's rollups, in one
+/// transaction; returns its id (the trace id). `savings_usd` is what a cache
+/// hit saved: the estimated cost of the answer it reused.
 pub async fn record(
     lore: &Lore,
     ask: &Ask,
     question_key: &str,
     answer: &Answer,
     latency_ms: f64,
+    savings_usd: f64,
 ) -> Result<String> {
     let id = uuid::Uuid::new_v4().to_string();
     let stages = serde_json::to_value(&answer.trace.stages)
@@ -27,26 +30,26 @@ pub async fn record(
         CacheStatus::Miss => "miss",
         CacheStatus::Bypass => "bypass",
     };
-    answer_run::Entity::insert(answer_run::ActiveModel {
-        id: Set(id.clone()),
-        created_at: Set(Utc::now()),
-        surface: Set(ask.surface.key().to_owned()),
-        key_id: Set(ask.key_id.clone()),
-        profile_version: Set(answer.profile_version),
-        question: Set(question_key.to_owned()),
-        cache_status: Set(cache_status.to_owned()),
-        refused: Set(answer.refused),
-        grounded: Set(answer.grounded),
-        escalated: Set(escalated),
-        model: Set(answer.trace.model.clone()),
-        stages: Set(stages),
-        input_tokens: Set(i64::try_from(answer.trace.usage.input_tokens).unwrap_or(i64::MAX)),
-        output_tokens: Set(i64::try_from(answer.trace.usage.output_tokens).unwrap_or(i64::MAX)),
-        estimated_cost_usd: Set(answer.trace.usage.estimated_cost_usd),
-        latency_ms: Set(latency_ms),
-    })
-    .exec_without_returning(&lore.db)
-    .await?;
+    let run = answer_run::Model {
+        id: id.clone(),
+        created_at: Utc::now(),
+        surface: ask.surface.key().to_owned(),
+        key_id: ask.key_id.clone(),
+        profile_version: answer.profile_version,
+        question: question_key.to_owned(),
+        cache_status: cache_status.to_owned(),
+        refused: answer.refused,
+        grounded: answer.grounded,
+        escalated,
+        model: answer.trace.model.clone(),
+        stages,
+        input_tokens: i64::try_from(answer.trace.usage.input_tokens).unwrap_or(i64::MAX),
+        output_tokens: i64::try_from(answer.trace.usage.output_tokens).unwrap_or(i64::MAX),
+        estimated_cost_usd: answer.trace.usage.estimated_cost_usd,
+        estimated_savings_usd: savings_usd,
+        latency_ms,
+    };
+    crate::metrics::record_run(lore, run).await?;
     Ok(id)
 }
 

@@ -145,6 +145,22 @@ pub async fn recent(lore: &Lore, source_id: Option<&str>, limit: u64) -> Result<
     Ok(query.all(&lore.db).await?)
 }
 
+/// How many indexing runs are in each status (queued, running, succeeded,
+/// failed, cancelled).
+pub async fn counts_by_status(lore: &Lore) -> Result<Vec<(String, i64)>> {
+    use sea_orm::sea_query::{Alias, Func};
+    let count: sea_orm::sea_query::SimpleExpr =
+        Func::cast_as(Func::count(Expr::col(index_job::Column::Id)), Alias::new("BIGINT")).into();
+    Ok(index_job::Entity::find()
+        .select_only()
+        .column(index_job::Column::Status)
+        .column_as(count, "count")
+        .group_by(index_job::Column::Status)
+        .into_tuple::<(String, i64)>()
+        .all(&lore.db)
+        .await?)
+}
+
 /// Cancels the queued and running jobs of a source (a running one stops at
 /// its next heartbeat).
 pub async fn cancel_queued(lore: &Lore, source_id: &str) -> Result<()> {

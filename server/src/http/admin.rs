@@ -29,3 +29,40 @@ pub async fn setup_state(
 ) -> Result<Json<app::wire::SetupState>, ApiError> {
     Ok(Json(engine::readiness::assess(&state.lore).await?.into()))
 }
+
+/// `POST /admin/observability/`: the Dashboard's aggregates for a range,
+/// computed from the rollup tables only (never from runs or traces).
+pub async fn observability(
+    State(state): State<AppState>,
+    _admin: Admin,
+    super::json::ApiJson(request): super::json::ApiJson<app::wire::ObservabilityRequest>,
+) -> Result<Json<app::wire::ObservabilityResponse>, ApiError> {
+    let range = observability_range(&request, chrono::Utc::now())?;
+    Ok(Json(engine::metrics::dashboard(&state.lore, range).await?.into()))
+}
+
+/// The range a request names: `from`/`to`, or `hours` back from `now` (24 by default).
+fn observability_range(
+    request: &app::wire::ObservabilityRequest,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<engine::metrics::Range, engine::Error> {
+    let parse = |field: &str, value: &str| {
+        chrono::DateTime::parse_from_rfc3339(value)
+            .map(|at| at.with_timezone(&chrono::Utc))
+            .map_err(|_| engine::Error::InvalidInput(format!("{field} must be an RFC 3339 time")))
+    };
+    match (&request.from, &request.to, request.hours) {
+        (Some(from), to, None) => {
+            let to = to.as_deref().map(|to| parse("to", to)).transpose()?.unwrap_or(now);
+            Ok(engine::metrics::Range { from: parse("from", from)?, to })
+        }
+        (None, None, hours) => {
+            let hours = hours.unwrap_or(24);
+            if hours == 0 || hours > 24 * 400 {
+                return Err(engine::Error::InvalidInput("hours must be between 1 and 9600".into()));
+            }
+            Ok(engine::metrics::Range::last_hours(now, i64::from(hours)))
+        }
+        _ => Err(engine::Error::InvalidInput("give either hours, or from (and optionally to)".into())),
+    }
+}

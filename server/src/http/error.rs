@@ -22,6 +22,10 @@ pub enum ApiError {
     NotReady,
     /// A JSON body that is not JSON, not of the right shape, or not declared as JSON.
     Json(axum::extract::rejection::JsonRejection),
+    /// `/metrics` is off (`metrics.enabled`).
+    MetricsDisabled,
+    /// `/metrics` is protected by `metrics.key` and the scrape did not send it.
+    MetricsKeyRequired,
 }
 
 impl From<engine::Error> for ApiError {
@@ -114,6 +118,16 @@ impl ApiError {
             ApiError::NotReady => {
                 (StatusCode::SERVICE_UNAVAILABLE, "not_ready", "Lore is not ready to serve.".into())
             }
+            ApiError::MetricsDisabled => (
+                StatusCode::NOT_FOUND,
+                "metrics_disabled",
+                "Metrics are off; set metrics.enabled to serve them.".into(),
+            ),
+            ApiError::MetricsKeyRequired => (
+                StatusCode::UNAUTHORIZED,
+                "metrics_key_required",
+                "Send the metrics key as `Authorization: Bearer <key>`.".into(),
+            ),
         }
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::answer::AnswerRequest;
 use super::public::{RetrieveRequest, RetrieveResponse};
 use crate::AppState;
-use app::wire::{AnswerResponse, ErrorBody};
+use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse};
 
 /// The stable error codes each public route can answer with, by status.
 const ANSWER_ERRORS: &[(&str, &str)] = &[
@@ -25,6 +25,15 @@ const ANSWER_ERRORS: &[(&str, &str)] = &[
     ("503", "Lore cannot answer yet (`not_answerable`, with the failing readiness checks) or retrieval is failing closed (`retrieval_failing_closed`)."),
 ];
 
+/// The error codes of the admin routes documented here.
+const ADMIN_ERRORS: &[(&str, &str)] = &[
+    ("400", "Malformed JSON (`malformed_json`)."),
+    ("401", "No admin session (`unauthenticated`)."),
+    ("403", "The signed-in account is not an admin, or the request is cross-origin (`admin_unavailable`, `cross_origin_rejected`)."),
+    ("415", "The body is not JSON (`unsupported_media_type`)."),
+    ("422", "A malformed or too long range, or unknown fields (`invalid_input`)."),
+];
+
 pub fn document(base_url: &str) -> Value {
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut schema = |f: fn(&mut schemars::SchemaGenerator) -> schemars::Schema| f(&mut generator).to_value();
@@ -33,6 +42,8 @@ pub fn document(base_url: &str) -> Value {
     let retrieve_request = schema(|g| g.subschema_for::<RetrieveRequest>());
     let retrieve_response = schema(|g| g.subschema_for::<RetrieveResponse>());
     let error = schema(|g| g.subschema_for::<ErrorBody>());
+    let observability_request = schema(|g| g.subschema_for::<ObservabilityRequest>());
+    let observability_response = schema(|g| g.subschema_for::<ObservabilityResponse>());
     let schemas = generator.take_definitions(true);
 
     let errors = |codes: &[(&str, &str)]| -> Value {
@@ -60,7 +71,7 @@ pub fn document(base_url: &str) -> Value {
         "info": {
             "title": "Lore public API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Grounded answers and retrieval over the indexed knowledge base. Every request carries an access key in `x-api-key`; errors have the body `{\"error\": {\"code\", \"message\", \"details\"?}}` with a stable code.",
+            "description": "Grounded answers and retrieval over the indexed knowledge base, and the Dashboard's aggregates. Public requests carry an access key in `x-api-key`; errors have the body `{\"error\": {\"code\", \"message\", \"details\"?}}` with a stable code.",
         },
         "servers": [{"url": base_url}],
         "security": [{"apiKey": []}],
@@ -88,9 +99,23 @@ pub fn document(base_url: &str) -> Value {
                     "content": {"application/json": {"schema": retrieve_response}},
                 }), &ANSWER_ERRORS.iter().copied().filter(|(s, _)| *s != "502" && *s != "429").collect::<Vec<_>>()),
             }},
+            "/admin/observability/": {"post": {
+                "operationId": "observability",
+                "summary": "The Dashboard's aggregates for a time range, from rollups only.",
+                "description": "For signed-in admins (the console's session cookie). Usage over time (hourly up to 72 hours, daily beyond), cache hit rate, estimated spend and savings (from configured pricing), latency p95, refusals, top queries, content gaps, per-key usage and the cost funnel. Lists are kept per UTC day and cover the whole days the range touches.",
+                "security": [{"adminSession": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": observability_request}}},
+                "responses": with_ok(json!({
+                    "description": "The aggregates.",
+                    "content": {"application/json": {"schema": observability_response}},
+                }), ADMIN_ERRORS),
+            }},
         },
         "components": {
-            "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
+            "securitySchemes": {
+                "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+                "adminSession": {"type": "apiKey", "in": "cookie", "name": super::auth::SESSION_COOKIE},
+            },
             "schemas": schemas,
         },
     })

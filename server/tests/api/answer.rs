@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::helpers::{spawn_app_with, Options, TestApp};
+use super::helpers::{finished, spawn_app_with, Options, TestApp};
 use super::llama::LlamaServer;
 use super::site::Site;
 
@@ -20,17 +20,6 @@ struct Setup {
     site: Site,
     key: String,
     _llama: LlamaServer,
-}
-
-async fn finished(app: &TestApp, job: &str) -> Value {
-    for _ in 0..1200 {
-        let view: Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
-        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("job {job} did not finish");
 }
 
 /// Lore with the site indexed, SmolLM2 bound to generation and a secret key
@@ -182,6 +171,32 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     assert!(matches!(escalation["decision"].as_str(), Some("grounded" | "ungrounded")), "{escalated:#}");
     assert!(escalation["cost_usd"].is_number(), "{escalated:#}");
 
+    // Every run reached the Dashboard's rollups, read back through
+    // POST /admin/observability/.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    assert_eq!(dashboard["totals"]["queries"], 5, "{dashboard:#}");
+    assert!(dashboard["totals"]["refusals"].as_i64().unwrap() >= 3, "{dashboard:#}");
+    assert_eq!(dashboard["keys"][0]["name"], "backend");
+    assert_eq!(dashboard["keys"][0]["queries"], 5);
+    let gaps = dashboard["content_gaps"].as_array().unwrap();
+    assert!(gaps.iter().any(|g| g["query"] == "zyxwv qrstu plokm" && g["count"] == 2), "{dashboard:#}");
+    let funnel = dashboard["funnel"].as_array().unwrap();
+    assert!(funnel
+        .iter()
+        .any(|f| f["stage"] == "escalation" && f["decision"] == "unbound" && f["count"] == 1));
+    assert!(funnel
+        .iter()
+        .any(|f| f["stage"] == "retrieval" && f["decision"] == "nothing" && f["count"] == 2));
+    for bad in [
+        json!({"hours": 0}),
+        json!({"from": "yesterday"}),
+        json!({"hours": 2, "from": "2026-11-01T00:00:00Z"}),
+    ] {
+        let refused = s.app.post_json("/admin/observability/", bad.clone()).await;
+        assert_eq!(refused.status(), 422, "{bad}");
+    }
+
     // Retrieval failing closed → 503 retrieval_failing_closed.
     engine::corpus::set(&s.app.lore.db, None).await.unwrap();
     let closed = s.ask("What does guide 4 explain?").await;
@@ -311,12 +326,15 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         assert_eq!(response.json::<Value>().await.unwrap()["error"]["code"], code);
     }
 
-    // The OpenAPI document describes both public routes.
+    // The OpenAPI document describes both public routes and the Dashboard's.
     let openapi: Value = s.app.get("/openapi.json").await.json().await.unwrap();
     assert_eq!(openapi["openapi"], "3.0.3");
     assert!(
         openapi["paths"]["/answer"]["post"].is_object() && openapi["paths"]["/retrieve"]["post"].is_object()
     );
+    let observability = &openapi["paths"]["/admin/observability/"]["post"];
+    assert_eq!(observability["security"][0]["adminSession"], json!([]), "{openapi:#}");
+    assert!(openapi["components"]["schemas"]["ObservabilityResponse"]["properties"]["funnel"].is_object());
     assert!(
         openapi["components"]["schemas"]["AnswerResponse"]["properties"]["citations"].is_object(),
         "{openapi:#}"

@@ -3,24 +3,11 @@
 //! full reindex re-embeds the corpus with it, in the target's dimensions;
 //! unbinding returns to the on-node model, and fails closed again.
 
-use std::time::Duration;
-
 use reqwest::multipart::{Form, Part};
 use serde_json::{json, Value};
 
-use super::helpers::{spawn_app_with, Options, TestApp};
+use super::helpers::{finished, spawn_app_with, Options, TestApp};
 use super::llama::LlamaServer;
-
-async fn finished(app: &TestApp, job: &str) -> Value {
-    for _ in 0..1200 {
-        let view: Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
-        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("job {job} did not finish");
-}
 
 async fn search(app: &TestApp) -> reqwest::Response {
     app.post_json("/admin/search", json!({"query": "restore a snapshot", "top_k": 3})).await

@@ -217,3 +217,15 @@ pub async fn drop_postgres(name: &str) {
         let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
     }
 }
+
+/// Polls an indexing run until it ends; its final view.
+pub async fn finished(app: &TestApp, job: &str) -> serde_json::Value {
+    for _ in 0..1200 {
+        let view: serde_json::Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
+        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
+            return view;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("job {job} did not finish");
+}

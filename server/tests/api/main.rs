@@ -14,9 +14,11 @@ mod health;
 mod helpers;
 mod indexing_jobs;
 mod llama;
+mod metrics;
 mod providers;
 mod setup_state;
 #[path = "../../../engine/tests/support/site.rs"]
 mod site;
 mod sources;
 mod storage;
+mod tuning;

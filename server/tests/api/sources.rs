@@ -1,12 +1,10 @@
 //! The admin API behind the Sources screen, over HTTP: uploads and their
 //! errors, search, the chunking acknowledgement and the fail-closed rule.
 
-use std::time::Duration;
-
 use reqwest::multipart::{Form, Part};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app_with, Options, TestApp};
+use crate::helpers::{finished, spawn_app_with, Options, TestApp};
 
 async fn admin_app() -> TestApp {
     let app = spawn_app_with(Options {
@@ -30,18 +28,6 @@ async fn error_code(response: reqwest::Response) -> (u16, String) {
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();
     (status, body["error"]["code"].as_str().unwrap_or_default().to_owned())
-}
-
-/// Polls a job until it ends.
-async fn finished(app: &TestApp, job: &str) -> Value {
-    for _ in 0..600 {
-        let view: Value = app.get(&format!("/admin/jobs/{job}")).await.json().await.unwrap();
-        if !matches!(view["status"].as_str(), Some("queued" | "running")) {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("job {job} did not finish");
 }
 
 const GUIDE: &str = "# Restores\n\n## From a snapshot\n\nStop Lore, copy the snapshot over the data directory, and start it again.\n";

@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 20] = [
+const TABLES: [&str; 23] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -20,12 +20,15 @@ const TABLES: [&str; 20] = [
     "document",
     "index_job",
     "key_usage",
+    "metric_latency",
+    "metric_rollup",
     "model_target",
     "oidc_login",
     "profile",
     "profile_version",
     "provider_account",
     "role_binding",
+    "rollup_count",
     "seaql_migrations",
     "source",
 ];

@@ -1,0 +1,688 @@
+//! The Dashboard's rollups, and the aggregates read from them.
+//!
+//! Every answer run adds its contribution to three tables in the same
+//! transaction that records the run ([`add_run`]):
+//!
+//! - `metric_rollup`: per UTC hour and per UTC day, per surface: queries,
+//!   cache hits, refusals, estimated spend and savings, summed latency;
+//! - `metric_latency`: the latency histogram of the same buckets (slots 10%
+//!   wide, so the p95 read from them is the slot's upper edge, at most 10%
+//!   above the exact value);
+//! - `rollup_count`: per UTC day, the Dashboard's lists: top queries, content
+//!   gaps (refused questions), per-key usage (keyless playground, CLI and
+//!   admin traffic under "no access key"), and the cost funnel, one row per
+//!   (stage, decision) with a reason recorded for it (reasons carry counts,
+//!   so they are not part of the key).
+//!
+//! Every column is a sum, so runs add to them with `ON CONFLICT … DO UPDATE
+//! SET n = n + excluded` and never read-modify-write. [`rebuild`] recomputes
+//! all three from the runs with the same [`Contribution`], so a rebuild equals
+//! what the live path wrote. [`dashboard`] reads only these tables.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
+use entity::{access_key, answer_run, metric_latency, metric_rollup, rollup_count};
+use sea_orm::sea_query::{Alias, Expr, Func, OnConflict, SimpleExpr};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+    TransactionTrait,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Lore, Result};
+
+/// Each latency slot's upper edge is 10% above the one before.
+const SLOT_GROWTH: f64 = 1.1;
+/// Slot 0 holds everything up to 1 ms; the last slot everything past ~33 min.
+const MAX_SLOT: i32 = 160;
+/// Ranges up to this long are shown per hour, longer ones per day.
+const HOURLY_UP_TO_HOURS: i64 = 72;
+/// Rows in the Dashboard's top-queries and content-gap lists.
+const LIST_LENGTH: u64 = 10;
+/// The label of runs that no access key made.
+pub const NO_ACCESS_KEY: &str = "no access key";
+
+/// The histogram slot a latency falls in.
+pub fn latency_slot(ms: f64) -> i32 {
+    if ms.is_nan() || ms <= 1.0 {
+        return 0;
+    }
+    let slot = (ms.ln() / SLOT_GROWTH.ln()).ceil();
+    if slot >= f64::from(MAX_SLOT) {
+        MAX_SLOT
+    } else {
+        slot as i32
+    }
+}
+
+/// A slot's upper edge in milliseconds: the p95 the Dashboard reports when
+/// the 95th percentile falls in it.
+pub fn slot_upper_ms(slot: i32) -> f64 {
+    SLOT_GROWTH.powi(slot)
+}
+
+/// The p95 of a histogram (slot → count): the upper edge of the slot holding
+/// the 95th percentile run; 0 when empty.
+pub fn p95(histogram: &BTreeMap<i32, i64>) -> f64 {
+    let total: i64 = histogram.values().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let rank = (total * 95 + 99) / 100;
+    let mut seen = 0;
+    for (&slot, &count) in histogram {
+        seen += count;
+        if seen >= rank {
+            return slot_upper_ms(slot);
+        }
+    }
+    histogram.keys().next_back().map_or(0.0, |&slot| slot_upper_ms(slot))
+}
+
+fn truncate(at: DateTime<Utc>, granularity: Granularity) -> DateTime<Utc> {
+    let step = granularity.step();
+    at.duration_trunc(step).unwrap_or(at)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Granularity {
+    Hour,
+    Day,
+}
+
+impl Granularity {
+    pub fn key(self) -> &'static str {
+        match self {
+            Granularity::Hour => "hour",
+            Granularity::Day => "day",
+        }
+    }
+
+    fn step(self) -> TimeDelta {
+        match self {
+            Granularity::Hour => Duration::hours(1),
+            Granularity::Day => Duration::days(1),
+        }
+    }
+}
+
+/// The sums a rollup row holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sums {
+    pub queries: i64,
+    pub cache_hits: i64,
+    pub refusals: i64,
+    pub spend_usd: f64,
+    pub savings_usd: f64,
+    pub latency_ms_sum: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Counted {
+    label: String,
+    detail: String,
+    count: i64,
+    spend_usd: f64,
+}
+
+/// What runs add to the rollups, summed in memory: one run's contribution
+/// on the live path, every run's in [`rebuild`].
+#[derive(Debug, Default)]
+pub struct Contribution {
+    rollups: BTreeMap<(Granularity, DateTime<Utc>, String), Sums>,
+    latency: BTreeMap<(Granularity, DateTime<Utc>, String, i32), i64>,
+    counts: BTreeMap<(DateTime<Utc>, &'static str, String), Counted>,
+}
+
+/// One stage of a recorded trace, as much of it as the funnel needs.
+#[derive(Deserialize)]
+struct RecordedStage {
+    stage: String,
+    decision: String,
+    #[serde(default)]
+    reason: String,
+}
+
+impl Contribution {
+    pub fn add(&mut self, run: &answer_run::Model) {
+        let hit = run.cache_status == "hit";
+        for granularity in [Granularity::Hour, Granularity::Day] {
+            let bucket = truncate(run.created_at, granularity);
+            let sums = self.rollups.entry((granularity, bucket, run.surface.clone())).or_default();
+            sums.queries += 1;
+            sums.cache_hits += i64::from(hit);
+            sums.refusals += i64::from(run.refused);
+            sums.spend_usd += run.estimated_cost_usd;
+            sums.savings_usd += run.estimated_savings_usd;
+            sums.latency_ms_sum += run.latency_ms;
+            *self
+                .latency
+                .entry((granularity, bucket, run.surface.clone(), latency_slot(run.latency_ms)))
+                .or_default() += 1;
+        }
+
+        let day = truncate(run.created_at, Granularity::Day);
+        let mut count = |kind: &'static str, key: String, label: &str, detail: &str, spend: f64| {
+            let counted = self.counts.entry((day, kind, key)).or_default();
+            label.clone_into(&mut counted.label);
+            detail.clone_into(&mut counted.detail);
+            counted.count += 1;
+            counted.spend_usd += spend;
+        };
+        let question_key = crate::keys::hash(&run.question);
+        count("query", question_key.clone(), &run.question, "", run.estimated_cost_usd);
+        if run.refused {
+            count("gap", question_key, &run.question, "", 0.0);
+        }
+        let key = run.key_id.clone().unwrap_or_default();
+        let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
+        count("key", key, &label, "", run.estimated_cost_usd);
+        let stages: Vec<RecordedStage> = serde_json::from_value(run.stages.clone()).unwrap_or_default();
+        for stage in stages {
+            let name = format!("{}/{}", stage.stage, stage.decision);
+            count("funnel", name.clone(), &name, &stage.reason, 0.0);
+        }
+    }
+
+    /// Adds the contribution to the stored rollups (the live path).
+    pub async fn add_to(&self, db: &impl ConnectionTrait) -> Result<()> {
+        use metric_rollup::Column as R;
+        for ((granularity, bucket, surface), sums) in &self.rollups {
+            let plus =
+                |column: R| Expr::col((metric_rollup::Entity, column)).add(Expr::col((Excluded, column)));
+            metric_rollup::Entity::insert(rollup_row(*granularity, *bucket, surface, sums))
+                .on_conflict(
+                    OnConflict::columns([R::Granularity, R::Bucket, R::Surface])
+                        .value(R::Queries, plus(R::Queries))
+                        .value(R::CacheHits, plus(R::CacheHits))
+                        .value(R::Refusals, plus(R::Refusals))
+                        .value(R::SpendUsd, plus(R::SpendUsd))
+                        .value(R::SavingsUsd, plus(R::SavingsUsd))
+                        .value(R::LatencyMsSum, plus(R::LatencyMsSum))
+                        .to_owned(),
+                )
+                .exec_without_returning(db)
+                .await?;
+        }
+        use metric_latency::Column as L;
+        for ((granularity, bucket, surface, slot), count) in &self.latency {
+            metric_latency::Entity::insert(latency_row(*granularity, *bucket, surface, *slot, *count))
+                .on_conflict(
+                    OnConflict::columns([L::Granularity, L::Bucket, L::Surface, L::Slot])
+                        .value(
+                            L::Count,
+                            Expr::col((metric_latency::Entity, L::Count))
+                                .add(Expr::col((Excluded, L::Count))),
+                        )
+                        .to_owned(),
+                )
+                .exec_without_returning(db)
+                .await?;
+        }
+        use rollup_count::Column as C;
+        for ((day, kind, key), counted) in &self.counts {
+            let plus =
+                |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
+            rollup_count::Entity::insert(count_row(*day, kind, key, counted))
+                .on_conflict(
+                    OnConflict::columns([C::Day, C::Kind, C::Key])
+                        .value(C::Count, plus(C::Count))
+                        .value(C::SpendUsd, plus(C::SpendUsd))
+                        .value(C::Label, Expr::col((Excluded, C::Label)))
+                        .value(C::Detail, Expr::col((Excluded, C::Detail)))
+                        .to_owned(),
+                )
+                .exec_without_returning(db)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the contribution into empty rollup tables (a rebuild, or a
+    /// benchmark's bulk load); returns the rows written.
+    pub async fn insert_into(self, db: &impl ConnectionTrait) -> Result<usize> {
+        const BATCH: usize = 500;
+        let mut written = 0;
+        let rollups: Vec<_> = self
+            .rollups
+            .iter()
+            .map(|((g, bucket, surface), sums)| rollup_row(*g, *bucket, surface, sums))
+            .collect();
+        for batch in rollups.chunks(BATCH) {
+            metric_rollup::Entity::insert_many(batch.to_vec()).exec_without_returning(db).await?;
+            written += batch.len();
+        }
+        let latency: Vec<_> = self
+            .latency
+            .iter()
+            .map(|((g, bucket, surface, slot), count)| latency_row(*g, *bucket, surface, *slot, *count))
+            .collect();
+        for batch in latency.chunks(BATCH) {
+            metric_latency::Entity::insert_many(batch.to_vec()).exec_without_returning(db).await?;
+            written += batch.len();
+        }
+        let counts: Vec<_> = self
+            .counts
+            .iter()
+            .map(|((day, kind, key), counted)| count_row(*day, kind, key, counted))
+            .collect();
+        for batch in counts.chunks(BATCH) {
+            rollup_count::Entity::insert_many(batch.to_vec()).exec_without_returning(db).await?;
+            written += batch.len();
+        }
+        Ok(written)
+    }
+}
+
+/// `excluded`, the row an `ON CONFLICT` insert proposed (SQLite and PostgreSQL).
+#[derive(Clone, Copy)]
+struct Excluded;
+
+impl sea_orm::sea_query::Iden for Excluded {
+    fn unquoted(&self, s: &mut dyn std::fmt::Write) {
+        let _ = s.write_str("excluded");
+    }
+}
+
+fn rollup_row(
+    granularity: Granularity,
+    bucket: DateTime<Utc>,
+    surface: &str,
+    sums: &Sums,
+) -> metric_rollup::ActiveModel {
+    metric_rollup::ActiveModel {
+        granularity: Set(granularity.key().to_owned()),
+        bucket: Set(bucket),
+        surface: Set(surface.to_owned()),
+        queries: Set(sums.queries),
+        cache_hits: Set(sums.cache_hits),
+        refusals: Set(sums.refusals),
+        spend_usd: Set(sums.spend_usd),
+        savings_usd: Set(sums.savings_usd),
+        latency_ms_sum: Set(sums.latency_ms_sum),
+    }
+}
+
+fn latency_row(
+    granularity: Granularity,
+    bucket: DateTime<Utc>,
+    surface: &str,
+    slot: i32,
+    count: i64,
+) -> metric_latency::ActiveModel {
+    metric_latency::ActiveModel {
+        granularity: Set(granularity.key().to_owned()),
+        bucket: Set(bucket),
+        surface: Set(surface.to_owned()),
+        slot: Set(slot),
+        count: Set(count),
+    }
+}
+
+fn count_row(day: DateTime<Utc>, kind: &str, key: &str, counted: &Counted) -> rollup_count::ActiveModel {
+    rollup_count::ActiveModel {
+        day: Set(day),
+        kind: Set(kind.to_owned()),
+        key: Set(key.to_owned()),
+        label: Set(counted.label.clone()),
+        detail: Set(counted.detail.clone()),
+        count: Set(counted.count),
+        spend_usd: Set(counted.spend_usd),
+    }
+}
+
+/// Records `run` and adds it to the rollups, in one transaction.
+pub async fn record_run(lore: &Lore, run: answer_run::Model) -> Result<()> {
+    let mut contribution = Contribution::default();
+    contribution.add(&run);
+    let txn = lore.db.begin().await?;
+    answer_run::Entity::insert(sea_orm::IntoActiveModel::into_active_model(run))
+        .exec_without_returning(&txn)
+        .await?;
+    contribution.add_to(&txn).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Rebuilt {
+    pub runs: u64,
+    pub rows: usize,
+}
+
+/// Recomputes every rollup from the recorded runs (`lore rollups rebuild`),
+/// replacing what is stored in one transaction.
+pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
+    const PAGE: u64 = 2_000;
+    let txn = lore.db.begin().await?;
+    let mut contribution = Contribution::default();
+    let mut pages = answer_run::Entity::find()
+        .order_by_asc(answer_run::Column::CreatedAt)
+        .order_by_asc(answer_run::Column::Id)
+        .paginate(&txn, PAGE);
+    let mut runs = 0;
+    while let Some(page) = pages.fetch_and_next().await? {
+        runs += page.len() as u64;
+        for run in &page {
+            contribution.add(run);
+        }
+    }
+    metric_rollup::Entity::delete_many().exec(&txn).await?;
+    metric_latency::Entity::delete_many().exec(&txn).await?;
+    rollup_count::Entity::delete_many().exec(&txn).await?;
+    let rows = contribution.insert_into(&txn).await?;
+    txn.commit().await?;
+    Ok(Rebuilt { runs, rows })
+}
+
+/// A time range of the Dashboard: `[from, to)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+impl Range {
+    /// The last `hours` hours up to `now`.
+    pub fn last_hours(now: DateTime<Utc>, hours: i64) -> Self {
+        Range { from: now - Duration::hours(hours), to: now }
+    }
+
+    pub fn granularity(&self) -> Granularity {
+        if self.to - self.from <= Duration::hours(HOURLY_UP_TO_HOURS) {
+            Granularity::Hour
+        } else {
+            Granularity::Day
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Totals {
+    pub queries: i64,
+    pub cache_hits: i64,
+    /// Cache hits per query (0 without queries).
+    pub hit_rate: f64,
+    pub refusals: i64,
+    pub spend_usd: f64,
+    pub savings_usd: f64,
+    pub p95_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub bucket: DateTime<Utc>,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SurfaceTotals {
+    pub surface: String,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueryCount {
+    pub query: String,
+    pub count: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KeyUsage {
+    /// None for runs no access key made.
+    pub key_id: Option<String>,
+    /// The key's name, or "no access key".
+    pub name: String,
+    pub queries: i64,
+    pub spend_usd: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunnelStage {
+    pub stage: String,
+    pub decision: String,
+    /// One reason recorded for it (the same stage and decision can have
+    /// several, such as candidate counts).
+    pub reason: String,
+    pub count: i64,
+}
+
+/// Everything the Dashboard shows for a range, from the rollups alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Dashboard {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub granularity: Granularity,
+    pub totals: Totals,
+    /// One point per bucket of the range, empty buckets included.
+    pub series: Vec<Point>,
+    pub surfaces: Vec<SurfaceTotals>,
+    pub top_queries: Vec<QueryCount>,
+    pub content_gaps: Vec<QueryCount>,
+    pub keys: Vec<KeyUsage>,
+    pub funnel: Vec<FunnelStage>,
+}
+
+#[derive(Default)]
+struct Bucketed {
+    sums: Sums,
+    histogram: BTreeMap<i32, i64>,
+}
+
+impl Bucketed {
+    fn merge(&mut self, other: &Bucketed) {
+        self.sums.queries += other.sums.queries;
+        self.sums.cache_hits += other.sums.cache_hits;
+        self.sums.refusals += other.sums.refusals;
+        self.sums.spend_usd += other.sums.spend_usd;
+        self.sums.savings_usd += other.sums.savings_usd;
+        self.sums.latency_ms_sum += other.sums.latency_ms_sum;
+        for (slot, count) in &other.histogram {
+            *self.histogram.entry(*slot).or_default() += count;
+        }
+    }
+
+    fn totals(&self) -> Totals {
+        let s = &self.sums;
+        Totals {
+            queries: s.queries,
+            cache_hits: s.cache_hits,
+            hit_rate: if s.queries == 0 { 0.0 } else { s.cache_hits as f64 / s.queries as f64 },
+            refusals: s.refusals,
+            spend_usd: s.spend_usd,
+            savings_usd: s.savings_usd,
+            p95_ms: p95(&self.histogram),
+        }
+    }
+}
+
+/// The Dashboard's aggregates for `range`, read from the rollup tables only
+/// (and the access keys' names). Lists are kept per UTC day, so they cover
+/// the whole days the range touches.
+pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
+    if range.to <= range.from {
+        return Err(Error::InvalidInput("the range must end after it starts".into()));
+    }
+    if range.to - range.from > Duration::days(400) {
+        return Err(Error::InvalidInput("the range may span at most 400 days".into()));
+    }
+    let granularity = range.granularity();
+    let first = truncate(range.from, granularity);
+
+    let mut buckets: BTreeMap<(DateTime<Utc>, String), Bucketed> = BTreeMap::new();
+    let rows = metric_rollup::Entity::find()
+        .filter(metric_rollup::Column::Granularity.eq(granularity.key()))
+        .filter(metric_rollup::Column::Bucket.gte(first))
+        .filter(metric_rollup::Column::Bucket.lt(range.to))
+        .all(&lore.db)
+        .await?;
+    for row in rows {
+        buckets.entry((row.bucket, row.surface)).or_default().sums = Sums {
+            queries: row.queries,
+            cache_hits: row.cache_hits,
+            refusals: row.refusals,
+            spend_usd: row.spend_usd,
+            savings_usd: row.savings_usd,
+            latency_ms_sum: row.latency_ms_sum,
+        };
+    }
+    let slots = metric_latency::Entity::find()
+        .filter(metric_latency::Column::Granularity.eq(granularity.key()))
+        .filter(metric_latency::Column::Bucket.gte(first))
+        .filter(metric_latency::Column::Bucket.lt(range.to))
+        .all(&lore.db)
+        .await?;
+    for slot in slots {
+        *buckets.entry((slot.bucket, slot.surface)).or_default().histogram.entry(slot.slot).or_default() +=
+            slot.count;
+    }
+
+    let mut total = Bucketed::default();
+    let mut per_bucket: BTreeMap<DateTime<Utc>, Bucketed> = BTreeMap::new();
+    let mut per_surface: BTreeMap<String, Bucketed> = BTreeMap::new();
+    for ((bucket, surface), bucketed) in &buckets {
+        total.merge(bucketed);
+        per_bucket.entry(*bucket).or_default().merge(bucketed);
+        per_surface.entry(surface.clone()).or_default().merge(bucketed);
+    }
+    let mut series = Vec::new();
+    let mut at = first;
+    while at < range.to {
+        let totals = per_bucket.get(&at).map(Bucketed::totals).unwrap_or_default();
+        series.push(Point { bucket: at, totals });
+        at += granularity.step();
+    }
+
+    let day_from = truncate(range.from, Granularity::Day);
+    let queries = counted(lore, "query", day_from, range.to, Some(LIST_LENGTH)).await?;
+    let gaps = counted(lore, "gap", day_from, range.to, Some(LIST_LENGTH)).await?;
+    let keys = counted(lore, "key", day_from, range.to, None).await?;
+    let funnel = counted(lore, "funnel", day_from, range.to, None).await?;
+    let names: BTreeMap<String, String> =
+        access_key::Entity::find().all(&lore.db).await?.into_iter().map(|k| (k.id, k.name)).collect();
+
+    Ok(Dashboard {
+        from: range.from,
+        to: range.to,
+        granularity,
+        totals: total.totals(),
+        series,
+        surfaces: per_surface
+            .into_iter()
+            .map(|(surface, bucketed)| SurfaceTotals { surface, totals: bucketed.totals() })
+            .collect(),
+        top_queries: queries.iter().map(|c| QueryCount { query: c.label.clone(), count: c.count }).collect(),
+        content_gaps: gaps.iter().map(|c| QueryCount { query: c.label.clone(), count: c.count }).collect(),
+        keys: keys
+            .into_iter()
+            .map(|c| {
+                let key_id = (!c.key.is_empty()).then_some(c.key);
+                let name = match &key_id {
+                    Some(id) => names.get(id).cloned().unwrap_or_else(|| id.clone()),
+                    None => NO_ACCESS_KEY.to_owned(),
+                };
+                KeyUsage { key_id, name, queries: c.count, spend_usd: c.spend_usd }
+            })
+            .collect(),
+        funnel: {
+            let mut stages: Vec<FunnelStage> = funnel
+                .into_iter()
+                .map(|c| {
+                    let (stage, decision) = c.label.split_once('/').unwrap_or((c.label.as_str(), ""));
+                    FunnelStage {
+                        stage: stage.to_owned(),
+                        decision: decision.to_owned(),
+                        reason: c.detail.clone(),
+                        count: c.count,
+                    }
+                })
+                .collect();
+            stages.sort_by_key(|s| (stage_order(&s.stage), std::cmp::Reverse(s.count)));
+            stages
+        },
+    })
+}
+
+/// The pipeline's order of stages, for the funnel.
+fn stage_order(stage: &str) -> usize {
+    const ORDER: [&str; 11] = [
+        "normalise",
+        "readiness",
+        "exact_cache",
+        "semantic_cache",
+        "retrieval",
+        "refusal",
+        "prompt",
+        "generation",
+        "grounding",
+        "escalation",
+        "answer",
+    ];
+    ORDER.iter().position(|s| *s == stage).unwrap_or(ORDER.len())
+}
+
+struct Summed {
+    key: String,
+    label: String,
+    detail: String,
+    count: i64,
+    spend_usd: f64,
+}
+
+/// `rollup_count` rows of `kind` in the days of `[from, to)`, summed per key,
+/// most counted first.
+async fn counted(
+    lore: &Lore,
+    kind: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: Option<u64>,
+) -> Result<Vec<Summed>> {
+    use rollup_count::Column as C;
+    let total: SimpleExpr = Func::cast_as(Func::sum(Expr::col(C::Count)), Alias::new("BIGINT")).into();
+    let mut query = rollup_count::Entity::find()
+        .select_only()
+        .column(C::Key)
+        .column_as(Expr::col(C::Label).max(), "label")
+        .column_as(Expr::col(C::Detail).max(), "detail")
+        .column_as(total.clone(), "count")
+        .column_as(SimpleExpr::from(Func::sum(Expr::col(C::SpendUsd))), "spend")
+        .filter(C::Kind.eq(kind))
+        .filter(C::Day.gte(from))
+        .filter(C::Day.lt(to))
+        .group_by(C::Key)
+        .order_by_desc(total)
+        .order_by_asc(C::Key);
+    if let Some(limit) = limit {
+        query = query.limit(limit);
+    }
+    let rows: Vec<(String, String, String, i64, f64)> = query.into_tuple().all(&lore.db).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, label, detail, count, spend_usd)| Summed { key, label, detail, count, spend_usd })
+        .collect())
+}
+
+/// All-time totals per surface, from the daily rollups: the counters
+/// `/metrics` exports.
+pub async fn totals_by_surface(lore: &Lore) -> Result<Vec<(String, Sums)>> {
+    let rows = metric_rollup::Entity::find()
+        .filter(metric_rollup::Column::Granularity.eq(Granularity::Day.key()))
+        .all(&lore.db)
+        .await?;
+    let mut per_surface: BTreeMap<String, Sums> = BTreeMap::new();
+    for row in rows {
+        let sums = per_surface.entry(row.surface).or_default();
+        sums.queries += row.queries;
+        sums.cache_hits += row.cache_hits;
+        sums.refusals += row.refusals;
+        sums.spend_usd += row.spend_usd;
+        sums.savings_usd += row.savings_usd;
+        sums.latency_ms_sum += row.latency_ms_sum;
+    }
+    Ok(per_surface.into_iter().collect())
+}

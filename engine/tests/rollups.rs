@@ -1,0 +1,324 @@
+//! The Dashboard's rollups on both databases: runs of known surfaces, keys
+//! and outcomes give exactly the expected counts, hit rate, p95, spend,
+//! savings, lists and funnel; a rebuild from the runs gives the same; and the
+//! aggregates are read from the rollup tables alone (they still come out
+//! right after the runs table is dropped).
+
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use chrono::{DateTime, TimeZone, Utc};
+use engine::audit::Actor;
+use engine::metrics::{self, Granularity, Range};
+use engine::Lore;
+use entity::answer_run;
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::json;
+
+fn at(day: u32, hour: u32, minute: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, day, hour, minute, 0).unwrap()
+}
+
+struct Run {
+    at: DateTime<Utc>,
+    surface: &'static str,
+    key: Option<String>,
+    question: &'static str,
+    /// `miss` (answered), `exact`/`semantic` (hit), `nothing` (refused, nothing
+    /// retrieved) or `ungrounded` (refused; escalation disabled).
+    outcome: &'static str,
+    cost: f64,
+    latency_ms: f64,
+}
+
+fn stages(outcome: &str) -> serde_json::Value {
+    let stage = |stage: &str, decision: &str, reason: &str| json!({"stage": stage, "decision": decision, "reason": reason, "duration_ms": 1.0});
+    let mut list = vec![
+        stage("normalise", "ok", "12 characters"),
+        stage("readiness", "answerable", "profile version 1 serves"),
+    ];
+    match outcome {
+        "exact" => list.extend([
+            stage("exact_cache", "hit", "the same question"),
+            stage("answer", "answered", "served from the exact cache"),
+        ]),
+        "semantic" => list.extend([
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("semantic_cache", "hit", "a cached question is 0.950 similar"),
+            stage("answer", "answered", "served from the semantic cache"),
+        ]),
+        "nothing" => list.extend([
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("semantic_cache", "miss", "no cached question"),
+            stage("retrieval", "nothing", "40 candidates, none at or above the cutoff"),
+            stage("refusal", "refused", "no model was called"),
+        ]),
+        "ungrounded" => list.extend([
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("semantic_cache", "miss", "no cached question"),
+            stage("retrieval", "passages", "3 of 40 candidates passed the cutoff 0.35"),
+            stage("generation", "answered", "smollm2 wrote 80 tokens"),
+            stage("grounding", "ungrounded", "no statement is supported"),
+            stage("escalation", "disabled", "the escalation target big-model is disabled"),
+            stage("answer", "refused", "no grounded answer"),
+        ]),
+        _ => list.extend([
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("semantic_cache", "miss", "no cached question"),
+            stage("retrieval", "passages", "4 of 40 candidates passed the cutoff 0.35"),
+            stage("generation", "answered", "smollm2 wrote 60 tokens"),
+            stage("grounding", "grounded", "2 statements supported"),
+            stage("answer", "answered", "1 citations"),
+        ]),
+    }
+    json!(list)
+}
+
+async fn record(lore: &Lore, run: &Run) {
+    let hit = matches!(run.outcome, "exact" | "semantic");
+    let refused = matches!(run.outcome, "nothing" | "ungrounded");
+    metrics::record_run(
+        lore,
+        answer_run::Model {
+            id: uuid::Uuid::new_v4().to_string(),
+            created_at: run.at,
+            surface: run.surface.to_owned(),
+            key_id: run.key.clone(),
+            profile_version: 1,
+            question: run.question.to_owned(),
+            cache_status: if hit { "hit" } else { "miss" }.to_owned(),
+            refused,
+            grounded: !refused,
+            escalated: false,
+            model: None,
+            stages: stages(run.outcome),
+            input_tokens: 0,
+            output_tokens: 0,
+            estimated_cost_usd: if hit { 0.0 } else { run.cost },
+            estimated_savings_usd: if hit { run.cost } else { 0.0 },
+            latency_ms: run.latency_ms,
+        },
+    )
+    .await
+    .unwrap();
+}
+
+async fn exercise(lore: &Lore) {
+    let (backend, _) = engine::keys::create(
+        lore,
+        &Actor::System,
+        engine::keys::NewKey {
+            name: "backend".into(),
+            kind: "secret".into(),
+            scopes: vec!["answer".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let k1 = Some(backend.id.clone());
+    let k2 = Some("widget-key-id".to_owned());
+    let backup = "how do i back up the database";
+    let mut runs = vec![
+        Run {
+            at: at(20, 10, 5),
+            surface: "api",
+            key: k1.clone(),
+            question: backup,
+            outcome: "miss",
+            cost: 0.002,
+            latency_ms: 1200.0,
+        },
+        Run {
+            at: at(20, 10, 6),
+            surface: "api",
+            key: k1.clone(),
+            question: backup,
+            outcome: "exact",
+            cost: 0.002,
+            latency_ms: 8.0,
+        },
+        Run {
+            at: at(20, 10, 7),
+            surface: "playground",
+            key: None,
+            question: backup,
+            outcome: "semantic",
+            cost: 0.002,
+            latency_ms: 9.0,
+        },
+        Run {
+            at: at(20, 11, 0),
+            surface: "widget",
+            key: k2.clone(),
+            question: "pricing for teams",
+            outcome: "nothing",
+            cost: 0.0,
+            latency_ms: 30.0,
+        },
+        Run {
+            at: at(20, 11, 30),
+            surface: "api",
+            key: k1.clone(),
+            question: "rotate keys",
+            outcome: "ungrounded",
+            cost: 0.001,
+            latency_ms: 900.0,
+        },
+    ];
+    // Sixteen more answered API questions spread over hour 13, 20 ms to 320 ms.
+    for i in 1..=16u32 {
+        runs.push(Run {
+            at: at(20, 13, i),
+            surface: "api",
+            key: k1.clone(),
+            question: "what is lore",
+            outcome: "miss",
+            cost: 0.0005,
+            latency_ms: f64::from(i) * 20.0,
+        });
+    }
+    // Outside the range: the next day.
+    runs.push(Run {
+        at: at(21, 9, 0),
+        surface: "api",
+        key: k1.clone(),
+        question: "late question",
+        outcome: "nothing",
+        cost: 0.0,
+        latency_ms: 5.0,
+    });
+    for run in &runs {
+        record(lore, run).await;
+    }
+
+    let day = Range { from: at(20, 0, 0), to: at(21, 0, 0) };
+    let live = metrics::dashboard(lore, day).await.unwrap();
+    let in_range: Vec<&Run> = runs.iter().filter(|r| r.at < day.to).collect();
+
+    // Totals.
+    assert_eq!(live.granularity, Granularity::Hour);
+    assert_eq!(live.totals.queries, 21);
+    assert_eq!(live.totals.cache_hits, 2);
+    assert!((live.totals.hit_rate - 2.0 / 21.0).abs() < 1e-12);
+    assert_eq!(live.totals.refusals, 2);
+    let spend: f64 = 0.002 + 0.001 + 16.0 * 0.0005;
+    assert!((live.totals.spend_usd - spend).abs() < 1e-12, "{}", live.totals.spend_usd);
+    assert!((live.totals.savings_usd - 0.004).abs() < 1e-12, "{}", live.totals.savings_usd);
+    // p95: the 20th of 21 sorted latencies, read within the slot's 10%.
+    let mut latencies: Vec<f64> = in_range.iter().map(|r| r.latency_ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    let exact = latencies[19];
+    assert_eq!(exact, 900.0);
+    assert!(live.totals.p95_ms >= exact && live.totals.p95_ms <= exact * 1.1, "p95 {}", live.totals.p95_ms);
+
+    // The series: 24 hourly points, empty hours included.
+    assert_eq!(live.series.len(), 24);
+    let queries_at = |hour: usize| live.series[hour].totals.queries;
+    assert_eq!(
+        (queries_at(9), queries_at(10), queries_at(11), queries_at(12), queries_at(13)),
+        (0, 3, 2, 0, 16)
+    );
+    assert_eq!(live.series[13].totals.p95_ms, metrics::slot_upper_ms(metrics::latency_slot(320.0)));
+    assert_eq!(live.series[10].totals.cache_hits, 2);
+
+    // Per surface.
+    let surface = |name: &str| live.surfaces.iter().find(|s| s.surface == name).unwrap().totals.clone();
+    assert_eq!(
+        (surface("api").queries, surface("playground").queries, surface("widget").queries),
+        (19, 1, 1)
+    );
+    assert_eq!(surface("widget").refusals, 1);
+
+    // Lists.
+    assert_eq!(live.top_queries[0].query, "what is lore");
+    assert_eq!(live.top_queries[0].count, 16);
+    assert_eq!((live.top_queries[1].query.as_str(), live.top_queries[1].count), (backup, 3));
+    let mut gaps: Vec<(&str, i64)> = live.content_gaps.iter().map(|g| (g.query.as_str(), g.count)).collect();
+    gaps.sort();
+    assert_eq!(gaps, vec![("pricing for teams", 1), ("rotate keys", 1)]);
+    let key = |name: &str| live.keys.iter().find(|k| k.name == name).unwrap().clone();
+    assert_eq!(key("backend").queries, 19);
+    assert_eq!(key("backend").key_id.as_deref(), Some(backend.id.as_str()));
+    assert!((key("backend").spend_usd - spend).abs() < 1e-12);
+    assert_eq!(key("widget-key-id").queries, 1, "a key that no longer exists shows by id");
+    assert_eq!((key(metrics::NO_ACCESS_KEY).queries, key(metrics::NO_ACCESS_KEY).key_id), (1, None));
+
+    // The funnel: every (stage, decision) with its count, in pipeline order.
+    let funnel = |stage: &str, decision: &str| {
+        live.funnel.iter().find(|f| f.stage == stage && f.decision == decision).map(|f| f.count).unwrap_or(0)
+    };
+    assert_eq!(funnel("exact_cache", "hit"), 1);
+    assert_eq!(funnel("exact_cache", "miss"), 20);
+    assert_eq!(funnel("semantic_cache", "hit"), 1);
+    assert_eq!(funnel("retrieval", "nothing"), 1);
+    assert_eq!(funnel("generation", "answered"), 18);
+    assert_eq!(funnel("grounding", "ungrounded"), 1);
+    assert_eq!(funnel("escalation", "disabled"), 1);
+    assert_eq!(funnel("answer", "refused"), 1);
+    let disabled = live.funnel.iter().find(|f| f.stage == "escalation").unwrap();
+    assert_eq!(disabled.reason, "the escalation target big-model is disabled");
+    let order: Vec<&str> = live.funnel.iter().map(|f| f.stage.as_str()).collect();
+    let position = |stage: &str| order.iter().position(|s| *s == stage).unwrap();
+    assert!(
+        position("exact_cache") < position("retrieval") && position("retrieval") < position("escalation")
+    );
+
+    // A week: daily points; the next day's run counts there.
+    let week = metrics::dashboard(lore, Range { from: at(16, 0, 0), to: at(23, 0, 0) }).await.unwrap();
+    assert_eq!(week.granularity, Granularity::Day);
+    assert_eq!(week.series.len(), 7);
+    assert_eq!((week.series[4].totals.queries, week.series[5].totals.queries), (21, 1));
+    assert_eq!(week.totals.refusals, 3);
+
+    // A rebuild from the runs gives exactly the same aggregates.
+    let rebuilt = metrics::rebuild(lore).await.unwrap();
+    assert_eq!(rebuilt.runs, 22);
+    assert_eq!(metrics::dashboard(lore, day).await.unwrap(), live);
+    assert_eq!(metrics::dashboard(lore, Range { from: at(16, 0, 0), to: at(23, 0, 0) }).await.unwrap(), week);
+
+    // The aggregates come from the rollups alone: without the runs table
+    // they are unchanged.
+    lore.db.execute_unprepared("DROP TABLE answer_run").await.unwrap();
+    assert_eq!(metrics::dashboard(lore, day).await.unwrap(), live);
+
+    // A range must end after it starts.
+    let backwards = Range { from: at(21, 0, 0), to: at(20, 0, 0) };
+    assert!(matches!(metrics::dashboard(lore, backwards).await, Err(engine::Error::InvalidInput(_))));
+}
+
+#[tokio::test]
+async fn rollups_on_sqlite_count_exactly_and_rebuild_to_the_same() {
+    let (lore, _dir) = support::open().await;
+    exercise(&lore).await;
+}
+
+#[tokio::test]
+async fn rollups_on_postgres_count_exactly_and_rebuild_to_the_same() {
+    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = format!("lore_rollups_{}", uuid::Uuid::new_v4().simple());
+    let admin = Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
+    admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let mut url = url::Url::parse(&admin_url).unwrap();
+    url.set_path(&name);
+    let (lore, _dir) = support::open_with(|settings| {
+        settings.database.url = Some(engine::settings::Secret::new(url.to_string()));
+    })
+    .await;
+    exercise(&lore).await;
+    drop(lore);
+    let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
+#[test]
+fn latency_slots_are_ten_percent_wide() {
+    assert_eq!(metrics::latency_slot(0.2), 0);
+    assert_eq!(metrics::latency_slot(1.0), 0);
+    for ms in [1.5, 9.0, 30.0, 250.0, 4_000.0, 90_000.0] {
+        let upper = metrics::slot_upper_ms(metrics::latency_slot(ms));
+        assert!(upper >= ms && upper < ms * 1.1 + 1e-9, "{ms} → {upper}");
+    }
+}
