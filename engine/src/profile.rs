@@ -277,7 +277,9 @@ pub fn default_snapshot(persona_key: &str, details: Details) -> Result<Snapshot>
     })
 }
 
-fn validate(snapshot: &Snapshot) -> Result<()> {
+/// Checks a snapshot's values (the prompt, the refusal, cache gates and
+/// retrieval settings) before anything stores it.
+pub fn validate(snapshot: &Snapshot) -> Result<()> {
     let invalid = |why: &str| -> Result<()> { Err(ProfileError::Invalid(why.to_owned()).into()) };
     persona(&snapshot.persona)?;
     let prompt = snapshot.prompt.trim();
@@ -547,21 +549,16 @@ pub const DEFAULT_PERSONA: &str = "documentation_assistant";
 pub async fn choose_persona(lore: &Lore, actor: &Actor, choice: PersonaChoice) -> Result<()> {
     persona(&choice.persona)?;
     let value = serde_json::to_value(&choice).map_err(|err| Error::Internal(err.to_string()))?;
-    let row = entity::cluster_setting::ActiveModel {
-        key: Set(CHOSEN_PERSONA.to_owned()),
-        value: Set(value.clone()),
-        updated_at: Set(Utc::now()),
-        updated_by: Set(actor.label().to_owned()),
-    };
     let txn = lore.db.begin().await?;
-    if entity::cluster_setting::Entity::find_by_id(CHOSEN_PERSONA.to_owned()).one(&txn).await?.is_some() {
-        row.update(&txn).await?;
-    } else {
-        row.insert(&txn).await?;
-    }
+    crate::store::put_setting(&txn, CHOSEN_PERSONA, value.clone(), actor.label()).await?;
     audit::record(&txn, actor, "profile.persona_chosen", None, value).await?;
     txn.commit().await?;
     Ok(())
+}
+
+/// Whether the admin chose a persona (the wizard's first step).
+pub async fn persona_chosen(lore: &Lore) -> Result<bool> {
+    Ok(crate::store::setting(&lore.db, CHOSEN_PERSONA).await?.is_some())
 }
 
 /// The wizard's choice, or the default persona.

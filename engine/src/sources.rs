@@ -310,6 +310,33 @@ pub async fn set_enabled(lore: &Lore, actor: &Actor, id: &str, enabled: bool) ->
     Ok(updated)
 }
 
+/// Sets how often a source's content changes: it paces re-syncs and scales
+/// the semantic cache's maximum age for answers citing it.
+pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &str) -> Result<source::Model> {
+    let volatility = Volatility::parse(volatility)?;
+    let found = get(lore, id).await?;
+    if found.volatility == volatility.key() {
+        return Ok(found);
+    }
+    let mut changed = found.clone();
+    changed.volatility = volatility.key().to_owned();
+    let next_sync = if found.enabled { next_sync_after(&changed, Utc::now()) } else { None };
+    let mut row: source::ActiveModel = found.into();
+    row.volatility = Set(volatility.key().to_owned());
+    row.next_sync_at = Set(next_sync);
+    row.updated_at = Set(Utc::now());
+    let updated = row.update(&lore.db).await?;
+    audit::record(
+        &lore.db,
+        actor,
+        "source.volatility",
+        Some(id),
+        serde_json::json!({"volatility": volatility.key()}),
+    )
+    .await?;
+    Ok(updated)
+}
+
 /// When the scheduler should next re-sync `source`, counted from `from`.
 pub fn next_sync_after(source: &source::Model, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
     if source.kind != SourceKind::Website.key() || !source.enabled {

@@ -68,3 +68,33 @@ pub async fn check_ready(db: &DatabaseConnection) -> Result<()> {
         Err(crate::Error::Internal(format!("migrations not applied: {}", pending.join(", "))))
     }
 }
+
+/// Stores one admin-changed setting (`cluster_setting`), inserting or
+/// replacing it; `conn` may be a transaction.
+pub async fn put_setting(
+    conn: &impl sea_orm::ConnectionTrait,
+    key: &str,
+    value: serde_json::Value,
+    by: &str,
+) -> Result<()> {
+    use entity::cluster_setting::{ActiveModel, Column, Entity};
+    Entity::insert(ActiveModel {
+        key: Set(key.to_owned()),
+        value: Set(value),
+        updated_at: Set(Utc::now()),
+        updated_by: Set(by.to_owned()),
+    })
+    .on_conflict(
+        sea_orm::sea_query::OnConflict::column(Column::Key)
+            .update_columns([Column::Value, Column::UpdatedAt, Column::UpdatedBy])
+            .to_owned(),
+    )
+    .exec_without_returning(conn)
+    .await?;
+    Ok(())
+}
+
+/// One stored setting, if an admin set it.
+pub async fn setting(conn: &impl sea_orm::ConnectionTrait, key: &str) -> Result<Option<serde_json::Value>> {
+    Ok(entity::cluster_setting::Entity::find_by_id(key.to_owned()).one(conn).await?.map(|row| row.value))
+}

@@ -82,3 +82,160 @@ fn actor_name(actor: &Actor) -> String {
         Actor::System => "system".into(),
     }
 }
+
+/// A value as Advanced tuning shows it: the effective value, and whether an
+/// admin set it (`stored`) or it is the default.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Effective<T> {
+    pub value: T,
+    pub stored: bool,
+}
+
+impl<T: PartialEq> Effective<T> {
+    fn against(value: T, default: &T) -> Self {
+        let stored = &value != default;
+        Self { value, stored }
+    }
+}
+
+/// Everything Advanced tuning shows, effective values first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overview {
+    /// The embedding model retrieval uses; `stored` when the embedding role
+    /// binds a provider's target instead of the on-CPU default.
+    pub embedding_model: Effective<String>,
+    /// Why retrieval is failing closed, when it is (until a full reindex).
+    pub failing_closed: Option<String>,
+    pub chunk_size: Effective<usize>,
+    pub chunk_overlap: Effective<usize>,
+    /// The retrieval and cache values come from the active profile version;
+    /// `None` before the first index created the profile.
+    pub profile_version: Option<i32>,
+    pub top_k: Effective<usize>,
+    pub score_cutoff: Effective<f32>,
+    pub vector_weight: Effective<f32>,
+    pub text_weight: Effective<f32>,
+    pub cache_enabled: Effective<bool>,
+    pub cache_min_similarity: Effective<f32>,
+    pub cache_max_age_seconds: Effective<u64>,
+}
+
+pub async fn overview(lore: &Lore) -> Result<Overview> {
+    let stored_chunking = stored_chunking(lore).await?;
+    let chunking = stored_chunking.unwrap_or_default();
+    let bound = crate::providers::resolve(lore, crate::providers::Role::Embedding).await?;
+    let failing_closed = match crate::search::retrieval_state(lore).await? {
+        crate::corpus::RetrievalState::Operating => None,
+        crate::corpus::RetrievalState::FailingClosed(why) => Some(why),
+    };
+    let active = crate::profile::active(lore).await?;
+    // Defaults are the persona's: the active version's, else the chosen one.
+    let (persona, details) = match &active {
+        Some(version) => (version.snapshot.persona.clone(), version.snapshot.details.clone()),
+        None => {
+            let choice = crate::profile::chosen_persona(lore).await?;
+            (choice.persona, choice.details)
+        }
+    };
+    let defaults = crate::profile::default_snapshot(&persona, details)?;
+    let snapshot = active.as_ref().map_or_else(|| defaults.clone(), |v| v.snapshot.clone());
+    let (r, d) = (&snapshot.retrieval, &defaults.retrieval);
+    let (c, dc) = (&snapshot.cache, &defaults.cache);
+    Ok(Overview {
+        embedding_model: Effective { value: lore.embedding_model().await?, stored: bound.is_some() },
+        failing_closed,
+        chunk_size: Effective { value: chunking.max_tokens, stored: stored_chunking.is_some() },
+        chunk_overlap: Effective { value: chunking.overlap_tokens, stored: stored_chunking.is_some() },
+        profile_version: active.map(|v| v.version),
+        top_k: Effective::against(r.top_k, &d.top_k),
+        score_cutoff: Effective::against(r.score_cutoff, &d.score_cutoff),
+        vector_weight: Effective::against(r.vector_weight, &d.vector_weight),
+        text_weight: Effective::against(r.text_weight, &d.text_weight),
+        cache_enabled: Effective::against(c.enabled, &dc.enabled),
+        cache_min_similarity: Effective::against(c.min_similarity, &dc.min_similarity),
+        cache_max_age_seconds: Effective::against(c.max_age_seconds, &dc.max_age_seconds),
+    })
+}
+
+/// What Advanced tuning changes: `None` keeps the current value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Change {
+    pub chunk_size: Option<usize>,
+    pub chunk_overlap: Option<usize>,
+    pub top_k: Option<usize>,
+    pub score_cutoff: Option<f32>,
+    pub vector_weight: Option<f32>,
+    pub text_weight: Option<f32>,
+    pub cache_enabled: Option<bool>,
+    pub cache_min_similarity: Option<f32>,
+    pub cache_max_age_seconds: Option<u64>,
+    /// Needed when a chunking change would re-embed an indexed corpus.
+    pub acknowledge_reindex: bool,
+}
+
+/// What applying a change did.
+#[derive(Debug)]
+pub struct Applied {
+    /// The new profile version, when retrieval or cache values changed.
+    pub profile_version: Option<i32>,
+    pub chunking: ChunkingChange,
+}
+
+/// Applies a tuning change. Everything is checked before anything is
+/// written: invalid values, or a chunking change of an indexed corpus
+/// without the reindex acknowledgement, persist nothing. Retrieval and cache
+/// values become a new profile version (immutable, restorable); chunking is
+/// stored and, on an indexed corpus, a full reindex is queued.
+pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied> {
+    let current = chunking(lore).await?;
+    let chunking_wanted = ChunkingParams {
+        max_tokens: change.chunk_size.unwrap_or(current.max_tokens),
+        overlap_tokens: change.chunk_overlap.unwrap_or(current.overlap_tokens),
+    };
+    chunking_wanted.validate().map_err(IngestError::InvalidTuning)?;
+    if chunking_wanted != current && !change.acknowledge_reindex {
+        let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
+        if indexed > 0 {
+            return Err(IngestError::ReindexAcknowledgementRequired.into());
+        }
+    }
+
+    let profile_changes = change.top_k.is_some()
+        || change.score_cutoff.is_some()
+        || change.vector_weight.is_some()
+        || change.text_weight.is_some()
+        || change.cache_enabled.is_some()
+        || change.cache_min_similarity.is_some()
+        || change.cache_max_age_seconds.is_some();
+    let next = if profile_changes {
+        let active = crate::profile::active(lore).await?.ok_or_else(|| {
+            Error::InvalidInput(
+                "retrieval and cache values live in the profile, which the first index creates: run it first"
+                    .into(),
+            )
+        })?;
+        let mut snapshot = active.snapshot.clone();
+        let r = &mut snapshot.retrieval;
+        r.top_k = change.top_k.unwrap_or(r.top_k);
+        r.score_cutoff = change.score_cutoff.unwrap_or(r.score_cutoff);
+        r.vector_weight = change.vector_weight.unwrap_or(r.vector_weight);
+        r.text_weight = change.text_weight.unwrap_or(r.text_weight);
+        let c = &mut snapshot.cache;
+        c.enabled = change.cache_enabled.unwrap_or(c.enabled);
+        c.min_similarity = change.cache_min_similarity.unwrap_or(c.min_similarity);
+        c.max_age_seconds = change.cache_max_age_seconds.unwrap_or(c.max_age_seconds);
+        crate::profile::validate(&snapshot)?;
+        (snapshot != active.snapshot).then_some((active.version, snapshot))
+    } else {
+        None
+    };
+
+    let profile_version = match next {
+        Some((base, snapshot)) => Some(
+            crate::profile::save(lore, actor, base, snapshot, Some("Advanced tuning".into())).await?.version,
+        ),
+        None => None,
+    };
+    let chunking = set_chunking(lore, actor, chunking_wanted, change.acknowledge_reindex).await?;
+    Ok(Applied { profile_version, chunking })
+}

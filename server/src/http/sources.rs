@@ -94,7 +94,7 @@ pub async fn source_view(lore: &Lore, source: entity_source::Model) -> Result<So
 // direct dependency on table shapes.
 use engine::entities::{document as entity_document, index_job as entity_job, source as entity_source};
 
-fn actor(admin: &Admin) -> Actor {
+pub(crate) fn actor(admin: &Admin) -> Actor {
     Actor::Account(admin.0.account_id.clone())
 }
 
