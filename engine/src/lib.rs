@@ -16,6 +16,7 @@ pub mod extract;
 pub mod index;
 pub mod ingest;
 pub mod keys;
+pub mod metrics;
 pub mod profile;
 pub mod providers;
 pub mod readiness;
@@ -26,6 +27,7 @@ pub mod settings;
 pub mod sources;
 pub mod store;
 pub mod tuning;
+pub mod wizard;
 
 use std::sync::Arc;
 

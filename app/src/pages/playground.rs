@@ -102,7 +102,7 @@ pub fn Playground() -> impl IntoView {
 }
 
 #[component]
-fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
+pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
     let cache = match (answer.cache.status.as_str(), answer.cache.kind.as_deref(), answer.cache.similarity) {
         ("hit", Some(kind), Some(s)) => format!("cache hit ({kind}, similarity {s:.3})"),
         ("miss", _, Some(s)) => format!("cache miss (nearest {s:.3})"),

@@ -10,9 +10,12 @@ pub mod json;
 pub mod layers;
 pub mod openapi;
 pub mod profile;
+pub mod prometheus;
 pub mod providers;
 pub mod public;
+pub mod setup;
 pub mod sources;
+pub mod tuning;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post, put};
@@ -24,12 +27,22 @@ use crate::AppState;
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/metrics", get(prometheus::scrape))
         .route("/readyz", get(health::readyz))
         .route("/auth/bootstrap", get(auth::bootstrap))
         .route("/auth/oidc/start", get(auth::oidc_start))
         .route("/auth/oidc/callback", get(auth::oidc_callback))
         .route("/auth/signout", post(auth::sign_out))
         .route("/admin/setup-state/", get(admin::setup_state))
+        .route("/admin/observability/", post(admin::observability))
+        .route("/admin/setup/", get(setup::get_wizard))
+        .route("/admin/setup/persona", post(setup::persona))
+        .route("/admin/setup/source", post(setup::source))
+        .route("/admin/setup/provider", post(setup::provider))
+        .route("/admin/setup/index", post(setup::index))
+        .route("/admin/setup/ask", post(setup::ask))
+        .route("/admin/setup/next", post(setup::next))
+        .route("/admin/setup/back", post(setup::back))
         .route("/admin/sources/", get(sources::list).post(sources::create))
         .route("/admin/sources/{id}", get(sources::get_one).delete(sources::delete))
         .route("/admin/sources/{id}/enable", post(sources::enable))
@@ -46,6 +59,8 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/reindex", post(sources::reindex))
         .route("/admin/search", post(sources::search))
         .route("/admin/tuning/chunking", put(sources::set_chunking))
+        .route("/admin/tuning", get(tuning::get_tuning).put(tuning::put_tuning))
+        .route("/admin/sources/{id}/volatility", put(tuning::set_volatility))
         .route("/admin/providers/", get(providers::get_overview))
         .route("/admin/providers/quick-add", post(providers::quick_add))
         .route("/admin/providers/accounts", post(providers::create_account))
@@ -82,7 +97,8 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::console::routes(&state))
         .layer(middleware::from_fn(layers::reject_cross_origin))
         .layer(middleware::from_fn_with_state(state.clone(), layers::session))
-        .merge(public);
+        .merge(public)
+        .layer(middleware::from_fn_with_state(state.clone(), prometheus::record));
     layers::observe(app).with_state(state)
 }
 

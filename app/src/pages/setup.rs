@@ -1,0 +1,401 @@
+//! The setup wizard: persona → first source → provider → optional advanced →
+//! first index → first question → done. Its state lives on the server
+//! (`/admin/setup/`), so the wizard resumes at the step the admin left; each
+//! step's POST validates and moves on, or says what is missing.
+
+use leptos::prelude::*;
+
+use crate::client;
+use crate::pages::playground::AnswerPanel;
+use crate::wire::{AnswerResponse, ProfileOverview, ProvidersOverview, SetupWizardView, UploadReceipt};
+
+type Wizard = RwSignal<Option<SetupWizardView>>;
+type Notice = RwSignal<Option<String>>;
+
+fn title(step: &str) -> &'static str {
+    match step {
+        "persona" => "Persona",
+        "source" => "First source",
+        "provider" => "Provider",
+        "advanced" => "Advanced (optional)",
+        "index" => "First index",
+        "question" => "First question",
+        _ => "Done",
+    }
+}
+
+/// POSTs a step and shows where the wizard is now, or what is missing.
+fn post_step(
+    url: &'static str,
+    body: serde_json::Value,
+    wizard: Wizard,
+    notice: Notice,
+    busy: RwSignal<bool>,
+) {
+    busy.set(true);
+    leptos::task::spawn_local(async move {
+        match client::send::<_, SetupWizardView>("POST", url, &body).await {
+            Ok(view) => {
+                notice.set(None);
+                wizard.set(Some(view));
+            }
+            Err(message) => notice.set(Some(message)),
+        }
+        busy.set(false);
+    });
+}
+
+#[component]
+pub fn SetupWizard() -> impl IntoView {
+    let wizard: Wizard = RwSignal::new(None);
+    let notice: Notice = RwSignal::new(None);
+    let load_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            match client::get::<SetupWizardView>("/admin/setup/").await {
+                Ok(view) => wizard.set(Some(view)),
+                Err(message) => load_error.set(Some(message)),
+            }
+        });
+    });
+    view! {
+        <section class="screen setup">
+            <h1>"Setup"</h1>
+            {move || load_error.get().map(|m| view! { <p class="error">{m}</p> })}
+            {move || wizard.get().map(|view| {
+                let current = view.step.clone();
+                let at = view.steps.iter().position(|s| *s == current).unwrap_or(0);
+                view! {
+                    <ol class="wizard-steps">
+                        {view.steps.iter().enumerate().map(|(i, step)| {
+                            let class = if i < at { "done" } else if i == at { "current" } else { "todo" };
+                            view! { <li class=class data-step=step.clone()>{title(step)}</li> }
+                        }).collect_view()}
+                    </ol>
+                }
+            })}
+            {move || notice.get().map(|m| view! { <p class="flash error" role="alert">{m}</p> })}
+            {move || wizard.get().map(|view| {
+                let step = view.step.clone();
+                view! {
+                    <div class="panel wizard-step" data-step=step.clone()>
+                        <h2>{title(&step)}</h2>
+                        {match step.as_str() {
+                            "persona" => view! { <PersonaStep wizard notice/> }.into_any(),
+                            "source" => view! { <SourceStep view=view.clone() wizard notice/> }.into_any(),
+                            "provider" => view! { <ProviderStep view=view.clone() wizard notice/> }.into_any(),
+                            "advanced" => view! { <AdvancedStep view=view.clone() wizard notice/> }.into_any(),
+                            "index" => view! { <IndexStep view=view.clone() wizard notice/> }.into_any(),
+                            "question" => view! { <QuestionStep view=view.clone() wizard notice/> }.into_any(),
+                            _ => view! { <Done/> }.into_any(),
+                        }}
+                        {(step != "persona" && step != "complete").then(|| {
+                            let busy = RwSignal::new(false);
+                            view! {
+                                <button type="button" class="secondary back"
+                                    on:click=move |_| post_step("/admin/setup/back", serde_json::json!({}), wizard, notice, busy)>
+                                    "Back"
+                                </button>
+                            }
+                        })}
+                    </div>
+                }
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
+    let personas = RwSignal::new(Vec::new());
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            if let Ok(overview) = client::get::<ProfileOverview>("/admin/profile").await {
+                personas.set(overview.personas);
+            }
+        });
+    });
+    let persona = RwSignal::new("documentation_assistant".to_owned());
+    let organisation = RwSignal::new(String::new());
+    let product = RwSignal::new(String::new());
+    let audience = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let optional = |s: RwSignal<String>| {
+            let v = s.get().trim().to_owned();
+            (!v.is_empty()).then_some(v)
+        };
+        let body = serde_json::json!({
+            "persona": persona.get(),
+            "details": {"organisation": optional(organisation), "product": optional(product), "audience": optional(audience)},
+        });
+        post_step("/admin/setup/persona", body, wizard, notice, busy);
+    };
+    view! {
+        <form class="persona-step" on:submit=submit>
+            <p class="hint">"Lore answers as one persona; it sets the default prompt and behaviour. The details tailor the prompt."</p>
+            <fieldset class="personas">
+                <legend>"Persona"</legend>
+                {move || personas.get().into_iter().map(|p| {
+                    let key = p.key.clone();
+                    let checked = key == persona.get_untracked();
+                    view! {
+                        <label class="persona">
+                            <input type="radio" name="persona" value=key.clone() checked=checked
+                                on:change=move |_| persona.set(key.clone())/>
+                            <strong>{p.name}</strong> " " <span class="summary">{p.summary}</span>
+                        </label>
+                    }
+                }).collect_view()}
+            </fieldset>
+            <label>"Organisation (optional) " <input name="organisation" bind:value=organisation placeholder="Acme"/></label>
+            <label>"Product (optional) " <input name="product" bind:value=product placeholder="Acme Cloud"/></label>
+            <label>"Audience (optional) " <input name="audience" bind:value=audience placeholder="administrators"/></label>
+            <button type="submit" disabled=move || busy.get()>"Continue"</button>
+        </form>
+    }
+}
+
+#[component]
+fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let kind = RwSignal::new("website".to_owned());
+    let start_url = RwSignal::new(String::new());
+    let discovery = RwSignal::new("sitemap".to_owned());
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let mut body = serde_json::json!({"name": name.get().trim(), "kind": kind.get()});
+        if kind.get() == "website" {
+            body["config"] =
+                serde_json::json!({"start_url": start_url.get().trim(), "discovery": discovery.get()});
+        }
+        post_step("/admin/setup/source", body, wizard, notice, busy);
+    };
+    let keep = view.source.clone().map(|source| {
+        view! {
+            <p class="existing">
+                "The first source is " <strong>{source.name}</strong> ". "
+                <button type="button" class="keep"
+                    on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+                    "Keep it and continue"
+                </button>
+            </p>
+        }
+    });
+    view! {
+        {keep}
+        <form class="source-step" on:submit=submit>
+            <p class="hint">"Where Lore's knowledge comes from. It is indexed two steps from now."</p>
+            <label>"Name " <input name="name" required bind:value=name placeholder="Product docs"/></label>
+            <label>
+                "Kind "
+                <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
+                    <option value="website">"Website (sitemap or crawl)"</option>
+                    <option value="upload">"Uploaded files (Markdown, text, HTML, PDF)"</option>
+                </select>
+            </label>
+            <Show when=move || kind.get() == "website">
+                <label>"Start URL " <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
+                <label>
+                    "Discovery "
+                    <select name="discovery" prop:value=move || discovery.get() on:change=move |ev| discovery.set(event_target_value(&ev))>
+                        <option value="sitemap">"Sitemap"</option>
+                        <option value="crawl">"Crawl links"</option>
+                    </select>
+                </label>
+            </Show>
+            <button type="submit" disabled=move || busy.get()>"Add the source"</button>
+        </form>
+    }
+}
+
+#[component]
+fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
+    let presets = RwSignal::new(Vec::new());
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            if let Ok(overview) = client::get::<ProvidersOverview>("/admin/providers/").await {
+                presets.set(overview.presets);
+            }
+        });
+    });
+    let kind = RwSignal::new("llama_cpp".to_owned());
+    let endpoint = RwSignal::new(String::new());
+    let api_key = RwSignal::new(String::new());
+    let model = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let mut body = serde_json::json!({"kind": kind.get(), "model": model.get().trim()});
+        if !endpoint.get().trim().is_empty() {
+            body["endpoint"] = endpoint.get().trim().into();
+        }
+        if !api_key.get().trim().is_empty() {
+            body["api_key"] = api_key.get().trim().into();
+        }
+        api_key.set(String::new());
+        notice.set(None);
+        post_step("/admin/setup/provider", body, wizard, notice, busy);
+    };
+    let keep = view.generation_model.clone().map(|model| {
+        view! {
+            <p class="existing">
+                "Answers come from " <strong>{model}</strong> ". "
+                <button type="button" class="keep"
+                    on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+                    "Keep it and continue"
+                </button>
+            </p>
+        }
+    });
+    view! {
+        {keep}
+        <form class="provider-step" on:submit=submit>
+            <p class="hint">"The model that writes answers: Lore stores the account (the key encrypted), registers the model, probes that it answers, and points answering at it. Nothing is stored if the probe fails."</p>
+            <label>
+                "Type "
+                <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
+                    {move || presets.get().into_iter().map(|p| view! { <option value=p.key.clone()>{p.name}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Endpoint " <input name="endpoint" bind:value=endpoint placeholder="http://127.0.0.1:8080/v1"/></label>
+            <label>"API key " <input name="api_key" type="password" autocomplete="off" bind:value=api_key placeholder="Not needed for most on-node servers"/></label>
+            <label>"Model " <input name="model" required bind:value=model placeholder="gpt-4o-mini"/></label>
+            <button type="submit" disabled=move || busy.get()>"Add, probe and use it"</button>
+        </form>
+    }
+}
+
+#[component]
+fn AdvancedStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
+    let busy = RwSignal::new(false);
+    view! {
+        <p class="hint">
+            "Optional: more connections, model targets for other jobs (embedding, escalation) and role bindings are set on the "
+            <a href="/providers">"Providers"</a> " screen; the wizard waits here. Answers come from "
+            <strong>{view.generation_model.unwrap_or_else(|| "nothing yet".into())}</strong> "."
+        </p>
+        <button type="button" class="continue"
+            on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+            "Continue"
+        </button>
+    }
+}
+
+#[component]
+fn IndexStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
+    let busy = RwSignal::new(false);
+    let Some(source) = view.source.clone() else {
+        return view! { <p class="error">"There is no first source: go back and add one."</p> }.into_any();
+    };
+    let start = move |_| post_step("/admin/setup/index", serde_json::json!({}), wizard, notice, busy);
+    if source.kind == "upload" {
+        let id = source.id.clone();
+        let uploaded = RwSignal::new(0usize);
+        let upload = move |_| {
+            let url = format!("/admin/sources/{id}/files");
+            leptos::task::spawn_local(async move {
+                match client::upload::<Vec<UploadReceipt>>(&url, "setup-files").await {
+                    Ok(receipts) => uploaded.update(|n| *n += receipts.len()),
+                    Err(message) => notice.set(Some(message)),
+                }
+            });
+        };
+        return view! {
+            <p class="hint">"Upload the first files to " <strong>{source.name}</strong> ": uploading starts their indexing."</p>
+            <input id="setup-files" type="file" multiple/>
+            <button type="button" class="upload" on:click=upload>"Upload"</button>
+            <p class="uploaded">{move || format!("{} file(s) uploaded.", uploaded.get())}</p>
+            <button type="button" class="start-index" disabled=move || busy.get() on:click=start>"Continue"</button>
+        }
+        .into_any();
+    }
+    view! {
+        <p class="hint">
+            "Index " <strong>{source.name}</strong>
+            ". The profile is created from your persona as it starts; indexing goes on in the background and its progress shows on the Sources screen."
+        </p>
+        <button type="button" class="start-index" disabled=move || busy.get() on:click=start>"Start the first index"</button>
+    }
+    .into_any()
+}
+
+#[component]
+fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
+    let question = RwSignal::new(String::new());
+    let answer = RwSignal::new(None::<AnswerResponse>);
+    let asking = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let job = RwSignal::new(view.job.clone());
+    // Live indexing progress, polled each second while the run goes on.
+    let tick = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        tick.track();
+        if job.get_untracked().is_some_and(|j| j.status == "queued" || j.status == "running") {
+            leptos::task::spawn_local(async move {
+                if let Ok(now) = client::get::<SetupWizardView>("/admin/setup/").await {
+                    job.set(now.job);
+                }
+            });
+        }
+    });
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Ok(handle) = set_interval_with_handle(
+            move || tick.update(|n| *n = n.wrapping_add(1)),
+            std::time::Duration::from_secs(1),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    let ask = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = serde_json::json!({"question": question.get()});
+        asking.set(true);
+        leptos::task::spawn_local(async move {
+            match client::send::<_, AnswerResponse>("POST", "/admin/setup/ask", &body).await {
+                Ok(answered) => {
+                    notice.set(None);
+                    answer.set(Some(answered));
+                }
+                Err(message) => notice.set(Some(message)),
+            }
+            asking.set(false);
+        });
+    };
+    let finish = move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy);
+    view! {
+        {move || job.get().map(|j| {
+            let done = j.progress.embedded + j.progress.unchanged + j.progress.failed;
+            view! {
+                <p class="index-progress" data-job-status=j.status.clone()>
+                    {format!("First index: {} — {} of {} documents done.", j.status, done, j.progress.discovered)}
+                </p>
+            }
+        })}
+        <form class="question-step" on:submit=ask>
+            <label>"Ask a question your content answers"
+                <textarea name="question" rows="2" required bind:value=question></textarea>
+            </label>
+            <button type="submit" disabled=move || asking.get()>"Ask"</button>
+        </form>
+        {move || answer.get().map(|answer| view! { <AnswerPanel answer/> })}
+        {move || answer.get().filter(|a| !a.refused).map(|_| view! {
+            <button type="button" class="finish" disabled=move || busy.get() on:click=finish>"Finish setup"</button>
+        })}
+    }
+}
+
+#[component]
+fn Done() -> impl IntoView {
+    view! {
+        <p class="done">"Lore is set up and answering."</p>
+        <ul>
+            <li><a href="/dashboard">"Dashboard"</a>": usage, cache, spend and content gaps."</li>
+            <li><a href="/sources">"Sources"</a>": indexing progress and more content."</li>
+            <li><a href="/access">"Access"</a>": keys for programs and the widget."</li>
+        </ul>
+    }
+}

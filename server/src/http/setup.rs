@@ -1,0 +1,134 @@
+//! The setup wizard's endpoints. The wizard's state lives on the server
+//! (`engine::wizard`); each step is one POST that validates, acts and moves
+//! on, and `GET /admin/setup/` says where to resume.
+//!
+//! | method | path | step |
+//! | --- | --- | --- |
+//! | GET | /admin/setup/ | where the wizard is, what its steps made |
+//! | POST | /admin/setup/persona | choose the persona (with optional details) |
+//! | POST | /admin/setup/source | add the first source (not indexed yet) |
+//! | POST | /admin/setup/provider | quick add: store, register, probe, bind |
+//! | POST | /admin/setup/index | start the first index (creates the profile) |
+//! | POST | /admin/setup/ask | ask the first question (the Playground's pipeline) |
+//! | POST | /admin/setup/next | move on (optional advanced step, revisits, finish) |
+//! | POST | /admin/setup/back | go back one step |
+
+use axum::extract::State;
+use axum::Json;
+use engine::wizard::{self, Progress, Step};
+use serde::Deserialize;
+
+use super::admin::Admin;
+use super::error::ApiError;
+use super::json::ApiJson;
+use super::profile::{details_from_wire, PersonaRequest};
+use super::providers::QuickAddRequest;
+use super::sources::{actor, job_view, source_view};
+use crate::AppState;
+use app::wire::{AnswerResponse, SetupWizardView};
+
+async fn view(state: &AppState, progress: Progress) -> Result<Json<SetupWizardView>, ApiError> {
+    let lore = &state.lore;
+    let source = match &progress.source_id {
+        Some(id) => match engine::sources::get(lore, id).await {
+            Ok(found) => Some(source_view(lore, found).await?),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let job = match &progress.job_id {
+        Some(id) => engine::ingest::jobs::get(lore, id).await.ok().map(job_view),
+        None => None,
+    };
+    let persona = if engine::profile::persona_chosen(lore).await? {
+        Some(engine::profile::chosen_persona(lore).await?.persona)
+    } else {
+        None
+    };
+    let generation = engine::providers::resolve(lore, engine::providers::Role::Generation).await?;
+    Ok(Json(SetupWizardView {
+        step: progress.step.key().to_owned(),
+        steps: Step::ALL.iter().map(|s| s.key().to_owned()).collect(),
+        persona,
+        source,
+        generation_model: generation.map(|g| g.target.model),
+        job,
+        answered: progress.answered,
+    }))
+}
+
+pub async fn get_wizard(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Json<SetupWizardView>, ApiError> {
+    let progress = wizard::progress(&state.lore).await?;
+    view(&state, progress).await
+}
+
+pub async fn persona(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<PersonaRequest>,
+) -> Result<Json<SetupWizardView>, ApiError> {
+    let choice = engine::profile::PersonaChoice {
+        persona: request.persona,
+        details: details_from_wire(request.details),
+    };
+    let progress = wizard::choose_persona(&state.lore, &actor(&admin), choice).await?;
+    view(&state, progress).await
+}
+
+pub async fn source(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(new): ApiJson<engine::sources::NewSource>,
+) -> Result<Json<SetupWizardView>, ApiError> {
+    let progress = wizard::add_source(&state.lore, &actor(&admin), new).await?;
+    view(&state, progress).await
+}
+
+pub async fn provider(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(r): ApiJson<QuickAddRequest>,
+) -> Result<Json<SetupWizardView>, ApiError> {
+    let add = engine::providers::QuickAdd {
+        kind: r.kind,
+        endpoint: r.endpoint,
+        api_key: r.api_key,
+        model: r.model,
+        name: r.name,
+    };
+    let progress = wizard::add_provider(&state.lore, &actor(&admin), add).await?;
+    view(&state, progress).await
+}
+
+pub async fn index(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
+    let progress = wizard::start_index(&state.lore, &actor(&admin)).await?;
+    view(&state, progress).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    pub question: String,
+}
+
+pub async fn ask(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<AskRequest>,
+) -> Result<Json<AnswerResponse>, ApiError> {
+    let answered = wizard::ask(&state.lore, &actor(&admin), &request.question).await?;
+    Ok(Json(answered.into()))
+}
+
+pub async fn next(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
+    let progress = wizard::next(&state.lore, &actor(&admin)).await?;
+    view(&state, progress).await
+}
+
+pub async fn back(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
+    let progress = wizard::back(&state.lore, &actor(&admin)).await?;
+    view(&state, progress).await
+}
