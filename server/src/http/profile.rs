@@ -38,7 +38,7 @@ fn from_wire(snapshot: &ProfileSnapshot) -> Result<Snapshot, ApiError> {
     })?)
 }
 
-fn details_from_wire(details: ProfileDetails) -> Details {
+pub(crate) fn details_from_wire(details: ProfileDetails) -> Details {
     Details {
         organisation: details.organisation,
         product: details.product,
