@@ -119,6 +119,40 @@ pub struct Sums {
     pub latency_ms_sum: f64,
 }
 
+impl Sums {
+    /// What one run adds.
+    fn of_run(run: &answer_run::Model) -> Self {
+        Sums {
+            queries: 1,
+            cache_hits: i64::from(run.cache_status == "hit"),
+            refusals: i64::from(run.refused),
+            spend_usd: run.estimated_cost_usd,
+            savings_usd: run.estimated_savings_usd,
+            latency_ms_sum: run.latency_ms,
+        }
+    }
+
+    fn of_row(row: &metric_rollup::Model) -> Self {
+        Sums {
+            queries: row.queries,
+            cache_hits: row.cache_hits,
+            refusals: row.refusals,
+            spend_usd: row.spend_usd,
+            savings_usd: row.savings_usd,
+            latency_ms_sum: row.latency_ms_sum,
+        }
+    }
+
+    fn add(&mut self, other: &Sums) {
+        self.queries += other.queries;
+        self.cache_hits += other.cache_hits;
+        self.refusals += other.refusals;
+        self.spend_usd += other.spend_usd;
+        self.savings_usd += other.savings_usd;
+        self.latency_ms_sum += other.latency_ms_sum;
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Counted {
     label: String,
@@ -147,16 +181,10 @@ struct RecordedStage {
 
 impl Contribution {
     pub fn add(&mut self, run: &answer_run::Model) {
-        let hit = run.cache_status == "hit";
+        let contributed = Sums::of_run(run);
         for granularity in [Granularity::Hour, Granularity::Day] {
             let bucket = truncate(run.created_at, granularity);
-            let sums = self.rollups.entry((granularity, bucket, run.surface.clone())).or_default();
-            sums.queries += 1;
-            sums.cache_hits += i64::from(hit);
-            sums.refusals += i64::from(run.refused);
-            sums.spend_usd += run.estimated_cost_usd;
-            sums.savings_usd += run.estimated_savings_usd;
-            sums.latency_ms_sum += run.latency_ms;
+            self.rollups.entry((granularity, bucket, run.surface.clone())).or_default().add(&contributed);
             *self
                 .latency
                 .entry((granularity, bucket, run.surface.clone(), latency_slot(run.latency_ms)))
@@ -475,12 +503,7 @@ struct Bucketed {
 
 impl Bucketed {
     fn merge(&mut self, other: &Bucketed) {
-        self.sums.queries += other.sums.queries;
-        self.sums.cache_hits += other.sums.cache_hits;
-        self.sums.refusals += other.sums.refusals;
-        self.sums.spend_usd += other.sums.spend_usd;
-        self.sums.savings_usd += other.sums.savings_usd;
-        self.sums.latency_ms_sum += other.sums.latency_ms_sum;
+        self.sums.add(&other.sums);
         for (slot, count) in &other.histogram {
             *self.histogram.entry(*slot).or_default() += count;
         }
@@ -521,14 +544,8 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
         .all(&lore.db)
         .await?;
     for row in rows {
-        buckets.entry((row.bucket, row.surface)).or_default().sums = Sums {
-            queries: row.queries,
-            cache_hits: row.cache_hits,
-            refusals: row.refusals,
-            spend_usd: row.spend_usd,
-            savings_usd: row.savings_usd,
-            latency_ms_sum: row.latency_ms_sum,
-        };
+        let sums = Sums::of_row(&row);
+        buckets.entry((row.bucket, row.surface)).or_default().sums = sums;
     }
     let slots = metric_latency::Entity::find()
         .filter(metric_latency::Column::Granularity.eq(granularity.key()))
@@ -676,13 +693,7 @@ pub async fn totals_by_surface(lore: &Lore) -> Result<Vec<(String, Sums)>> {
         .await?;
     let mut per_surface: BTreeMap<String, Sums> = BTreeMap::new();
     for row in rows {
-        let sums = per_surface.entry(row.surface).or_default();
-        sums.queries += row.queries;
-        sums.cache_hits += row.cache_hits;
-        sums.refusals += row.refusals;
-        sums.spend_usd += row.spend_usd;
-        sums.savings_usd += row.savings_usd;
-        sums.latency_ms_sum += row.latency_ms_sum;
+        per_surface.entry(row.surface.clone()).or_default().add(&Sums::of_row(&row));
     }
     Ok(per_surface.into_iter().collect())
 }

@@ -563,9 +563,9 @@ pub async fn persona_chosen(lore: &Lore) -> Result<bool> {
 
 /// The wizard's choice, or the default persona.
 pub async fn chosen_persona(lore: &Lore) -> Result<PersonaChoice> {
-    let stored = entity::cluster_setting::Entity::find_by_id(CHOSEN_PERSONA.to_owned()).one(&lore.db).await?;
+    let stored = crate::store::setting(&lore.db, CHOSEN_PERSONA).await?;
     Ok(stored
-        .and_then(|row| serde_json::from_value::<PersonaChoice>(row.value).ok())
+        .and_then(|value| serde_json::from_value::<PersonaChoice>(value).ok())
         .filter(|choice| persona(&choice.persona).is_ok())
         .unwrap_or_else(|| PersonaChoice {
             persona: DEFAULT_PERSONA.to_owned(),

@@ -6,9 +6,8 @@
 //! everything, so it is refused unless the request acknowledges the reindex;
 //! with the acknowledgement the change persists and a full reindex is queued.
 
-use chrono::Utc;
-use entity::{cluster_setting, index_job};
-use sea_orm::{ActiveModelTrait, EntityTrait, Set, TransactionTrait};
+use entity::index_job;
+use sea_orm::TransactionTrait;
 
 use crate::audit::{self, Actor};
 use crate::chunk::ChunkingParams;
@@ -24,8 +23,8 @@ pub async fn chunking(lore: &Lore) -> Result<ChunkingParams> {
 
 /// The stored chunking, if an admin set one.
 pub async fn stored_chunking(lore: &Lore) -> Result<Option<ChunkingParams>> {
-    let row = cluster_setting::Entity::find_by_id(CHUNKING.to_owned()).one(&lore.db).await?;
-    Ok(row.and_then(|row| serde_json::from_value(row.value).ok()))
+    let stored = crate::store::setting(&lore.db, CHUNKING).await?;
+    Ok(stored.and_then(|value| serde_json::from_value(value).ok()))
 }
 
 /// What a chunking change did.
@@ -56,17 +55,7 @@ pub async fn set_chunking(
     }
     let value = serde_json::to_value(params).map_err(|err| Error::Internal(err.to_string()))?;
     let txn = lore.db.begin().await?;
-    let row = cluster_setting::ActiveModel {
-        key: Set(CHUNKING.to_owned()),
-        value: Set(value.clone()),
-        updated_at: Set(Utc::now()),
-        updated_by: Set(actor_name(actor)),
-    };
-    if cluster_setting::Entity::find_by_id(CHUNKING.to_owned()).one(&txn).await?.is_some() {
-        row.update(&txn).await?;
-    } else {
-        row.insert(&txn).await?;
-    }
+    crate::store::put_setting(&txn, CHUNKING, value.clone(), actor.label()).await?;
     audit::record(&txn, actor, "tuning.chunking", None, value).await?;
     txn.commit().await?;
     if indexed > 0 {
@@ -74,13 +63,6 @@ pub async fn set_chunking(
         return Ok(ChunkingChange::Reindexing(Box::new(job)));
     }
     Ok(ChunkingChange::Stored)
-}
-
-fn actor_name(actor: &Actor) -> String {
-    match actor {
-        Actor::Account(id) => id.clone(),
-        Actor::System => "system".into(),
-    }
 }
 
 /// A value as Advanced tuning shows it: the effective value, and whether an

@@ -78,6 +78,38 @@ pub struct Progress {
     pub answered: bool,
 }
 
+/// The wizard as its screen shows it: the progress and what its steps made.
+#[derive(Clone, Debug)]
+pub struct Overview {
+    pub progress: Progress,
+    /// The chosen persona's key, once chosen.
+    pub persona: Option<String>,
+    /// The first source (gone if it was deleted since).
+    pub source: Option<entity::source::Model>,
+    /// The model the generation role is bound to.
+    pub generation_model: Option<String>,
+    /// The first index run.
+    pub job: Option<entity::index_job::Model>,
+}
+
+pub async fn overview(lore: &Lore) -> Result<Overview> {
+    let progress = progress(lore).await?;
+    let source = match &progress.source_id {
+        Some(id) => sources::get(lore, id).await.ok(),
+        None => None,
+    };
+    let job = match &progress.job_id {
+        Some(id) => jobs::get(lore, id).await.ok(),
+        None => None,
+    };
+    let persona = match profile::persona_chosen(lore).await? {
+        true => Some(profile::chosen_persona(lore).await?.persona),
+        false => None,
+    };
+    let generation_model = providers::resolve(lore, Role::Generation).await?.map(|g| g.target.model);
+    Ok(Overview { progress, persona, source, generation_model, job })
+}
+
 pub async fn progress(lore: &Lore) -> Result<Progress> {
     Ok(crate::store::setting(&lore.db, PROGRESS)
         .await?

@@ -15,7 +15,7 @@
 
 use axum::extract::State;
 use axum::Json;
-use engine::wizard::{self, Progress, Step};
+use engine::wizard::{self, Step};
 use serde::Deserialize;
 
 use super::admin::Admin;
@@ -27,33 +27,22 @@ use super::sources::{actor, job_view, source_view};
 use crate::AppState;
 use app::wire::{AnswerResponse, SetupWizardView};
 
-async fn view(state: &AppState, progress: Progress) -> Result<Json<SetupWizardView>, ApiError> {
+/// Where the wizard is now, after a step moved it (or not).
+async fn view(state: &AppState) -> Result<Json<SetupWizardView>, ApiError> {
     let lore = &state.lore;
-    let source = match &progress.source_id {
-        Some(id) => match engine::sources::get(lore, id).await {
-            Ok(found) => Some(source_view(lore, found).await?),
-            Err(_) => None,
-        },
+    let overview = wizard::overview(lore).await?;
+    let source = match overview.source {
+        Some(found) => Some(source_view(lore, found).await?),
         None => None,
     };
-    let job = match &progress.job_id {
-        Some(id) => engine::ingest::jobs::get(lore, id).await.ok().map(job_view),
-        None => None,
-    };
-    let persona = if engine::profile::persona_chosen(lore).await? {
-        Some(engine::profile::chosen_persona(lore).await?.persona)
-    } else {
-        None
-    };
-    let generation = engine::providers::resolve(lore, engine::providers::Role::Generation).await?;
     Ok(Json(SetupWizardView {
-        step: progress.step.key().to_owned(),
+        step: overview.progress.step.key().to_owned(),
         steps: Step::ALL.iter().map(|s| s.key().to_owned()).collect(),
-        persona,
+        persona: overview.persona,
         source,
-        generation_model: generation.map(|g| g.target.model),
-        job,
-        answered: progress.answered,
+        generation_model: overview.generation_model,
+        job: overview.job.map(job_view),
+        answered: overview.progress.answered,
     }))
 }
 
@@ -61,8 +50,7 @@ pub async fn get_wizard(
     State(state): State<AppState>,
     _admin: Admin,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    let progress = wizard::progress(&state.lore).await?;
-    view(&state, progress).await
+    view(&state).await
 }
 
 pub async fn persona(
@@ -74,8 +62,8 @@ pub async fn persona(
         persona: request.persona,
         details: details_from_wire(request.details),
     };
-    let progress = wizard::choose_persona(&state.lore, &actor(&admin), choice).await?;
-    view(&state, progress).await
+    wizard::choose_persona(&state.lore, &actor(&admin), choice).await?;
+    view(&state).await
 }
 
 pub async fn source(
@@ -83,8 +71,8 @@ pub async fn source(
     admin: Admin,
     ApiJson(new): ApiJson<engine::sources::NewSource>,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    let progress = wizard::add_source(&state.lore, &actor(&admin), new).await?;
-    view(&state, progress).await
+    wizard::add_source(&state.lore, &actor(&admin), new).await?;
+    view(&state).await
 }
 
 pub async fn provider(
@@ -99,13 +87,13 @@ pub async fn provider(
         model: r.model,
         name: r.name,
     };
-    let progress = wizard::add_provider(&state.lore, &actor(&admin), add).await?;
-    view(&state, progress).await
+    wizard::add_provider(&state.lore, &actor(&admin), add).await?;
+    view(&state).await
 }
 
 pub async fn index(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    let progress = wizard::start_index(&state.lore, &actor(&admin)).await?;
-    view(&state, progress).await
+    wizard::start_index(&state.lore, &actor(&admin)).await?;
+    view(&state).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -124,11 +112,11 @@ pub async fn ask(
 }
 
 pub async fn next(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    let progress = wizard::next(&state.lore, &actor(&admin)).await?;
-    view(&state, progress).await
+    wizard::next(&state.lore, &actor(&admin)).await?;
+    view(&state).await
 }
 
 pub async fn back(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    let progress = wizard::back(&state.lore, &actor(&admin)).await?;
-    view(&state, progress).await
+    wizard::back(&state.lore, &actor(&admin)).await?;
+    view(&state).await
 }

@@ -207,17 +207,43 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
 #[tokio::test]
 async fn the_cache_hits_for_the_same_or_a_close_question_and_invalidates_itself() {
     let s = setup().await;
+    // Priced, so the run has a cost and a hit on it a saving.
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+    let priced = s
+        .app
+        .client
+        .patch(s.app.url(&format!("/admin/targets/{target}")))
+        .json(&json!({"input_price_per_mtok": 1.0, "output_price_per_mtok": 2.0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(priced.status(), 200);
     let question = "What does guide 4 explain?";
     let first = s.answer(question).await;
     assert_eq!(first["refused"], false, "{first:#}");
     assert_eq!(first["cache"]["status"], "miss");
+    let cost = first["trace"]["usage"]["estimated_cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0, "{first:#}");
 
-    // The same question (normalised) → exact hit, no model call.
+    // The same question (normalised) → exact hit, no model call; the
+    // Dashboard counts what it saved: the cost of the answer it reused.
     let again = s.answer("  what does Guide 4 explain ").await;
     assert_eq!(again["cache"]["status"], "hit", "{again:#}");
     assert_eq!(again["cache"]["kind"], "exact");
     assert!(stage(&again, "generation").is_none());
     assert_eq!(again["answer"], first["answer"]);
+    assert_eq!(again["trace"]["usage"]["estimated_cost_usd"], 0.0);
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    let totals = &dashboard["totals"];
+    assert_eq!(
+        (totals["queries"].as_i64(), totals["cache_hits"].as_i64()),
+        (Some(2), Some(1)),
+        "{dashboard:#}"
+    );
+    assert!((totals["estimated_savings_usd"].as_f64().unwrap() - cost).abs() < 1e-12, "{dashboard:#}");
+    assert!((totals["estimated_spend_usd"].as_f64().unwrap() - cost).abs() < 1e-12, "{dashboard:#}");
 
     // A close paraphrase above the gate → semantic hit, with its similarity.
     let close = s.answer("What does guide number 4 explain?").await;

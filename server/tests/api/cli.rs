@@ -113,3 +113,51 @@ fn serve_prints_a_sign_in_link_logs_json_and_stops_on_sigterm() {
     );
     assert!(lines.iter().any(|line| line["message"] == "Lore stopped"), "{logs}");
 }
+
+#[tokio::test]
+async fn rollups_rebuild_recomputes_the_dashboard_from_the_runs() {
+    use sea_orm::ConnectionTrait;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = engine::Settings { data_dir: dir.path().to_owned(), ..engine::Settings::default() };
+    let app = engine::Lore::open(settings.clone()).await.unwrap();
+    for (i, surface) in ["api", "widget"].iter().enumerate() {
+        let run = engine::entities::answer_run::Model {
+            id: format!("run-{i}"),
+            created_at: chrono::Utc::now(),
+            surface: (*surface).to_owned(),
+            key_id: None,
+            profile_version: 1,
+            question: "how do i restore".into(),
+            cache_status: "miss".into(),
+            refused: i == 1,
+            grounded: i == 0,
+            escalated: false,
+            model: None,
+            stages: serde_json::json!([]),
+            input_tokens: 0,
+            output_tokens: 0,
+            estimated_cost_usd: 0.5,
+            estimated_savings_usd: 0.0,
+            latency_ms: 120.0,
+        };
+        engine::metrics::record_run(&app, run).await.unwrap();
+    }
+    // The rollups are lost; the runs are not.
+    for table in ["metric_rollup", "metric_latency", "rollup_count"] {
+        app.db.execute_unprepared(&format!("DELETE FROM {table}")).await.unwrap();
+    }
+    drop(app);
+
+    let output =
+        lore().env("LORE_DATA_DIR", dir.path()).args(["rollups", "rebuild", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let rebuilt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(rebuilt["runs"], 2, "{rebuilt}");
+
+    let app = engine::Lore::open(settings).await.unwrap();
+    let day = engine::metrics::dashboard(&app, engine::metrics::Range::last_hours(chrono::Utc::now(), 24))
+        .await
+        .unwrap();
+    assert_eq!((day.totals.queries, day.totals.refusals), (2, 1));
+    assert_eq!(day.content_gaps.len(), 1);
+}
