@@ -18,6 +18,14 @@
 //! SET n = n + excluded` and never read-modify-write. [`rebuild`] recomputes
 //! all three from the runs with the same [`Contribution`], so a rebuild equals
 //! what the live path wrote. [`dashboard`] reads only these tables.
+//!
+//! Questions have a long tail: a busy day holds thousands of distinct ones,
+//! and summing a month of them per question is what made a 30-day Dashboard
+//! slow. Once a UTC day has closed, [`close_days`] keeps its
+//! [`KEPT_PER_DAY`] most asked questions (and content gaps) and folds the rest
+//! into one tail row per day, so a range reads at most that many rows per
+//! day. Today stays exact; a question's count over a range misses only the
+//! closed days on which it was not among that day's most asked.
 
 use std::collections::BTreeMap;
 
@@ -25,8 +33,8 @@ use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
 use entity::{access_key, answer_run, metric_latency, metric_rollup, rollup_count};
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
-    TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set, TransactionTrait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +50,14 @@ const HOURLY_UP_TO_HOURS: i64 = 72;
 const LIST_LENGTH: u64 = 10;
 /// The label of runs that no access key made.
 pub const NO_ACCESS_KEY: &str = "no access key";
+/// Questions (and content gaps) kept per closed day; see [`close_days`].
+pub const KEPT_PER_DAY: usize = 200;
+/// The key of a closed day's tail row (question keys are 64 hex digits).
+const TAIL_KEY: &str = "";
+/// The cluster setting naming the last day [`close_days`] closed.
+const CLOSED_THROUGH: &str = "rollups.closed_through";
+/// The kinds of `rollup_count` rows whose long tail is folded.
+const FOLDED_KINDS: [&str; 2] = ["query", "gap"];
 
 /// The histogram slot a latency falls in.
 pub fn latency_slot(ms: f64) -> i32 {
@@ -401,8 +417,124 @@ pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
     metric_latency::Entity::delete_many().exec(&txn).await?;
     rollup_count::Entity::delete_many().exec(&txn).await?;
     let rows = contribution.insert_into(&txn).await?;
+    crate::store::delete_setting(&txn, CLOSED_THROUGH).await?;
     txn.commit().await?;
-    Ok(Rebuilt { runs, rows })
+    let folded = close_days(lore, Utc::now()).await?;
+    Ok(Rebuilt { runs, rows: rows - folded.folded + folded.tails })
+}
+
+/// What [`close_days`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Closed {
+    /// Days whose lists were folded.
+    pub days: usize,
+    /// Rows folded into tail rows.
+    pub folded: usize,
+    /// Tail rows written.
+    pub tails: usize,
+}
+
+/// Folds the long tail of every closed UTC day before `now`'s (the days since
+/// the last call): per day, the [`KEPT_PER_DAY`] most counted questions and
+/// content gaps keep their rows, the rest become one tail row that keeps
+/// their sums. Idempotent; each day is folded in its own transaction, so an
+/// interruption leaves every day either folded or as it was.
+pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
+    use rollup_count::Column as C;
+    let today = truncate(now, Granularity::Day);
+    let closed_through: Option<DateTime<Utc>> = crate::store::setting(&lore.db, CLOSED_THROUGH)
+        .await?
+        .and_then(|value| serde_json::from_value(value).ok());
+    let mut days = rollup_count::Entity::find()
+        .select_only()
+        .column(C::Day)
+        .distinct()
+        .filter(C::Kind.is_in(FOLDED_KINDS))
+        .filter(C::Day.lt(today))
+        .order_by_asc(C::Day);
+    if let Some(through) = closed_through {
+        days = days.filter(C::Day.gt(through));
+    }
+    let days: Vec<DateTime<Utc>> = days.into_tuple().all(&lore.db).await?;
+
+    let mut closed = Closed::default();
+    for day in days {
+        let txn = lore.db.begin().await?;
+        let mut folded_today = false;
+        for kind in FOLDED_KINDS {
+            let rows: Vec<(String, i64, f64)> = rollup_count::Entity::find()
+                .select_only()
+                .columns([C::Key, C::Count, C::SpendUsd])
+                .filter(C::Day.eq(day))
+                .filter(C::Kind.eq(kind))
+                .filter(C::Key.ne(TAIL_KEY))
+                .order_by_desc(C::Count)
+                .order_by_asc(C::Key)
+                .offset(KEPT_PER_DAY as u64)
+                .limit(u64::MAX >> 1)
+                .into_tuple()
+                .all(&txn)
+                .await?;
+            if rows.is_empty() {
+                continue;
+            }
+            let tail = Counted {
+                label: String::new(),
+                detail: String::new(),
+                count: rows.iter().map(|(_, count, _)| count).sum(),
+                spend_usd: rows.iter().map(|(_, _, spend)| spend).sum(),
+            };
+            for keys in rows.chunks(500) {
+                rollup_count::Entity::delete_many()
+                    .filter(C::Day.eq(day))
+                    .filter(C::Kind.eq(kind))
+                    .filter(C::Key.is_in(keys.iter().map(|(key, _, _)| key.as_str())))
+                    .exec(&txn)
+                    .await?;
+            }
+            let plus =
+                |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
+            rollup_count::Entity::insert(count_row(day, kind, TAIL_KEY, &tail))
+                .on_conflict(
+                    OnConflict::columns([C::Day, C::Kind, C::Key])
+                        .value(C::Count, plus(C::Count))
+                        .value(C::SpendUsd, plus(C::SpendUsd))
+                        .to_owned(),
+                )
+                .exec_without_returning(&txn)
+                .await?;
+            closed.folded += rows.len();
+            closed.tails += 1;
+            folded_today = true;
+        }
+        txn.commit().await?;
+        closed.days += usize::from(folded_today);
+    }
+    let through = today - Duration::days(1);
+    crate::store::put_setting(&lore.db, CLOSED_THROUGH, serde_json::json!(through), "rollups").await?;
+    Ok(closed)
+}
+
+/// Folds closed days every hour while `lore serve` runs (and once at start,
+/// for the days it was down). Returns when `stop` flips.
+pub async fn keep_closing_days(lore: Lore, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        match close_days(&lore, Utc::now()).await {
+            Ok(closed) if closed.folded > 0 => {
+                tracing::info!(
+                    days = closed.days,
+                    rows = closed.folded,
+                    "folded the long tail of closed days"
+                )
+            }
+            Ok(_) => {}
+            Err(err) => tracing::error!(error = %err, "folding closed days failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// A time range of the Dashboard: `[from, to)`.
@@ -669,6 +801,9 @@ async fn counted(
         .column_as(total.clone(), "count")
         .column_as(SimpleExpr::from(Func::sum(Expr::col(C::SpendUsd))), "spend")
         .filter(C::Kind.eq(kind))
+        // The folded tail of closed days is no question of its own (for keys,
+        // the empty key is keyless traffic and is listed).
+        .filter(Condition::any().add(C::Kind.is_not_in(FOLDED_KINDS)).add(C::Key.ne(TAIL_KEY)))
         .filter(C::Day.gte(from))
         .filter(C::Day.lt(to))
         .group_by(C::Key)

@@ -94,6 +94,13 @@ pub async fn put_setting(
     Ok(())
 }
 
+/// Removes a stored setting (its default applies again); `conn` may be a
+/// transaction.
+pub async fn delete_setting(conn: &impl sea_orm::ConnectionTrait, key: &str) -> Result<()> {
+    entity::cluster_setting::Entity::delete_by_id(key.to_owned()).exec(conn).await?;
+    Ok(())
+}
+
 /// One stored setting, if an admin set it.
 pub async fn setting(conn: &impl sea_orm::ConnectionTrait, key: &str) -> Result<Option<serde_json::Value>> {
     Ok(entity::cluster_setting::Entity::find_by_id(key.to_owned()).one(conn).await?.map(|row| row.value))

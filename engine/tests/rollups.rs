@@ -2,7 +2,8 @@
 //! and outcomes give exactly the expected counts, hit rate, p95, spend,
 //! savings, lists and funnel; a rebuild from the runs gives the same; and the
 //! aggregates are read from the rollup tables alone (they still come out
-//! right after the runs table is dropped).
+//! right after the runs table is dropped). Closed days keep their most asked
+//! questions and fold the long tail into one row, without changing a total.
 
 // A test crate: a failed precondition should fail the test, loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -289,10 +290,96 @@ async fn exercise(lore: &Lore) {
     assert!(matches!(metrics::dashboard(lore, backwards).await, Err(engine::Error::InvalidInput(_))));
 }
 
+/// A generated run for the folding tests.
+fn generated(at: DateTime<Utc>, question: String, refused: bool) -> answer_run::Model {
+    answer_run::Model {
+        id: uuid::Uuid::new_v4().to_string(),
+        created_at: at,
+        surface: "api".to_owned(),
+        key_id: None,
+        profile_version: 1,
+        question,
+        cache_status: "miss".to_owned(),
+        refused,
+        grounded: !refused,
+        escalated: false,
+        model: None,
+        stages: stages(if refused { "nothing" } else { "miss" }),
+        input_tokens: 0,
+        output_tokens: 0,
+        estimated_cost_usd: 0.001,
+        estimated_savings_usd: 0.0,
+        latency_ms: 100.0,
+    }
+}
+
+async fn query_rows(lore: &Lore, day: DateTime<Utc>) -> Vec<entity::rollup_count::Model> {
+    use entity::rollup_count::Column as C;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    entity::rollup_count::Entity::find()
+        .filter(C::Day.eq(day))
+        .filter(C::Kind.eq("query"))
+        .all(&lore.db)
+        .await
+        .unwrap()
+}
+
+/// November 10 has `KEPT_PER_DAY` questions asked twice and 30 asked once;
+/// November 12 (today, for the fold) as many. Folding keeps the day's totals
+/// and its top of the list, and leaves today alone.
+async fn folding(lore: &Lore) {
+    let kept = metrics::KEPT_PER_DAY;
+    let mut contribution = metrics::Contribution::default();
+    for day in [10, 12] {
+        for i in 0..kept {
+            for minute in [1, 2] {
+                contribution.add(&generated(at(day, 9, minute), format!("popular question {i}"), false));
+            }
+        }
+        for i in 0..30 {
+            contribution.add(&generated(at(day, 10, 0), format!("rare question {i}"), true));
+        }
+    }
+    contribution.insert_into(&lore.db).await.unwrap();
+    let tenth = Range { from: at(10, 0, 0), to: at(11, 0, 0) };
+    let before = metrics::dashboard(lore, tenth).await.unwrap();
+    assert_eq!(before.totals.queries, (2 * kept + 30) as i64);
+    assert_eq!(query_rows(lore, at(10, 0, 0)).await.len(), kept + 30);
+
+    let closed = metrics::close_days(lore, at(12, 8, 0)).await.unwrap();
+    assert_eq!(closed, metrics::Closed { days: 1, folded: 30, tails: 1 }, "30 rare questions; 30 gaps fit");
+
+    let rows = query_rows(lore, at(10, 0, 0)).await;
+    assert_eq!(rows.len(), kept + 1);
+    let tail = rows.iter().find(|row| row.key.is_empty()).expect("a tail row");
+    assert_eq!(tail.count, 30);
+    assert!((tail.spend_usd - 0.03).abs() < 1e-9, "{}", tail.spend_usd);
+    assert!(rows.iter().filter(|row| !row.key.is_empty()).all(|row| row.count == 2));
+
+    let after = metrics::dashboard(lore, tenth).await.unwrap();
+    assert_eq!(after, before, "totals, series and the top of every list are unchanged");
+    assert_eq!(after.content_gaps.len(), 10, "gaps are listed, not folded into the tail");
+    assert!(after.top_queries.iter().all(|q| !q.query.is_empty() && q.count == 2));
+
+    // Today is not folded, and a second pass changes nothing.
+    assert_eq!(query_rows(lore, at(12, 0, 0)).await.len(), kept + 30);
+    assert_eq!(metrics::close_days(lore, at(12, 9, 0)).await.unwrap(), metrics::Closed::default());
+    // The next day, November 12 is closed and folded too.
+    let next = metrics::close_days(lore, at(13, 0, 30)).await.unwrap();
+    assert_eq!(next, metrics::Closed { days: 1, folded: 30, tails: 1 });
+    assert_eq!(query_rows(lore, at(12, 0, 0)).await.len(), kept + 1);
+}
+
 #[tokio::test]
 async fn rollups_on_sqlite_count_exactly_and_rebuild_to_the_same() {
     let (lore, _dir) = support::open().await;
     exercise(&lore).await;
+}
+
+#[tokio::test]
+async fn closed_days_fold_their_long_tail_on_sqlite() {
+    let (lore, _dir) = support::open().await;
+    folding(&lore).await;
 }
 
 #[tokio::test]
@@ -308,6 +395,8 @@ async fn rollups_on_postgres_count_exactly_and_rebuild_to_the_same() {
         settings.database.url = Some(engine::settings::Secret::new(url.to_string()));
     })
     .await;
+    // Folding first: the rebuild in `exercise` closes the days up to today.
+    folding(&lore).await;
     exercise(&lore).await;
     drop(lore);
     let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;

@@ -17,21 +17,24 @@ pub fn app(lore: Lore) -> axum::Router {
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
-/// indexing worker runs beside the server and stops with it; a job it leaves
-/// unfinished is resumed by the next start.
+/// indexing worker and the hourly folding of closed rollup days run beside
+/// the server and stop with it; a job left unfinished is resumed by the next
+/// start.
 pub async fn serve(
     listener: TcpListener,
     lore: Lore,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped));
+    let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped.clone()));
+    let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));
     let served = axum::serve(listener, app(lore).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP");
     let _ = stop_worker.send(true);
     worker.abort();
+    rollups.abort();
     served
 }
 

@@ -1,9 +1,12 @@
 //! `lore bench dashboard`: the Dashboard's aggregate time over the rollups of
 //! many answer runs. The runs are generated (spread over 30 days, five
-//! surfaces, a few keys, thousands of distinct questions, a realistic mix of
-//! hits, misses and refusals) and only their rollups are stored, exactly as
-//! the live path would have summed them; then `engine::metrics::dashboard`
-//! is timed for the ranges the Dashboard offers.
+//! surfaces, a few keys, a realistic mix of hits, misses and refusals, and
+//! questions with a long tail: 50,000 distinct ones, Zipf-distributed, so a
+//! day holds thousands) and only their rollups are stored, exactly as the
+//! live path would have summed them. The closed days are folded as `lore
+//! serve` folds them (`engine::metrics::close_days`), and the fold's effect on
+//! the 30-day top questions is measured against the exact list; then
+//! `engine::metrics::dashboard` is timed for the ranges the Dashboard offers.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,6 +21,15 @@ use super::{build_profile, millis, percentile, tempfile_dir, write_record};
 
 const SURFACES: [&str; 5] = ["api", "widget", "playground", "mcp", "cli"];
 const GOAL_P95_MS: f64 = 50.0;
+/// Distinct questions; the `r`-th most asked is asked about 1/r as often.
+const QUESTIONS: f64 = 50_000.0;
+
+/// The rank of the `i`-th run's question: log-uniform over 1..=QUESTIONS,
+/// which is Zipf's law with exponent 1.
+fn question_rank(i: u64) -> u64 {
+    let u = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+    (u * QUESTIONS.ln()).exp().floor() as u64
+}
 
 /// The `i`-th generated run (deterministic).
 fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> answer_run::Model {
@@ -44,7 +56,7 @@ fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> answer_run::Model {
         surface: SURFACES[(mix % 5) as usize].to_owned(),
         key_id: (!mix.is_multiple_of(7)).then(|| format!("key-{}", mix % 12)),
         profile_version: 1,
-        question: format!("generated question {}", (i * 7919) % 5000),
+        question: format!("generated question {}", question_rank(i)),
         cache_status: cache.to_owned(),
         refused,
         grounded: !refused,
@@ -74,6 +86,22 @@ pub async fn dashboard(mut settings: Settings, runs: u64, out: Option<PathBuf>) 
     }
     let rows = contribution.insert_into(&lore.db).await?;
     println!("{rows} rollup rows written in {:.1} s.", started.elapsed().as_secs_f64());
+
+    let month = Range::last_hours(now, 24 * 30);
+    let exact = metrics::dashboard(&lore, month).await?;
+    let started = Instant::now();
+    let closed = metrics::close_days(&lore, now).await?;
+    let fold_seconds = started.elapsed().as_secs_f64();
+    let folded = metrics::dashboard(&lore, month).await?;
+    let same_top = folded.top_queries.iter().zip(&exact.top_queries).filter(|(a, b)| a == b).count();
+    println!(
+        "Folded {} question rows of {} closed days into tail rows in {fold_seconds:.1} s; \
+         the 30-day top {} questions match the exact list in {same_top} places (question and count).",
+        closed.folded,
+        closed.days,
+        exact.top_queries.len()
+    );
+    anyhow::ensure!(folded.totals == exact.totals, "folding changed the totals");
 
     let mut results = Vec::new();
     println!(
@@ -106,6 +134,10 @@ pub async fn dashboard(mut settings: Settings, runs: u64, out: Option<PathBuf>) 
         "database": "SQLite (the embedded default)",
         "runs": runs,
         "rollup_rows": rows,
+        "folded_rows": closed.folded,
+        "fold_seconds": fold_seconds,
+        "top_queries_matching_exact": same_top,
+        "top_queries_listed": exact.top_queries.len(),
         "results": results,
     });
     let path = write_record(&out, "dashboard.json", &record)?;
