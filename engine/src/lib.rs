@@ -123,11 +123,12 @@ impl Lore {
                 embed::model_files::cache_dir(&settings, &settings.models.embedding).display()
             ))
         })?;
-        let model = settings.models.embedding.clone();
-        let loaded =
-            tokio::task::spawn_blocking(move || embed::local::LocalEmbedder::load(&found.dir, &model, 1))
-                .await
-                .map_err(|err| Error::Internal(format!("loading the embedding model panicked: {err}")))??;
+        let (model, precisions) = (settings.models.embedding.clone(), settings.models.precisions());
+        let loaded = tokio::task::spawn_blocking(move || {
+            embed::local::LocalEmbedder::load(&found.dir, &model, precisions, 1)
+        })
+        .await
+        .map_err(|err| Error::Internal(format!("loading the embedding model panicked: {err}")))??;
         tracing::info!(model = %settings.models.embedding, "loaded the embedding model");
         Ok(Arc::new(loaded))
     }

@@ -76,7 +76,7 @@ pub async fn hybrid(
     if sources.is_empty() || settings.top_k == 0 {
         return Ok(Retrieval::default());
     }
-    let query_vector = embedder.embed(&[query.to_owned()]).await?.into_iter().next().unwrap_or_default();
+    let query_vector = embedder.embed_query(query).await?;
     hybrid_with_vector(store, &query_vector, query, sources, settings).await
 }
 

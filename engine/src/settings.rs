@@ -222,16 +222,42 @@ pub struct ModelSettings {
     /// The on-CPU embedding model (a Hugging Face repository name).
     #[serde(default = "default_embedding_model")]
     pub embedding: String,
+    /// How the on-CPU model holds its dense weights for what indexing
+    /// stores: `f32` as published, or `q8` (8-bit blocks: faster, vectors
+    /// within about 0.01 of the reference in cosine).
+    #[serde(default)]
+    pub embedding_precision: crate::embed::bert::Precision,
+    /// The same for the one query or question embedded at answer time,
+    /// where latency counts: `q8` by default.
+    #[serde(default = "default_query_precision")]
+    pub query_precision: crate::embed::bert::Precision,
     /// Where model files are downloaded from when they are not on disk (a
     /// Hugging Face compatible hub or mirror).
     #[serde(default = "default_hub_url")]
     pub hub_url: String,
 }
 
+impl ModelSettings {
+    /// The on-CPU model's precisions for documents and for queries.
+    pub fn precisions(&self) -> crate::embed::local::Precisions {
+        crate::embed::local::Precisions { documents: self.embedding_precision, queries: self.query_precision }
+    }
+}
+
 impl Default for ModelSettings {
     fn default() -> Self {
-        Self { dir: None, embedding: default_embedding_model(), hub_url: default_hub_url() }
+        Self {
+            dir: None,
+            embedding: default_embedding_model(),
+            embedding_precision: Default::default(),
+            query_precision: default_query_precision(),
+            hub_url: default_hub_url(),
+        }
     }
+}
+
+fn default_query_precision() -> crate::embed::bert::Precision {
+    crate::embed::bert::Precision::Q8
 }
 
 fn default_hub_url() -> String {

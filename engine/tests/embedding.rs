@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use engine::chunk::{chunk_sections, markdown_sections, ChunkingParams};
-use engine::embed::local::LocalEmbedder;
+use engine::embed::bert::Precision;
+use engine::embed::local::{LocalEmbedder, Precisions};
 use engine::embed::{cosine, Embedder};
 
 fn model_dir() -> PathBuf {
@@ -20,9 +21,18 @@ fn model_dir() -> PathBuf {
 }
 
 fn embedder() -> Arc<LocalEmbedder> {
+    embedder_at(Precision::F32)
+}
+
+fn embedder_at(precision: Precision) -> Arc<LocalEmbedder> {
     Arc::new(
-        LocalEmbedder::load(&model_dir(), "sentence-transformers/all-MiniLM-L6-v2", 1)
-            .expect("the model files are in place (scripts/test fetches them)"),
+        LocalEmbedder::load(
+            &model_dir(),
+            "sentence-transformers/all-MiniLM-L6-v2",
+            Precisions::uniform(precision),
+            1,
+        )
+        .expect("the model files are in place (scripts/test fetches them)"),
     )
 }
 
@@ -33,12 +43,13 @@ struct Fixture {
     vectors: Vec<Vec<f32>>,
 }
 
-#[tokio::test]
-async fn vectors_match_sentence_transformers() {
+/// Embeds the fixture's texts at `precision`; asserts every vector is within
+/// `min_cosine` of sentence-transformers' and returns the lowest cosine.
+async fn faithful_to_sentence_transformers(precision: Precision, min_cosine: f32) -> f32 {
     let fixture: Fixture =
         serde_json::from_str(include_str!("fixtures/minilm_reference.json")).expect("the fixture parses");
     assert!(fixture.texts.len() >= 50);
-    let embedder = embedder();
+    let embedder = embedder_at(precision);
     assert_eq!(embedder.max_tokens(), fixture.max_seq_length);
     assert_eq!(embedder.dimensions(), 384);
 
@@ -49,9 +60,23 @@ async fn vectors_match_sentence_transformers() {
         if similarity < worst.0 {
             worst = (similarity, text);
         }
-        assert!(similarity >= 0.999, "cosine {similarity} for {text:?}");
+        assert!(similarity >= min_cosine, "{precision:?}: cosine {similarity} for {text:?}");
     }
-    println!("lowest cosine to sentence-transformers: {:.6} ({:?})", worst.0, worst.1);
+    println!("{precision:?}: lowest cosine to sentence-transformers: {:.6} ({:?})", worst.0, worst.1);
+    worst.0
+}
+
+#[tokio::test]
+async fn vectors_match_sentence_transformers() {
+    faithful_to_sentence_transformers(Precision::F32, 0.999).await;
+}
+
+#[tokio::test]
+async fn eight_bit_weights_stay_close_to_sentence_transformers() {
+    // 0.989 measured at worst, for the lone "?" of the fixture.
+    let lowest = faithful_to_sentence_transformers(Precision::Q8, 0.985).await;
+    // The weights really are quantised: the vectors are close, not identical.
+    assert!(lowest < 0.99999, "q8 vectors equal the f32 reference ({lowest})");
 }
 
 #[tokio::test]
@@ -125,4 +150,21 @@ async fn chunks_fit_the_window_overlap_and_keep_their_heading() {
         assert!(pair[0].text.contains(&head), "no overlap between {:?} and {:?}", pair[0].text, pair[1].text);
     }
     assert_eq!(chunks.iter().map(|c| c.position).collect::<Vec<_>>(), (0..chunks.len()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn queries_can_run_at_eight_bits_beside_f32_documents() {
+    let embedder = LocalEmbedder::load(
+        &model_dir(),
+        "sentence-transformers/all-MiniLM-L6-v2",
+        Precisions { documents: Precision::F32, queries: Precision::Q8 },
+        1,
+    )
+    .unwrap();
+    let question = "How do I rotate an access key without downtime?";
+    let stored = embedder.embed(&[question.to_owned()]).await.unwrap().remove(0);
+    let asked = embedder.embed_query(question).await.unwrap();
+    let similarity = cosine(&stored, &asked);
+    assert!(similarity >= 0.99, "the query vector strays: {similarity}");
+    assert!(similarity < 0.99999, "the query did not run on the 8-bit encoder ({similarity})");
 }

@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 
 use engine::chunk::{chunk_sections, ChunkingParams};
-use engine::embed::local::LocalEmbedder;
+use engine::embed::bert::Precision;
+use engine::embed::local::{LocalEmbedder, Precisions};
 use engine::embed::Embedder;
 use engine::extract::{extract, Format};
 use engine::index::lance::LanceChunkStore;
@@ -18,7 +19,13 @@ fn embedder() -> LocalEmbedder {
     let root = std::env::var_os("LORE_TEST_MODELS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lore/models"));
-    LocalEmbedder::load(&root.join("all-MiniLM-L6-v2"), "sentence-transformers/all-MiniLM-L6-v2", 1).unwrap()
+    LocalEmbedder::load(
+        &root.join("all-MiniLM-L6-v2"),
+        "sentence-transformers/all-MiniLM-L6-v2",
+        Precisions::uniform(Precision::F32),
+        1,
+    )
+    .unwrap()
 }
 
 const PASSWORD: &str = "# Account\n\n## Reset your password\n\nOpen Settings, choose Security, then Reset password. We email you a link that works for one hour.\n\n## Two-factor authentication\n\nTurn on two-factor authentication under Security to protect your account with a code from your phone.\n";

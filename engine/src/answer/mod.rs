@@ -244,8 +244,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     }
 
     let embedder = lore.embedder().await?;
-    let vector =
-        embedder.embed(std::slice::from_ref(&question.text)).await?.into_iter().next().unwrap_or_default();
+    let vector = embedder.embed_query(&question.text).await?;
 
     // Semantic cache.
     let mut nearest = None;

@@ -1,7 +1,8 @@
 //! all-MiniLM-L6-v2 (or any BERT-style sentence-transformers model) on the
-//! CPU with candle: tokenise, run the encoder, mean-pool over real tokens
-//! (padding masked out), L2-normalise. Exactly what sentence-transformers
-//! does for this model, so vectors match its reference to cosine ≥ 0.999.
+//! CPU with candle: tokenise, run the encoder ([`super::bert::Encoder`]),
+//! mean-pool over real tokens (padding masked out), L2-normalise. Exactly
+//! what sentence-transformers does for this model, so vectors match its
+//! reference to cosine ≥ 0.999.
 //!
 //! Inference is CPU-bound: it runs in `spawn_blocking`, behind a semaphore so
 //! concurrent callers queue instead of oversubscribing the cores (candle's
@@ -13,10 +14,26 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
+use super::bert::{self, Encoder, Precision};
+
+/// The precisions of the dense weights: for what indexing stores, and for
+/// single queries at answer time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Precisions {
+    pub documents: Precision,
+    pub queries: Precision,
+}
+
+impl Precisions {
+    /// The same precision for both.
+    pub fn uniform(precision: Precision) -> Self {
+        Self { documents: precision, queries: precision }
+    }
+}
 use super::{EmbedError, Embedder};
 
 /// Texts per forward pass: large enough to amortise overhead, small enough
@@ -33,7 +50,9 @@ pub struct LocalEmbedder {
 
 struct Inner {
     model_name: String,
-    bert: BertModel,
+    encoder: Encoder,
+    /// The encoder of single queries, when they run at another precision.
+    query_encoder: Option<Encoder>,
     tokenizer: Tokenizer,
     device: Device,
     dimensions: usize,
@@ -42,8 +61,15 @@ struct Inner {
 
 impl LocalEmbedder {
     /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from
-    /// `dir`. `concurrency` bounds how many batches run at once.
-    pub fn load(dir: &Path, model_name: &str, concurrency: usize) -> Result<Self, EmbedError> {
+    /// `dir`, holding the dense weights at `precisions.documents` (and, for
+    /// [`Embedder::embed_query`], at `precisions.queries`). `concurrency`
+    /// bounds how many batches run at once.
+    pub fn load(
+        dir: &Path,
+        model_name: &str,
+        precisions: Precisions,
+        concurrency: usize,
+    ) -> Result<Self, EmbedError> {
         let model_error =
             |what: &str, err: &dyn std::fmt::Display| EmbedError::Model(format!("{what}: {err}"));
         let config_text = std::fs::read_to_string(dir.join("config.json"))
@@ -72,13 +98,20 @@ impl LocalEmbedder {
             .map_err(|err| model_error("reading model.safetensors", &err))?;
         let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|err| model_error("parsing model.safetensors", &err))?;
-        let bert = BertModel::load(vars, &config).map_err(|err| model_error("building the model", &err))?;
+        let build = |precision| {
+            Encoder::load(vars.clone(), &config, precision)
+                .map_err(|err| model_error("building the model", &err))
+        };
+        let encoder = build(precisions.documents)?;
+        let query_encoder =
+            if precisions.queries == precisions.documents { None } else { Some(build(precisions.queries)?) };
 
         Ok(Self {
             inner: Arc::new(Inner {
                 model_name: model_name.to_owned(),
                 dimensions: config.hidden_size,
-                bert,
+                encoder,
+                query_encoder,
                 tokenizer,
                 device,
                 max_tokens,
@@ -114,6 +147,21 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.run(texts.to_vec(), false).await
+    }
+
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.run(vec![text.to_owned()], true)
+            .await?
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("no vector came back for the query".into()))
+    }
+}
+
+impl LocalEmbedder {
+    /// Embeds `texts` off the async executor, one batch run at a time per
+    /// permit; `query` picks the query encoder when there is one.
+    async fn run(&self, texts: Vec<String>, query: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -124,30 +172,35 @@ impl Embedder for LocalEmbedder {
             .await
             .map_err(|_| EmbedError::Inference("the embedder is shutting down".into()))?;
         let inner = self.inner.clone();
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed_all(&texts))
-            .await
-            .map_err(|err| EmbedError::Inference(format!("the embedding task failed: {err}")))?
+        tokio::task::spawn_blocking(move || {
+            let encoder = match (&inner.query_encoder, query) {
+                (Some(query_encoder), true) => query_encoder,
+                _ => &inner.encoder,
+            };
+            inner.embed_all(encoder, &texts)
+        })
+        .await
+        .map_err(|err| EmbedError::Inference(format!("the embedding task failed: {err}")))?
     }
 }
 
 impl Inner {
     /// Embeds in batches of similar length (less padding), returning vectors
     /// in the order of `texts`.
-    fn embed_all(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_all(&self, encoder: &Encoder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut vectors = vec![Vec::new(); texts.len()];
         for batch in order.chunks(BATCH_SIZE) {
             let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-            for (&i, vector) in batch.iter().zip(self.embed_batch(&inputs)?) {
+            for (&i, vector) in batch.iter().zip(self.embed_batch(encoder, &inputs)?) {
                 vectors[i] = vector;
             }
         }
         Ok(vectors)
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_batch(&self, encoder: &Encoder, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let failed = |err: &dyn std::fmt::Display| EmbedError::Inference(err.to_string());
         let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|err| failed(&err))?;
         let rows = encodings.len();
@@ -160,18 +213,10 @@ impl Inner {
         let mask =
             Tensor::from_vec(flatten(tokenizers::Encoding::get_attention_mask), (rows, width), &self.device)
                 .map_err(|err| failed(&err))?;
-        let type_ids = ids.zeros_like().map_err(|err| failed(&err))?;
-
-        let pooled = (|| -> candle_core::Result<Tensor> {
-            let hidden = self.bert.forward(&ids, &type_ids, Some(&mask))?; // [rows, width, dims]
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // [rows, width, 1]
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // [rows, dims]
-            let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?; // [rows, 1]
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-            mean.broadcast_div(&norms)
-        })()
-        .map_err(|err| failed(&err))?;
+        let pooled = encoder
+            .forward(&ids, &mask)
+            .and_then(|hidden| bert::pool(&hidden, &mask))
+            .map_err(|err| failed(&err))?;
         pooled.to_vec2::<f32>().map_err(|err| failed(&err))
     }
 }

@@ -5,6 +5,7 @@
 //! provider's embedding target implements the same trait (bound through the
 //! embedding role). Model files are found by [`model_files::resolve`].
 
+pub mod bert;
 pub mod local;
 pub mod model_files;
 pub mod remote;
@@ -32,8 +33,17 @@ pub trait Embedder: Send + Sync {
     fn max_tokens(&self) -> usize;
     /// Counts the tokens of `text` as the model sees them (without special tokens).
     fn count_tokens(&self, text: &str) -> usize;
-    /// One L2-normalised vector per text, in order.
+    /// One L2-normalised vector per text, in order: what indexing stores.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// The vector of one query or question at answer time, where latency
+    /// matters most; an embedder may compute it with a faster, slightly less
+    /// exact configuration (the on-CPU model's `models.query_precision`).
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.embed(&[text.to_owned()])
+            .await?
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("no vector came back for the query".into()))
+    }
 }
 
 /// Cosine similarity of two vectors (1.0 for identical directions).
