@@ -14,13 +14,14 @@ pub const MAX_QUERY_CHARS: usize = 4_000;
 pub async fn retrieval_state(lore: &Lore) -> Result<RetrievalState> {
     let stamp = corpus::stamped(&lore.db).await?;
     let configured = lore.embedding_model().await?;
-    if stamp.as_ref().is_some_and(|stamp| stamp.embedding_model != configured) {
-        // Decided by the stamp alone: the chunk table may not even open with
-        // the configured model's dimensions.
+    if stamp.is_some() {
+        // Decided by the stamp alone (and the chunk table may not even open
+        // with the configured model's dimensions when the stamp differs).
         return Ok(corpus::retrieval_state(&configured, stamp.as_ref(), 0));
     }
+    // No stamp: chunks without one were embedded by a model since replaced.
     let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
-    Ok(corpus::retrieval_state(&configured, stamp.as_ref(), indexed))
+    Ok(corpus::retrieval_state(&configured, None, indexed))
 }
 
 /// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).
