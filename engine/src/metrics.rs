@@ -33,8 +33,8 @@ use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
 use entity::{access_key, answer_run, metric_latency, metric_rollup, rollup_count};
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set, TransactionTrait,
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+    TransactionTrait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -265,21 +265,8 @@ impl Contribution {
                 .exec_without_returning(db)
                 .await?;
         }
-        use rollup_count::Column as C;
         for ((day, kind, key), counted) in &self.counts {
-            let plus =
-                |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
-            rollup_count::Entity::insert(count_row(*day, kind, key, counted))
-                .on_conflict(
-                    OnConflict::columns([C::Day, C::Kind, C::Key])
-                        .value(C::Count, plus(C::Count))
-                        .value(C::SpendUsd, plus(C::SpendUsd))
-                        .value(C::Label, Expr::col((Excluded, C::Label)))
-                        .value(C::Detail, Expr::col((Excluded, C::Detail)))
-                        .to_owned(),
-                )
-                .exec_without_returning(db)
-                .await?;
+            add_count(db, *day, kind, key, counted).await?;
         }
         Ok(())
     }
@@ -377,6 +364,31 @@ fn count_row(day: DateTime<Utc>, kind: &str, key: &str, counted: &Counted) -> ro
     }
 }
 
+/// Adds `counted` to the `rollup_count` row of (`day`, `kind`, `key`),
+/// creating it if missing; the label and detail become the latest ones.
+async fn add_count(
+    db: &impl ConnectionTrait,
+    day: DateTime<Utc>,
+    kind: &str,
+    key: &str,
+    counted: &Counted,
+) -> Result<()> {
+    use rollup_count::Column as C;
+    let plus = |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
+    rollup_count::Entity::insert(count_row(day, kind, key, counted))
+        .on_conflict(
+            OnConflict::columns([C::Day, C::Kind, C::Key])
+                .value(C::Count, plus(C::Count))
+                .value(C::SpendUsd, plus(C::SpendUsd))
+                .value(C::Label, Expr::col((Excluded, C::Label)))
+                .value(C::Detail, Expr::col((Excluded, C::Detail)))
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
+}
+
 /// Records `run` and adds it to the rollups, in one transaction.
 pub async fn record_run(lore: &Lore, run: answer_run::Model) -> Result<()> {
     let mut contribution = Contribution::default();
@@ -424,7 +436,7 @@ pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
 }
 
 /// What [`close_days`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Closed {
     /// Days whose lists were folded.
     pub days: usize,
@@ -492,17 +504,7 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
                     .exec(&txn)
                     .await?;
             }
-            let plus =
-                |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
-            rollup_count::Entity::insert(count_row(day, kind, TAIL_KEY, &tail))
-                .on_conflict(
-                    OnConflict::columns([C::Day, C::Kind, C::Key])
-                        .value(C::Count, plus(C::Count))
-                        .value(C::SpendUsd, plus(C::SpendUsd))
-                        .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
+            add_count(&txn, day, kind, TAIL_KEY, &tail).await?;
             closed.folded += rows.len();
             closed.tails += 1;
             folded_today = true;
@@ -801,14 +803,16 @@ async fn counted(
         .column_as(total.clone(), "count")
         .column_as(SimpleExpr::from(Func::sum(Expr::col(C::SpendUsd))), "spend")
         .filter(C::Kind.eq(kind))
-        // The folded tail of closed days is no question of its own (for keys,
-        // the empty key is keyless traffic and is listed).
-        .filter(Condition::any().add(C::Kind.is_not_in(FOLDED_KINDS)).add(C::Key.ne(TAIL_KEY)))
         .filter(C::Day.gte(from))
         .filter(C::Day.lt(to))
         .group_by(C::Key)
         .order_by_desc(total)
         .order_by_asc(C::Key);
+    if FOLDED_KINDS.contains(&kind) {
+        // The folded tail of closed days is no question of its own (among
+        // keys, the empty key is keyless traffic and is listed).
+        query = query.filter(C::Key.ne(TAIL_KEY));
+    }
     if let Some(limit) = limit {
         query = query.limit(limit);
     }

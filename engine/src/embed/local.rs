@@ -19,6 +19,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
 use super::bert::{self, Encoder, Precision};
+use super::{EmbedError, Embedder};
 
 /// The precisions of the dense weights: for what indexing stores, and for
 /// single queries at answer time.
@@ -34,7 +35,6 @@ impl Precisions {
         Self { documents: precision, queries: precision }
     }
 }
-use super::{EmbedError, Embedder};
 
 /// Texts per forward pass: large enough to amortise overhead, small enough
 /// that padding to the longest text in a batch stays cheap.

@@ -78,8 +78,16 @@ async fn migrate_from_empty_then_start_again(settings: Settings) {
 async fn sqlite_migrates_from_empty_and_a_second_start_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let settings = Settings { data_dir: dir.path().to_owned(), ..Settings::default() };
-    migrate_from_empty_then_start_again(settings).await;
+    migrate_from_empty_then_start_again(settings.clone()).await;
     assert!(dir.path().join("lore.db").is_file());
+
+    // Write-ahead log with NORMAL sync: no journal fsyncs on each commit.
+    let lore = Lore::open(settings).await.unwrap();
+    let pragma = |name: &str| Statement::from_string(DatabaseBackend::Sqlite, format!("PRAGMA {name}"));
+    let journal = lore.db.query_one(pragma("journal_mode")).await.unwrap().unwrap();
+    assert_eq!(journal.try_get_by_index::<String>(0).unwrap(), "wal");
+    let synchronous = lore.db.query_one(pragma("synchronous")).await.unwrap().unwrap();
+    assert_eq!(synchronous.try_get_by_index::<i32>(0).unwrap(), 1, "1 is NORMAL");
 }
 
 #[tokio::test]
