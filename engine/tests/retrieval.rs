@@ -153,3 +153,27 @@ async fn deleting_a_source_removes_its_chunks_and_the_index_reopens() {
     assert_eq!(reopened.count(None).await.unwrap(), 1);
     assert!(LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 768).await.is_err());
 }
+
+#[tokio::test]
+async fn content_hashes_follow_every_write() {
+    let (store, embedder, _dir) = corpus().await;
+    let ids = vec!["account:0".to_owned(), "billing:0".to_owned(), "nowhere:0".to_owned()];
+    let first = store.content_hashes(&ids).await.unwrap();
+    assert_eq!(first["account:0"], ("help".to_owned(), "hash-of-account-0".to_owned()));
+    assert!(first.contains_key("billing:0"));
+    assert!(!first.contains_key("nowhere:0"), "a missing chunk is not reported");
+    // Read again (answered from memory): the same.
+    assert_eq!(store.content_hashes(&ids).await.unwrap(), first);
+
+    // A replaced document's chunks report their new hashes at once.
+    let mut changed =
+        rows(&embedder, "help", "account", "# Account\n\nSign in with your company account.\n").await;
+    changed[0].content_hash = "changed".into();
+    store.replace_document("account", changed).await.unwrap();
+    assert_eq!(store.content_hashes(&ids).await.unwrap()["account:0"].1, "changed");
+
+    // A deleted source's chunks are gone at once.
+    store.delete_source("help").await.unwrap();
+    let after = store.content_hashes(&ids).await.unwrap();
+    assert!(!after.contains_key("account:0") && !after.contains_key("billing:0"), "{after:?}");
+}

@@ -3,6 +3,13 @@
 //! that made it, the answer itself and the content hashes of the chunks it
 //! cites.
 //!
+//! The table is what survives a restart; lookups read a copy of it held in
+//! memory, loaded when the cache opens and written through on every insert
+//! and delete. A lookup is then a scan of a few thousand entries (a hash
+//! compare, or a 384-wide dot product each: well under a millisecond)
+//! instead of a LanceDB query, whose planning alone costs several. The copy
+//! costs the size of the cached answers, a few KB each.
+//!
 //! - **Exact**: the same normalised question under the same profile version.
 //! - **Semantic**: the nearest cached question under the same version, when
 //!   its cosine similarity reaches the version's gate.
@@ -14,7 +21,7 @@
 //! is deleted. A new profile version never sees an older version's entries.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow_array::types::Float32Type;
 use arrow_array::{
@@ -24,8 +31,8 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use lancedb::query::{ExecutableQuery, QueryBase};
-use lancedb::{DistanceType, Table};
+use lancedb::query::ExecutableQuery;
+use lancedb::Table;
 use serde::{Deserialize, Serialize};
 
 use crate::index::lance::{column, store_error};
@@ -65,6 +72,8 @@ pub struct AnswerCache {
     table: Table,
     schema: SchemaRef,
     dimensions: usize,
+    /// Every row of `table`, in memory.
+    entries: RwLock<Vec<Entry>>,
 }
 
 fn schema(dimensions: usize) -> SchemaRef {
@@ -98,12 +107,28 @@ impl AnswerCache {
                 Ok(DataType::FixedSizeList(_, size)) if size as usize == dimensions
             );
             if same_size {
-                return Ok(Self { table, schema, dimensions });
+                let stream = table.query().execute().await.map_err(store_error)?;
+                let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
+                let mut entries = Vec::new();
+                for batch in &batches {
+                    entries.extend(entries_of(batch)?);
+                }
+                return Ok(Self { table, schema, dimensions, entries: RwLock::new(entries) });
             }
             db.drop_table(TABLE, &[]).await.map_err(store_error)?;
         }
         let table = db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?;
-        Ok(Self { table, schema, dimensions })
+        Ok(Self { table, schema, dimensions, entries: RwLock::new(Vec::new()) })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
+        // A panic while holding the lock cannot leave the Vec half-changed
+        // (pushes and removals are single steps), so a poisoned lock is usable.
+        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Entry>> {
+        self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub async fn insert(&self, entry: &Entry) -> Result<(), IndexError> {
@@ -133,59 +158,42 @@ impl AnswerCache {
         let reader: Box<dyn RecordBatchReader + Send> =
             Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
         self.table.add(reader).execute().await.map_err(store_error)?;
+        self.write().push(entry.clone());
         Ok(())
     }
 
     /// The newest entry for exactly this normalised question and version.
     pub async fn exact(&self, question: &str, version: i32) -> Result<Option<Entry>, IndexError> {
-        let stream = self
-            .table
-            .query()
-            .only_if(format!("question = {} AND profile_version = {version}", quote(question)))
-            .execute()
-            .await
-            .map_err(store_error)?;
-        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
-        let mut entries = Vec::new();
-        for batch in &batches {
-            entries.extend(entries_of(batch)?.into_iter().map(|(entry, _)| entry));
-        }
-        Ok(entries.into_iter().max_by_key(|e| e.created_at))
+        Ok(self
+            .read()
+            .iter()
+            .filter(|entry| entry.profile_version == version && entry.question == question)
+            .max_by_key(|entry| entry.created_at)
+            .cloned())
     }
 
-    /// The `limit` nearest entries of this version, with their similarity.
+    /// The `limit` nearest entries of this version, with their (cosine)
+    /// similarity, most similar first.
     pub async fn nearest(
         &self,
         vector: &[f32],
         version: i32,
         limit: usize,
     ) -> Result<Vec<(Entry, f32)>, IndexError> {
-        let stream = self
-            .table
-            .query()
-            .nearest_to(vector)
-            .map_err(store_error)?
-            .distance_type(DistanceType::Cosine)
-            .only_if(format!("profile_version = {version}"))
-            .limit(limit)
-            .execute()
-            .await
-            .map_err(store_error)?;
-        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
-        let mut found = Vec::new();
-        for batch in &batches {
-            found.extend(
-                entries_of(batch)?
-                    .into_iter()
-                    .map(|(entry, distance)| (entry, 1.0 - distance.unwrap_or(1.0))),
-            );
-        }
-        found.sort_by(|a, b| b.1.total_cmp(&a.1));
-        Ok(found)
+        let entries = self.read();
+        let mut scored: Vec<(usize, f32)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| entry.profile_version == version)
+            .map(|(i, entry)| (i, crate::embed::cosine(vector, &entry.vector)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(scored.into_iter().take(limit).map(|(i, similarity)| (entries[i].clone(), similarity)).collect())
     }
 
     pub async fn delete(&self, id: &str) -> Result<(), IndexError> {
         self.table.delete(&format!("id = {}", quote(id))).await.map_err(store_error)?;
+        self.write().retain(|entry| entry.id != id);
         Ok(())
     }
 
@@ -199,7 +207,7 @@ pub fn citations_current(cited: &[CitedChunk], now_stored: &HashMap<String, Stri
     cited.iter().all(|c| now_stored.get(&c.chunk_id) == Some(&c.content_hash))
 }
 
-fn entries_of(batch: &RecordBatch) -> Result<Vec<(Entry, Option<f32>)>, IndexError> {
+fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
     let text = |name| column::<StringArray>(batch, name);
     let (id, question, payload, cited) = (text("id")?, text("question")?, text("payload")?, text("cited")?);
     let version = column::<Int32Array>(batch, "profile_version")?;
@@ -207,7 +215,6 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<(Entry, Option<f32>)>, IndexErr
     let max_age = column::<Int64Array>(batch, "max_age_seconds")?;
     let grounded = column::<BooleanArray>(batch, "grounded")?;
     let vectors = column::<FixedSizeListArray>(batch, "vector")?;
-    let distances = batch.column_by_name("_distance").and_then(|c| c.as_any().downcast_ref::<Float32Array>());
     (0..batch.num_rows())
         .map(|i| {
             let vector = vectors.value(i);
@@ -228,7 +235,7 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<(Entry, Option<f32>)>, IndexErr
                 cited: serde_json::from_str(cited.value(i)).map_err(store_error)?,
                 vector,
             };
-            Ok((entry, distances.map(|d| d.value(i))))
+            Ok(entry)
         })
         .collect()
 }
@@ -271,6 +278,14 @@ mod tests {
 
         cache.delete(&hit.id).await.unwrap();
         assert_eq!(cache.count().await.unwrap(), 1);
+        assert!(cache.exact("how do i restore", 1).await.unwrap().is_none());
+
+        // Lookups read memory; a reopened cache reloads it from the table.
+        let reopened = AnswerCache::open(&uri, 3).await.unwrap();
+        assert!(reopened.exact("how do i restore", 1).await.unwrap().is_none());
+        let kept = reopened.exact("what's new", 1).await.unwrap().unwrap();
+        assert_eq!(kept.vector, vec![0.0, 1.0, 0.0]);
+        assert_eq!(reopened.nearest(&[0.0, 1.0, 0.0], 1, 5).await.unwrap().len(), 1);
 
         // Another embedding size: the table starts over.
         let resized = AnswerCache::open(&uri, 4).await.unwrap();

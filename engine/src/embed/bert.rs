@@ -2,23 +2,31 @@
 //! throughput rather than generality (no dropout, no cross-attention, no
 //! gradient bookkeeping):
 //!
-//! - every dense layer sees the batch as one `[tokens, features]` matrix, so
-//!   each is a single matrix product instead of one per sequence;
+//! - the texts of a batch are packed one after another, without padding:
+//!   every dense layer sees the batch as one `[tokens, features]` matrix (a
+//!   single matrix product by candle), and attention runs per sequence, so no
+//!   token attends to, or is computed for, padding;
 //! - the query, key and value projections are one fused product, and the
 //!   attention scale 1/√d is folded into the query weights at load time;
+//! - everything between the products (bias and GELU, residual and layer
+//!   norm, attention's softmax) is one vectorised pass each, in
+//!   the `kernels` crate, run as candle custom ops;
 //! - with [`Precision::Q8`] the weights of the dense layers are quantised to
 //!   8 bits per value in blocks of 32 (GGML's Q8_0) and multiplied with
-//!   candle's integer kernels; attention, layer norms and embeddings stay f32;
-//! - a batch without padding skips the attention mask.
+//!   candle's integer kernels; attention, layer norms and embeddings stay f32.
 //!
 //! The arithmetic is BERT's: `candle_transformers::models::bert` is the
 //! reference it is tested against (through sentence-transformers' vectors).
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Module, Result, Tensor, D};
-use candle_nn::{Embedding, LayerNorm, VarBuilder};
+use candle_core::{
+    CpuStorage, CustomOp1, Device, InplaceOp1, InplaceOp2, Layout, Module, Result, Shape, Tensor,
+};
+use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct};
 use serde::{Deserialize, Serialize};
+
+use kernels::{Activation, Norm};
 
 /// How the dense layers' weights are held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +54,7 @@ impl Precision {
 /// `x · Wᵀ + b` with W either f32 (held transposed, contiguous) or Q8_0.
 struct Dense {
     weight: Weight,
-    bias: Tensor,
+    bias: Vec<f32>,
     /// Zero features appended to each input row (see [`QUANTISED_K_STEP`]).
     pad_inputs: usize,
 }
@@ -57,13 +65,27 @@ enum Weight {
     Quantised(QMatMul),
 }
 
-/// candle's fastest Q8_0 kernels (weights repacked for AVX-512 VNNI, one
-/// instruction per 16 outputs × 4 inputs) take an input width that is a
-/// multiple of 256; other widths fall back to one dot product per output.
-/// Quantised layers are therefore widened with zero weights (and their
+/// candle's fastest Q8_0 kernels (weights repacked for VNNI, one instruction
+/// per 16 outputs × 4 inputs) take an input width that is a multiple of 256;
+/// other widths fall back to one dot product per output. Where the CPU has
+/// VNNI, quantised layers are therefore widened with zero weights (and their
 /// inputs with zero features) to the next multiple: for all-MiniLM-L6-v2,
 /// 384 → 512, a third more multiplications at about three times the rate.
+/// Without VNNI (AVX2 only) candle never repacks Q8_0, and widening would
+/// only add work.
 const QUANTISED_K_STEP: usize = 256;
+
+fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        (std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vnni"))
+            || std::arch::is_x86_feature_detected!("avxvnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
 
 impl Dense {
     /// From `weight` `[out, in]` and `bias` `[out]` as published.
@@ -72,29 +94,44 @@ impl Dense {
             Precision::F32 => (Weight::Full(weight.t()?.contiguous()?), 0),
             Precision::Q8 => {
                 let inputs = weight.dim(1)?;
-                let pad_inputs = inputs.next_multiple_of(QUANTISED_K_STEP) - inputs;
+                let pad_inputs =
+                    if has_vnni() { inputs.next_multiple_of(QUANTISED_K_STEP) - inputs } else { 0 };
                 let widened = weight.pad_with_zeros(1, 0, pad_inputs)?.contiguous()?;
                 let quantised = QTensor::quantize(&widened, GgmlDType::Q8_0)?;
                 (Weight::Quantised(QMatMul::from_qtensor(quantised)?), pad_inputs)
             }
         };
-        Ok(Self { weight, bias, pad_inputs })
+        Ok(Self { weight, bias: bias.to_vec1::<f32>()?, pad_inputs })
     }
 
     fn load(vb: &VarBuilder, inputs: usize, outputs: usize, precision: Precision) -> Result<Self> {
         Self::new(vb.get((outputs, inputs), "weight")?, vb.get(outputs, "bias")?, precision)
     }
 
-    /// `xs`: `[tokens, in]` → `[tokens, out]`.
-    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        let product = match &self.weight {
-            Weight::Full(weight) => xs.matmul(weight)?,
+    /// `xs · Wᵀ`, without the bias: `[tokens, in]` → `[tokens, out]`, a
+    /// fresh tensor the caller may change in place.
+    fn product(&self, xs: &Tensor) -> Result<Tensor> {
+        match &self.weight {
+            Weight::Full(weight) => xs.matmul(weight),
             Weight::Quantised(weight) if self.pad_inputs > 0 => {
-                weight.forward(&xs.pad_with_zeros(1, 0, self.pad_inputs)?)?
+                weight.forward(&xs.pad_with_zeros(1, 0, self.pad_inputs)?)
             }
-            Weight::Quantised(weight) => weight.forward(xs)?,
-        };
-        product.broadcast_add(&self.bias)
+            Weight::Quantised(weight) => weight.forward(xs),
+        }
+    }
+
+    /// `activation(xs · Wᵀ + b)`.
+    fn forward(&self, xs: &Tensor, activation: Option<Activation>) -> Result<Tensor> {
+        let product = self.product(xs)?;
+        product.inplace_op1(&BiasActivation { bias: &self.bias, activation })?;
+        Ok(product)
+    }
+
+    /// `norm(xs · Wᵀ + b + residual)`.
+    fn forward_residual_norm(&self, xs: &Tensor, residual: &Tensor, norm: &Norm) -> Result<Tensor> {
+        let product = self.product(xs)?;
+        product.inplace_op2(residual, &ResidualNorm { bias: Some(&self.bias), norm })?;
+        Ok(product)
     }
 }
 
@@ -102,25 +139,29 @@ struct Layer {
     /// Query (pre-scaled), key and value in one product: `[tokens, 3·hidden]`.
     qkv: Dense,
     attention_out: Dense,
-    attention_norm: LayerNorm,
+    attention_norm: Norm,
     intermediate: Dense,
     output: Dense,
-    output_norm: LayerNorm,
+    output_norm: Norm,
 }
 
 pub struct Encoder {
-    word_embeddings: Embedding,
+    word_embeddings: Tensor,
     /// Position embeddings with the (single) token type's embedding added.
     position_embeddings: Tensor,
-    embedding_norm: LayerNorm,
+    embedding_norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
     hidden: usize,
-    activation: HiddenAct,
+    activation: Activation,
 }
 
-fn layer_norm(vb: VarBuilder, size: usize, eps: f64) -> Result<LayerNorm> {
-    Ok(LayerNorm::new(vb.get(size, "weight")?, vb.get(size, "bias")?, eps))
+fn layer_norm(vb: VarBuilder, size: usize, eps: f64) -> Result<Norm> {
+    Ok(Norm {
+        gamma: vb.get(size, "weight")?.to_vec1::<f32>()?,
+        beta: vb.get(size, "bias")?.to_vec1::<f32>()?,
+        eps: eps as f32,
+    })
 }
 
 impl Encoder {
@@ -133,8 +174,7 @@ impl Encoder {
             candle_core::bail!("hidden size {hidden} is not a multiple of {heads} attention heads");
         }
         let embeddings = vb.pp("embeddings");
-        let word_embeddings =
-            Embedding::new(embeddings.get((config.vocab_size, hidden), "word_embeddings.weight")?, hidden);
+        let word_embeddings = embeddings.get((config.vocab_size, hidden), "word_embeddings.weight")?;
         let token_type =
             embeddings.get((config.type_vocab_size, hidden), "token_type_embeddings.weight")?.get(0)?;
         let position_embeddings = embeddings
@@ -176,77 +216,139 @@ impl Encoder {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            word_embeddings,
-            position_embeddings,
-            embedding_norm,
-            layers,
-            heads,
-            hidden,
-            activation: config.hidden_act,
-        })
+        let activation = match config.hidden_act {
+            HiddenAct::Gelu => Activation::GeluErf,
+            HiddenAct::GeluApproximate => Activation::GeluTanh,
+            HiddenAct::Relu => Activation::Relu,
+        };
+        Ok(Self { word_embeddings, position_embeddings, embedding_norm, layers, heads, hidden, activation })
     }
 
-    /// `ids` and `mask`: `[batch, length]` (u32; mask 1 for real tokens).
-    /// Returns the last hidden states, `[batch, length, hidden]`.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (batch, length) = ids.dims2()?;
-        let tokens = batch * length;
-        let positions = self.position_embeddings.narrow(0, 0, length)?;
-        let embedded = self.word_embeddings.forward(ids)?.broadcast_add(&positions)?;
-        let mut hidden = self.embedding_norm.forward(&embedded.reshape((tokens, self.hidden))?)?;
+    /// The longest sequence the position embeddings cover.
+    pub fn max_positions(&self) -> usize {
+        self.position_embeddings.dims().first().copied().unwrap_or(0)
+    }
 
-        // 0 where a token may be attended to, the lowest f32 where it is
-        // padding: `[batch, 1, 1, length]`, added to the scores.
-        let padded = mask.flatten_all()?.to_vec1::<u32>()?.contains(&0);
-        let additive = if padded {
-            let keep = mask.to_dtype(DType::F32)?;
-            Some(((keep - 1.0)? * f64::from(f32::MAX))?.reshape((batch, 1, 1, length))?)
-        } else {
-            None
-        };
+    /// One unit vector per sequence: the last hidden states mean-pooled and
+    /// L2-normalised (sentence-transformers' pooling for this family).
+    /// `ids` holds the sequences' token ids one after another, with the
+    /// lengths in `lengths`.
+    pub fn embed(&self, ids: &[u32], lengths: &[usize]) -> Result<Vec<Vec<f32>>> {
+        let hidden = self.forward(ids, lengths)?.flatten_all()?.to_vec1::<f32>()?;
+        Ok(kernels::mean_pool_normalised(&hidden, lengths, self.hidden))
+    }
 
-        let head_size = self.hidden / self.heads;
-        let split = |xs: Tensor| -> Result<Tensor> {
-            xs.reshape((batch, length, self.heads, head_size))?.transpose(1, 2)?.contiguous()
-        };
-        for layer in &self.layers {
-            let qkv = layer.qkv.forward(&hidden)?;
-            let query = split(qkv.narrow(1, 0, self.hidden)?)?;
-            let key = split(qkv.narrow(1, self.hidden, self.hidden)?)?;
-            let value = split(qkv.narrow(1, 2 * self.hidden, self.hidden)?)?;
-            let mut scores = query.matmul(&key.t()?)?; // [batch, heads, length, length]
-            if let Some(additive) = &additive {
-                scores = scores.broadcast_add(additive)?;
-            }
-            let probabilities = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probabilities
-                .matmul(&value)? // [batch, heads, length, head]
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((tokens, self.hidden))?;
-            let attended =
-                layer.attention_norm.forward(&(layer.attention_out.forward(&context)? + &hidden)?)?;
-            let intermediate = layer.intermediate.forward(&attended)?;
-            let activated = match self.activation {
-                HiddenAct::Gelu => intermediate.gelu_erf()?,
-                HiddenAct::GeluApproximate => intermediate.gelu()?,
-                HiddenAct::Relu => intermediate.relu()?,
-            };
-            hidden = layer.output_norm.forward(&(layer.output.forward(&activated)? + attended)?)?;
+    /// The last hidden states, `[tokens, hidden]`, of packed sequences.
+    pub fn forward(&self, ids: &[u32], lengths: &[usize]) -> Result<Tensor> {
+        let tokens: usize = lengths.iter().sum();
+        if tokens != ids.len() {
+            candle_core::bail!("{} token ids for sequences of {tokens} tokens in all", ids.len());
         }
-        hidden.reshape((batch, length, self.hidden))
+        if let Some(longest) = lengths.iter().max().filter(|&&l| l > self.max_positions()) {
+            candle_core::bail!("a sequence of {longest} tokens exceeds {} positions", self.max_positions());
+        }
+        let device = Device::Cpu;
+        let positions: Vec<u32> = lengths.iter().flat_map(|&length| 0..length as u32).collect();
+        let ids = Tensor::from_slice(ids, tokens, &device)?;
+        let positions = Tensor::from_vec(positions, tokens, &device)?;
+        let hidden = self.word_embeddings.index_select(&ids, 0)?;
+        hidden.inplace_op2(
+            &self.position_embeddings.index_select(&positions, 0)?,
+            &ResidualNorm { bias: None, norm: &self.embedding_norm },
+        )?;
+
+        let mut hidden = hidden;
+        for layer in &self.layers {
+            let qkv = layer.qkv.forward(&hidden, None)?;
+            let context =
+                qkv.apply_op1_no_bwd(&Attention { lengths, heads: self.heads, hidden: self.hidden })?;
+            let attended =
+                layer.attention_out.forward_residual_norm(&context, &hidden, &layer.attention_norm)?;
+            let intermediate = layer.intermediate.forward(&attended, Some(self.activation))?;
+            hidden = layer.output.forward_residual_norm(&intermediate, &attended, &layer.output_norm)?;
+        }
+        Ok(hidden)
     }
 }
 
-/// Mean pooling over real tokens, then L2 normalisation: sentence-transformers'
-/// pooling for this family of models. `hidden`: `[batch, length, dims]`,
-/// `mask`: `[batch, length]`.
-pub fn pool(hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // [batch, length, 1]
-    let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // [batch, dims]
-    let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?; // [batch, 1]
-    let mean = summed.broadcast_div(&counts)?;
-    let norms = mean.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-    mean.broadcast_div(&norms)
+// The custom ops: candle hands over its CPU storage, the kernels do the work.
+
+fn rows<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
+    match (storage, layout.contiguous_offsets()) {
+        (CpuStorage::F32(data), Some((start, end))) => Ok(&data[start..end]),
+        _ => candle_core::bail!("{op}: expects a contiguous f32 tensor"),
+    }
+}
+
+fn rows_mut<'a>(storage: &'a mut CpuStorage, layout: &Layout, op: &str) -> Result<&'a mut [f32]> {
+    match (storage, layout.contiguous_offsets()) {
+        (CpuStorage::F32(data), Some((start, end))) => Ok(&mut data[start..end]),
+        _ => candle_core::bail!("{op}: expects a contiguous f32 tensor"),
+    }
+}
+
+/// In place: `x = activation(x + bias)`.
+struct BiasActivation<'a> {
+    bias: &'a [f32],
+    activation: Option<Activation>,
+}
+
+impl InplaceOp1 for BiasActivation<'_> {
+    fn name(&self) -> &'static str {
+        "bias-activation"
+    }
+
+    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> Result<()> {
+        let data = rows_mut(storage, layout, self.name())?;
+        kernels::add_bias_activate(data, self.bias, self.activation);
+        Ok(())
+    }
+}
+
+/// In place: `x = norm(x + bias + residual)`.
+struct ResidualNorm<'a> {
+    bias: Option<&'a [f32]>,
+    norm: &'a Norm,
+}
+
+impl InplaceOp2 for ResidualNorm<'_> {
+    fn name(&self) -> &'static str {
+        "residual-norm"
+    }
+
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+        if l1.shape() != l2.shape() {
+            candle_core::bail!("residual-norm: shapes {:?} and {:?} differ", l1.shape(), l2.shape());
+        }
+        let residual = rows(s2, l2, self.name())?;
+        kernels::add_residual_norm(rows_mut(s1, l1, self.name())?, residual, self.bias, self.norm);
+        Ok(())
+    }
+}
+
+/// `[tokens, 3·hidden]` (query, key, value) → context `[tokens, hidden]`.
+struct Attention<'a> {
+    lengths: &'a [usize],
+    heads: usize,
+    hidden: usize,
+}
+
+impl CustomOp1 for Attention<'_> {
+    fn name(&self) -> &'static str {
+        "packed-attention"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let tokens: usize = self.lengths.iter().sum();
+        if layout.shape().dims() != [tokens, 3 * self.hidden] {
+            candle_core::bail!(
+                "packed-attention: expects [{tokens}, {}], got {:?}",
+                3 * self.hidden,
+                layout.shape()
+            );
+        }
+        let qkv = rows(storage, layout, self.name())?;
+        let context = kernels::attention(qkv, self.lengths, self.heads, self.hidden);
+        Ok((CpuStorage::F32(context), Shape::from((tokens, self.hidden))))
+    }
 }

@@ -1,6 +1,6 @@
 //! all-MiniLM-L6-v2 (or any BERT-style sentence-transformers model) on the
-//! CPU with candle: tokenise, run the encoder ([`super::bert::Encoder`]),
-//! mean-pool over real tokens (padding masked out), L2-normalise. Exactly
+//! CPU with candle: tokenise, run the encoder ([`super::bert::Encoder`]) on
+//! the batch's texts packed without padding, mean-pool, L2-normalise. Exactly
 //! what sentence-transformers does for this model, so vectors match its
 //! reference to cosine ≥ 0.999.
 //!
@@ -12,13 +12,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
-use super::bert::{self, Encoder, Precision};
+use super::bert::{Encoder, Precision};
 use super::{EmbedError, Embedder};
 
 /// The precisions of the dense weights: for what indexing stores, and for
@@ -36,8 +36,9 @@ impl Precisions {
     }
 }
 
-/// Texts per forward pass: large enough to amortise overhead, small enough
-/// that padding to the longest text in a batch stays cheap.
+/// Texts per forward pass: large enough that the matrix products are
+/// efficient, small enough that the activations stay in the caches' reach
+/// (there is no padding to limit: texts are packed).
 const BATCH_SIZE: usize = 32;
 
 /// sentence-transformers' `max_seq_length` when the model does not say.
@@ -54,7 +55,6 @@ struct Inner {
     /// The encoder of single queries, when they run at another precision.
     query_encoder: Option<Encoder>,
     tokenizer: Tokenizer,
-    device: Device,
     dimensions: usize,
     max_tokens: usize,
 }
@@ -80,16 +80,10 @@ impl LocalEmbedder {
 
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|err| model_error("loading tokenizer.json", &err))?;
-        let pad_id = tokenizer.token_to_id("[PAD]").unwrap_or(0);
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: max_tokens, ..TruncationParams::default() }))
             .map_err(|err| model_error("configuring truncation", &err))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id,
-            pad_token: "[PAD]".to_owned(),
-            ..PaddingParams::default()
-        }));
+        tokenizer.with_padding(None);
 
         let device = Device::Cpu;
         // Read into memory rather than mmap: mapping a file is `unsafe` (another
@@ -113,7 +107,6 @@ impl LocalEmbedder {
                 encoder,
                 query_encoder,
                 tokenizer,
-                device,
                 max_tokens,
             }),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
@@ -185,38 +178,23 @@ impl LocalEmbedder {
 }
 
 impl Inner {
-    /// Embeds in batches of similar length (less padding), returning vectors
-    /// in the order of `texts`.
+    /// Embeds in batches of [`BATCH_SIZE`] texts, returning vectors in the
+    /// order of `texts`.
     fn embed_all(&self, encoder: &Encoder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH_SIZE) {
-            let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-            for (&i, vector) in batch.iter().zip(self.embed_batch(encoder, &inputs)?) {
-                vectors[i] = vector;
-            }
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH_SIZE) {
+            vectors.extend(self.embed_batch(encoder, batch)?);
         }
         Ok(vectors)
     }
 
-    fn embed_batch(&self, encoder: &Encoder, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_batch(&self, encoder: &Encoder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let failed = |err: &dyn std::fmt::Display| EmbedError::Inference(err.to_string());
-        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|err| failed(&err))?;
-        let rows = encodings.len();
-        let width = encodings.first().map_or(0, |encoding| encoding.len());
-        let flatten = |field: fn(&tokenizers::Encoding) -> &[u32]| -> Vec<u32> {
-            encodings.iter().flat_map(|encoding| field(encoding).iter().copied()).collect()
-        };
-        let ids = Tensor::from_vec(flatten(tokenizers::Encoding::get_ids), (rows, width), &self.device)
-            .map_err(|err| failed(&err))?;
-        let mask =
-            Tensor::from_vec(flatten(tokenizers::Encoding::get_attention_mask), (rows, width), &self.device)
-                .map_err(|err| failed(&err))?;
-        let pooled = encoder
-            .forward(&ids, &mask)
-            .and_then(|hidden| bert::pool(&hidden, &mask))
-            .map_err(|err| failed(&err))?;
-        pooled.to_vec2::<f32>().map_err(|err| failed(&err))
+        let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encodings = self.tokenizer.encode_batch(inputs, true).map_err(|err| failed(&err))?;
+        let lengths: Vec<usize> = encodings.iter().map(tokenizers::Encoding::len).collect();
+        let ids: Vec<u32> =
+            encodings.iter().flat_map(|encoding| encoding.get_ids().iter().copied()).collect();
+        encoder.embed(&ids, &lengths).map_err(|err| failed(&err))
     }
 }

@@ -3,7 +3,8 @@
 //! ids, insert new ones, delete the document's leftovers), which LanceDB
 //! commits as a single version.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::types::Float32Type;
 use arrow_array::{
@@ -42,6 +43,17 @@ pub struct LanceChunkStore {
     table: Table,
     schema: SchemaRef,
     dimensions: usize,
+    hashes: Mutex<HashMemo>,
+}
+
+/// `chunk id → (source id, content hash)` as last read: the answer cache
+/// checks the same few cited chunks on every hit, and a LanceDB query costs
+/// milliseconds of planning. Every write empties it and bumps `generation`,
+/// so a read that overlapped a write never stores what the write changed.
+#[derive(Default)]
+struct HashMemo {
+    generation: u64,
+    known: HashMap<String, (String, String)>,
 }
 
 pub(crate) fn store_error(err: impl std::fmt::Display) -> IndexError {
@@ -89,7 +101,20 @@ impl LanceChunkStore {
                 }
             }
         }
-        Ok(Self { table, schema, dimensions })
+        Ok(Self { table, schema, dimensions, hashes: Mutex::new(HashMemo::default()) })
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, HashMemo> {
+        // Each change to the memo is one step: a poisoned lock is still whole.
+        self.hashes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// After a write (whether or not it succeeded): what was read before it
+    /// may be stale.
+    fn forget_hashes(&self) {
+        let mut memo = self.memo();
+        memo.generation += 1;
+        memo.known.clear();
     }
 
     /// Drops the `chunks` table and creates it empty for `dimensions`.
@@ -135,7 +160,9 @@ impl LanceChunkStore {
         let batch = self.batch(&rows)?;
         let reader: Box<dyn RecordBatchReader + Send> =
             Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
-        self.table.add(reader).execute().await.map_err(store_error)?;
+        let added = self.table.add(reader).execute().await;
+        self.forget_hashes();
+        added.map_err(store_error)?;
         Ok(())
     }
 
@@ -235,12 +262,16 @@ impl ChunkStore for LanceChunkStore {
             .when_matched_update_all(None)
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(Some(format!("document_id = {}", quote(document_id))));
-        merge.execute(reader).await.map_err(store_error)?;
+        let merged = merge.execute(reader).await;
+        self.forget_hashes();
+        merged.map_err(store_error)?;
         Ok(())
     }
 
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {
-        self.table.delete(format!("source_id = {}", quote(source_id)).as_str()).await.map_err(store_error)?;
+        let deleted = self.table.delete(format!("source_id = {}", quote(source_id)).as_str()).await;
+        self.forget_hashes();
+        deleted.map_err(store_error)?;
         Ok(())
     }
 
@@ -298,24 +329,34 @@ impl ChunkStore for LanceChunkStore {
             .map_err(store_error)
     }
 
-    async fn content_hashes(
-        &self,
-        ids: &[String],
-    ) -> Result<std::collections::HashMap<String, (String, String)>, IndexError> {
-        if ids.is_empty() {
-            return Ok(Default::default());
+    async fn content_hashes(&self, ids: &[String]) -> Result<HashMap<String, (String, String)>, IndexError> {
+        let (generation, mut found, missing) = {
+            let memo = self.memo();
+            let mut found = HashMap::new();
+            let mut missing = Vec::new();
+            for id in ids {
+                match memo.known.get(id) {
+                    Some(known) => {
+                        found.insert(id.clone(), known.clone());
+                    }
+                    None => missing.push(quote(id)),
+                }
+            }
+            (memo.generation, found, missing)
+        };
+        if missing.is_empty() {
+            return Ok(found);
         }
-        let list: Vec<String> = ids.iter().map(|id| quote(id)).collect();
         let stream = self
             .table
             .query()
-            .only_if(format!("id IN ({})", list.join(", ")))
+            .only_if(format!("id IN ({})", missing.join(", ")))
             .select(lancedb::query::Select::columns(&["id", "source_id", "content_hash"]))
             .execute()
             .await
             .map_err(store_error)?;
         let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
-        let mut found = std::collections::HashMap::new();
+        let mut read = HashMap::new();
         for batch in &batches {
             let (id, source, hash) = (
                 column::<StringArray>(batch, "id")?,
@@ -323,9 +364,14 @@ impl ChunkStore for LanceChunkStore {
                 column::<StringArray>(batch, "content_hash")?,
             );
             for i in 0..batch.num_rows() {
-                found.insert(id.value(i).to_owned(), (source.value(i).to_owned(), hash.value(i).to_owned()));
+                read.insert(id.value(i).to_owned(), (source.value(i).to_owned(), hash.value(i).to_owned()));
             }
         }
+        let mut memo = self.memo();
+        if memo.generation == generation {
+            memo.known.extend(read.iter().map(|(id, known)| (id.clone(), known.clone())));
+        }
+        found.extend(read);
         Ok(found)
     }
 
