@@ -402,6 +402,21 @@ mod tests {
     }
 
     #[test]
+    fn attention_matches_at_the_model_s_shape() {
+        // all-MiniLM-L6-v2's shape: 12 heads of 32, and lengths on either
+        // side of the vector width.
+        let (heads, hidden) = (12, 384);
+        let lengths = [2, 16, 17, 33, 5];
+        let tokens: usize = lengths.iter().sum();
+        let qkv = values(tokens * 3 * hidden, 13, 1.5);
+        let got = attention(&qkv, &lengths, heads, hidden);
+        let want = reference_attention(&qkv, &lengths, heads, hidden);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-5, "{g} vs {w}");
+        }
+    }
+
+    #[test]
     fn pooling_averages_each_sequence_and_normalises() {
         let hidden = [3.0, 4.0, 1.0, 0.0, 0.0, 1.0, 2.0, 2.0];
         let vectors = mean_pool_normalised(&hidden, &[1, 3], 2);
