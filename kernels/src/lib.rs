@@ -54,7 +54,7 @@ pub fn exp(x: f32) -> f32 {
     p = p.mul_add(r, 8.333_452e-3);
     p = p.mul_add(r, 4.166_579_6e-2);
     p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 5.000_000_1e-1);
+    p = p.mul_add(r, 0.5);
     let er = (p * r).mul_add(r, r) + 1.0;
     // n is in [-126, 127]: 2^n is a normal f32 built from its exponent bits.
     let n_bits = shifted.to_bits().wrapping_sub(ROUNDER.to_bits());
