@@ -1,4 +1,5 @@
-//! The arithmetic of [`super::bert::Encoder`] between its matrix products,
+//! The arithmetic of Lore's BERT encoder (`engine::embed::bert`) between its
+//! matrix products,
 //! on plain f32 slices: bias and activation, residual and layer norm,
 //! attention, pooling.
 //!
@@ -261,7 +262,7 @@ pub fn mean_pool_normalised(hidden: &[f32], lengths: &[usize], width: usize) -> 
         for m in mean.iter_mut() {
             *m /= count;
         }
-        let norm = sum(&mean.iter().map(|m| m * m).collect::<Vec<_>>()).sqrt().max(1e-12);
+        let norm = mean.iter().map(|m| m * m).sum::<f32>().sqrt().max(1e-12);
         for m in mean.iter_mut() {
             *m /= norm;
         }
@@ -326,6 +327,19 @@ mod tests {
     }
 
     #[test]
+    fn tanh_gelu_is_within_f32_noise_of_the_exact_one() {
+        let xs = values(4096, 8, 6.0);
+        let mut got = xs.clone();
+        add_bias_activate(&mut got, &[0.0; 64], Some(Activation::GeluTanh));
+        for (x, g) in xs.iter().zip(&got) {
+            let x64 = f64::from(*x);
+            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044_715 * x64.powi(3));
+            let want = 0.5 * x64 * (1.0 + inner.tanh());
+            assert!((f64::from(*g) - want).abs() < 1e-6, "gelu_tanh({x}) = {g}, want {want}");
+        }
+    }
+
+    #[test]
     fn bias_is_added_before_the_activation() {
         let mut rows = vec![-1.0, 2.0, -3.0, 4.0];
         add_bias_activate(&mut rows, &[2.0, -3.0], Some(Activation::Relu));
@@ -386,17 +400,28 @@ mod tests {
         out
     }
 
-    #[test]
-    fn packed_attention_keeps_each_sequence_to_itself() {
-        let (heads, hidden) = (4, 32);
-        let lengths = [1, 7, 19, 3];
+    /// Packed attention on random values against the reference; returns
+    /// the inputs and the result.
+    fn attention_against_reference(
+        heads: usize,
+        hidden: usize,
+        lengths: &[usize],
+        seed: u32,
+    ) -> (Vec<f32>, Vec<f32>) {
         let tokens: usize = lengths.iter().sum();
-        let qkv = values(tokens * 3 * hidden, 11, 2.0);
-        let got = attention(&qkv, &lengths, heads, hidden);
-        let want = reference_attention(&qkv, &lengths, heads, hidden);
+        let qkv = values(tokens * 3 * hidden, seed, 2.0);
+        let got = attention(&qkv, lengths, heads, hidden);
+        let want = reference_attention(&qkv, lengths, heads, hidden);
         for (g, w) in got.iter().zip(&want) {
             assert!((g - w).abs() < 1e-5, "{g} vs {w}");
         }
+        (qkv, got)
+    }
+
+    #[test]
+    fn packed_attention_keeps_each_sequence_to_itself() {
+        let hidden = 32;
+        let (qkv, got) = attention_against_reference(4, hidden, &[1, 7, 19, 3], 11);
         // A sequence of one token attends only to itself: its context is its value.
         assert_eq!(&got[..hidden], &qkv[2 * hidden..3 * hidden]);
     }
@@ -405,15 +430,7 @@ mod tests {
     fn attention_matches_at_the_model_s_shape() {
         // all-MiniLM-L6-v2's shape: 12 heads of 32, and lengths on either
         // side of the vector width.
-        let (heads, hidden) = (12, 384);
-        let lengths = [2, 16, 17, 33, 5];
-        let tokens: usize = lengths.iter().sum();
-        let qkv = values(tokens * 3 * hidden, 13, 1.5);
-        let got = attention(&qkv, &lengths, heads, hidden);
-        let want = reference_attention(&qkv, &lengths, heads, hidden);
-        for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() < 1e-5, "{g} vs {w}");
-        }
+        attention_against_reference(12, 384, &[2, 16, 17, 33, 5], 13);
     }
 
     #[test]

@@ -163,23 +163,17 @@ impl AnswerCache {
     }
 
     /// The newest entry for exactly this normalised question and version.
-    pub async fn exact(&self, question: &str, version: i32) -> Result<Option<Entry>, IndexError> {
-        Ok(self
-            .read()
+    pub fn exact(&self, question: &str, version: i32) -> Option<Entry> {
+        self.read()
             .iter()
             .filter(|entry| entry.profile_version == version && entry.question == question)
             .max_by_key(|entry| entry.created_at)
-            .cloned())
+            .cloned()
     }
 
     /// The `limit` nearest entries of this version, with their (cosine)
     /// similarity, most similar first.
-    pub async fn nearest(
-        &self,
-        vector: &[f32],
-        version: i32,
-        limit: usize,
-    ) -> Result<Vec<(Entry, f32)>, IndexError> {
+    pub fn nearest(&self, vector: &[f32], version: i32, limit: usize) -> Vec<(Entry, f32)> {
         let entries = self.read();
         let mut scored: Vec<(usize, f32)> = entries
             .iter()
@@ -188,7 +182,7 @@ impl AnswerCache {
             .map(|(i, entry)| (i, crate::embed::cosine(vector, &entry.vector)))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-        Ok(scored.into_iter().take(limit).map(|(i, similarity)| (entries[i].clone(), similarity)).collect())
+        scored.into_iter().take(limit).map(|(i, similarity)| (entries[i].clone(), similarity)).collect()
     }
 
     pub async fn delete(&self, id: &str) -> Result<(), IndexError> {
@@ -266,26 +260,26 @@ mod tests {
         cache.insert(&entry("how do i restore", 1, vec![1.0, 0.0, 0.0])).await.unwrap();
         cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
 
-        let hit = cache.exact("how do i restore", 1).await.unwrap().unwrap();
+        let hit = cache.exact("how do i restore", 1).unwrap();
         assert_eq!(hit.payload["answer"], "stop, copy, start");
         assert_eq!(hit.cited[0].content_hash, "h1");
-        assert!(cache.exact("how do i restore", 2).await.unwrap().is_none());
+        assert!(cache.exact("how do i restore", 2).is_none());
 
-        let near = cache.nearest(&[0.9, 0.1, 0.0], 1, 1).await.unwrap();
+        let near = cache.nearest(&[0.9, 0.1, 0.0], 1, 1);
         assert_eq!(near[0].0.question, "how do i restore");
         assert!(near[0].1 > 0.9 && near[0].1 <= 1.0, "{}", near[0].1);
-        assert!(cache.nearest(&[0.9, 0.1, 0.0], 2, 1).await.unwrap().is_empty());
+        assert!(cache.nearest(&[0.9, 0.1, 0.0], 2, 1).is_empty());
 
         cache.delete(&hit.id).await.unwrap();
         assert_eq!(cache.count().await.unwrap(), 1);
-        assert!(cache.exact("how do i restore", 1).await.unwrap().is_none());
+        assert!(cache.exact("how do i restore", 1).is_none());
 
         // Lookups read memory; a reopened cache reloads it from the table.
         let reopened = AnswerCache::open(&uri, 3).await.unwrap();
-        assert!(reopened.exact("how do i restore", 1).await.unwrap().is_none());
-        let kept = reopened.exact("what's new", 1).await.unwrap().unwrap();
+        assert!(reopened.exact("how do i restore", 1).is_none());
+        let kept = reopened.exact("what's new", 1).unwrap();
         assert_eq!(kept.vector, vec![0.0, 1.0, 0.0]);
-        assert_eq!(reopened.nearest(&[0.0, 1.0, 0.0], 1, 5).await.unwrap().len(), 1);
+        assert_eq!(reopened.nearest(&[0.0, 1.0, 0.0], 1, 5).len(), 1);
 
         // Another embedding size: the table starts over.
         let resized = AnswerCache::open(&uri, 4).await.unwrap();

@@ -226,7 +226,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
 
     // Exact cache.
     if gates.enabled {
-        match answer_cache.exact(&question.key, version.version).await? {
+        match answer_cache.exact(&question.key, version.version) {
             Some(entry) => match run.validate(&entry).await? {
                 Ok(()) => {
                     trace.stage("exact_cache", "hit", "the same question was answered under this version");
@@ -249,7 +249,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     // Semantic cache.
     let mut nearest = None;
     if gates.enabled {
-        let found = answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES).await?;
+        let found = answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES);
         nearest = found.first().map(|(_, similarity)| *similarity);
         let mut decided = None;
         for (entry, similarity) in found {

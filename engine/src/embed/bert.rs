@@ -251,13 +251,12 @@ impl Encoder {
         let positions: Vec<u32> = lengths.iter().flat_map(|&length| 0..length as u32).collect();
         let ids = Tensor::from_slice(ids, tokens, &device)?;
         let positions = Tensor::from_vec(positions, tokens, &device)?;
-        let hidden = self.word_embeddings.index_select(&ids, 0)?;
+        let mut hidden = self.word_embeddings.index_select(&ids, 0)?;
         hidden.inplace_op2(
             &self.position_embeddings.index_select(&positions, 0)?,
             &ResidualNorm { bias: None, norm: &self.embedding_norm },
         )?;
 
-        let mut hidden = hidden;
         for layer in &self.layers {
             let qkv = layer.qkv.forward(&hidden, None)?;
             let context =
