@@ -223,8 +223,9 @@ pub struct ModelSettings {
     #[serde(default = "default_embedding_model")]
     pub embedding: String,
     /// How the on-CPU model holds its dense weights for what indexing
-    /// stores: `f32` as published, or `q8` (8-bit blocks: faster, vectors
-    /// within about 0.01 of the reference in cosine).
+    /// stores: `f32` as published, or `q8` (8-bit weights in integer
+    /// arithmetic: about twice the throughput, vectors within 0.004 of the
+    /// reference in cosine).
     #[serde(default)]
     pub embedding_precision: crate::embed::bert::Precision,
     /// The same for the one query or question embedded at answer time,

@@ -73,8 +73,9 @@ async fn vectors_match_sentence_transformers() {
 
 #[tokio::test]
 async fn eight_bit_weights_stay_close_to_sentence_transformers() {
-    // 0.989 measured at worst, for the lone "?" of the fixture.
-    let lowest = faithful_to_sentence_transformers(Precision::Q8, 0.985).await;
+    // 0.9966 measured at worst, for the fixture's "OK" (0.989 with candle's
+    // Q8_0 blocks before Lore's own 8-bit product).
+    let lowest = faithful_to_sentence_transformers(Precision::Q8, 0.995).await;
     // The weights really are quantised: the vectors are close, not identical.
     assert!(lowest < 0.99999, "q8 vectors equal the f32 reference ({lowest})");
 }

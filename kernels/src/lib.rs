@@ -1,7 +1,7 @@
-//! The arithmetic of Lore's BERT encoder (`engine::embed::bert`) between its
-//! matrix products,
-//! on plain f32 slices: bias and activation, residual and layer norm,
-//! attention, pooling.
+//! The arithmetic of Lore's BERT encoder (`engine::embed::bert`) that candle
+//! does not do well: the 8-bit dense products ([`int8`]), and between the
+//! products, on plain f32 slices, bias and activation, residual and layer
+//! norm, attention, pooling.
 //!
 //! candle runs these as separate passes (bias, then residual, then norm) and
 //! its `exp` and `erf` are scalar library calls, which cost as much as the
@@ -11,7 +11,11 @@
 //! (`erf`, Abramowitz & Stegun 7.1.26): far below what an f32 model carries.
 //!
 //! Sums use eight partial accumulators: the compiler may not reorder float
-//! additions itself, so a plain `iter().sum()` would stay scalar.
+//! additions itself, so a plain `iter().sum()` would stay scalar. Where a
+//! loop needs its accumulators held in registers (attention's two products,
+//! the integer product), it is written with explicit AVX2 vectors through
+//! `safe_arch`, beside a plain-Rust version for other targets that the tests
+//! check too.
 //!
 //! Work is split across rayon's pool (the one candle's matrix products use)
 //! by rows or by sequence.
@@ -20,6 +24,8 @@
 //! workspace `Cargo.toml`): unoptimised, none of it vectorises.
 
 use rayon::prelude::*;
+
+pub mod int8;
 
 /// The activation after the intermediate dense layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,6 +212,19 @@ pub fn attention(qkv: &[f32], lengths: &[usize], heads: usize, hidden: usize) ->
 }
 
 fn attend_sequence(rows: &[f32], length: usize, heads: usize, hidden: usize, out: &mut [f32]) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma"))]
+    match hidden / heads {
+        32 => return simd_attention::attend_sequence::<4>(rows, length, heads, hidden, out),
+        64 => return simd_attention::attend_sequence::<8>(rows, length, heads, hidden, out),
+        16 => return simd_attention::attend_sequence::<2>(rows, length, heads, hidden, out),
+        8 => return simd_attention::attend_sequence::<1>(rows, length, heads, hidden, out),
+        _ => {}
+    }
+    attend_sequence_portable(rows, length, heads, hidden, out)
+}
+
+/// [`attend_sequence`] in plain Rust, for any head size and target.
+fn attend_sequence_portable(rows: &[f32], length: usize, heads: usize, hidden: usize, out: &mut [f32]) {
     let head_size = hidden / heads;
     let stride = 3 * hidden;
     let mut keys_t = vec![0.0_f32; head_size * length]; // [head_size, length]
@@ -239,6 +258,128 @@ fn attend_sequence(rows: &[f32], length: usize, heads: usize, hidden: usize, out
                 let p = p * inverse;
                 for (c, &v) in context.iter_mut().zip(value) {
                     *c = p.mul_add(v, *c);
+                }
+            }
+        }
+    }
+}
+
+/// Attention with explicit AVX2 vectors, for head sizes of `8 · W`.
+///
+/// Both products are register-blocked as small matrix products: the scores
+/// four queries by sixteen keys at a time (eight accumulators), the context
+/// two queries by the whole head (`2 · W` accumulators). The compiler keeps
+/// neither blocking on its own: it spills arrays of accumulators to memory.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma"))]
+mod simd_attention {
+    use safe_arch::{fused_mul_add_m256, m256, mul_m256, set_splat_m256, zeroed_m256};
+
+    use super::{exp, max, sum};
+
+    const QUERIES: usize = 4;
+    /// Keys per block of scores: two vectors.
+    type KeyBlock = [[f32; 8]; 2];
+
+    pub(super) fn attend_sequence<const W: usize>(
+        rows: &[f32],
+        length: usize,
+        heads: usize,
+        hidden: usize,
+        out: &mut [f32],
+    ) {
+        let head_size = 8 * W;
+        let stride = 3 * hidden;
+        let key_blocks = length.div_ceil(16);
+        let groups = length.div_ceil(QUERIES);
+        // Per block of 16 keys, per component: the keys (zero past the end).
+        let mut keys: Vec<KeyBlock> = vec![[[0.0; 8]; 2]; key_blocks * head_size];
+        // Per key: its value, W vectors.
+        let mut values: Vec<[[f32; 8]; W]> = vec![[[0.0; 8]; W]; length];
+        // Per group of four queries, per component: the queries' components
+        // (zero past the end).
+        let mut queries: Vec<[f32; QUERIES]> = vec![[0.0; QUERIES]; groups * head_size];
+        // The four queries' scores, then their weights.
+        let mut scores: Vec<[f32; 8]> = vec![[0.0; 8]; QUERIES * 2 * key_blocks];
+        let row_width = 16 * key_blocks;
+
+        for head in 0..heads {
+            let offset = head * head_size;
+            for (j, row) in rows.chunks_exact(stride).enumerate() {
+                let (group, lane) = (j / QUERIES, j % QUERIES);
+                let query = &row[offset..offset + head_size];
+                for (slot, &q) in queries[group * head_size..(group + 1) * head_size].iter_mut().zip(query) {
+                    slot[lane] = q;
+                }
+                let (block, lane) = (j / 16, j % 16);
+                let key = &row[hidden + offset..hidden + offset + head_size];
+                for (slot, &k) in keys[block * head_size..(block + 1) * head_size].iter_mut().zip(key) {
+                    slot[lane / 8][lane % 8] = k;
+                }
+                let value = &row[2 * hidden + offset..2 * hidden + offset + head_size];
+                for (slot, chunk) in values[j].iter_mut().zip(value.chunks_exact(8)) {
+                    slot.copy_from_slice(chunk);
+                }
+            }
+
+            for group in 0..groups {
+                let group_queries = &queries[group * head_size..(group + 1) * head_size];
+                for (block, block_keys) in keys.chunks_exact(head_size).enumerate() {
+                    let mut acc = [[zeroed_m256(); 2]; QUERIES];
+                    for (&[low, high], components) in block_keys.iter().zip(group_queries) {
+                        let (low, high) = (m256::from(low), m256::from(high));
+                        for (acc, &q) in acc.iter_mut().zip(components) {
+                            let q = set_splat_m256(q);
+                            acc[0] = fused_mul_add_m256(q, low, acc[0]);
+                            acc[1] = fused_mul_add_m256(q, high, acc[1]);
+                        }
+                    }
+                    for (r, [low, high]) in acc.into_iter().enumerate() {
+                        let at = r * 2 * key_blocks + 2 * block;
+                        scores[at] = low.into();
+                        scores[at + 1] = high.into();
+                    }
+                }
+
+                let mut inverse = [0.0_f32; QUERIES];
+                for (row, inverse) in scores.as_flattened_mut().chunks_exact_mut(row_width).zip(&mut inverse)
+                {
+                    let row = &mut row[..length];
+                    let top = max(row);
+                    for s in row.iter_mut() {
+                        *s = exp(*s - top);
+                    }
+                    *inverse = 1.0 / sum(row);
+                }
+
+                let weights = scores.as_flattened();
+                for pair in 0..QUERIES / 2 {
+                    let first = group * QUERIES + pair * 2;
+                    if first >= length {
+                        break;
+                    }
+                    let row = |r: usize| &weights[r * row_width..r * row_width + length];
+                    let (upper, lower) = (row(pair * 2), row(pair * 2 + 1));
+                    let (mut acc0, mut acc1) = ([zeroed_m256(); W], [zeroed_m256(); W]);
+                    for ((value, &p0), &p1) in values.iter().zip(upper).zip(lower) {
+                        let (p0, p1) = (set_splat_m256(p0), set_splat_m256(p1));
+                        for ((a0, a1), &v) in acc0.iter_mut().zip(acc1.iter_mut()).zip(value) {
+                            let v = m256::from(v);
+                            *a0 = fused_mul_add_m256(p0, v, *a0);
+                            *a1 = fused_mul_add_m256(p1, v, *a1);
+                        }
+                    }
+                    for (h, acc) in [acc0, acc1].iter().enumerate() {
+                        let i = first + h;
+                        if i >= length {
+                            break;
+                        }
+                        let scale = set_splat_m256(inverse[pair * 2 + h]);
+                        let context = &mut out[i * hidden + offset..i * hidden + offset + head_size];
+                        for (chunk, &a) in context.chunks_exact_mut(8).zip(acc) {
+                            let scaled: [f32; 8] = mul_m256(a, scale).into();
+                            chunk.copy_from_slice(&scaled);
+                        }
+                    }
                 }
             }
         }
@@ -431,6 +572,12 @@ mod tests {
         // all-MiniLM-L6-v2's shape: 12 heads of 32, and lengths on either
         // side of the vector width.
         attention_against_reference(12, 384, &[2, 16, 17, 33, 5], 13);
+    }
+
+    #[test]
+    fn attention_at_a_head_size_without_vector_kernel() {
+        // Heads of 12: the plain-Rust path.
+        attention_against_reference(3, 36, &[4, 21, 1], 17);
     }
 
     #[test]

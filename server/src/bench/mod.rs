@@ -160,7 +160,10 @@ pub async fn embed(
         }
         latencies.sort_by(f64::total_cmp);
         rows.push(json!({
-            "name": format!("Lore (candle 0.11, {}, CPU)", precision.key()),
+            "name": match precision {
+                Precision::F32 => "Lore (f32 weights, candle's GEMM, CPU)",
+                Precision::Q8 => "Lore (8-bit weights, Lore's integer GEMM, CPU)",
+            },
             "precision": precision.key(),
             "tokens_per_s": tokens as f64 / elapsed,
             "chunks_per_s": texts.len() as f64 / elapsed,
