@@ -136,10 +136,16 @@ impl Lore {
     /// The name of the model that embeds text now, as the corpus fingerprint
     /// records it, without loading or calling it.
     pub async fn embedding_model(&self) -> Result<String> {
-        Ok(match providers::resolve(self, providers::Role::Embedding).await? {
+        Ok(self.embedding_model_for(providers::resolve(self, providers::Role::Embedding).await?.as_ref()))
+    }
+
+    /// [`Self::embedding_model`] for the embedding role's binding, already
+    /// resolved.
+    pub fn embedding_model_for(&self, bound: Option<&providers::Resolved>) -> String {
+        match bound {
             Some(bound) => embed::remote::identity(&bound.account.id, &bound.target.model),
             None => self.settings.models.embedding.clone(),
-        })
+        }
     }
 
     /// Drops the cached embedder and chunk store, after the embedding role

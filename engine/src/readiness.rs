@@ -5,10 +5,18 @@
 //! the answer runtime enforces the very same verdict, so the two can never
 //! disagree. Each concern is reported on its own; "still indexing" is
 //! `Pending`, not a failure.
+//!
+//! An assessment reads what its checks need once ([`Assessment::read`]):
+//! every `/answer` runs one, so the sources, bindings, stamp and profile are
+//! each read a single time, and the answer runtime goes on with the very
+//! profile version and enabled sources the verdict was made on.
+
+use entity::source;
 
 use crate::corpus::{self, RetrievalState};
 use crate::ingest::jobs;
-use crate::{embed, Error, Lore, Result};
+use crate::providers::{self, Resolved, Role, TargetState};
+use crate::{embed, profile, Error, Lore, Result};
 
 /// The concerns Readiness reports, in display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,21 +85,67 @@ pub struct SetupState {
 
 /// Assesses every concern and derives `can_answer` from them.
 pub async fn assess(lore: &Lore) -> Result<SetupState> {
-    let checks = vec![
-        configuration(lore),
-        embedding(lore).await?,
-        provider(lore).await?,
-        indexing(lore).await?,
-        content(lore).await?,
-        profile_version(lore).await?,
-    ];
-    let reasons: Vec<String> = checks
-        .iter()
-        .filter(|check| check.status != Status::Ok)
-        .map(|check| format!("{}: {}", check.concern.key(), check.detail))
-        .collect();
-    let active_profile_version = crate::profile::active(lore).await?.map(|v| i64::from(v.version));
-    Ok(SetupState { can_answer: reasons.is_empty(), reasons, checks, active_profile_version })
+    Ok(Assessment::read(lore).await?.state)
+}
+
+/// A verdict with the facts it was made on.
+pub struct Assessment {
+    pub state: SetupState,
+    /// The active profile version, when there is one.
+    pub profile: Option<profile::Version>,
+    sources: Vec<source::Model>,
+    stamp: Option<corpus::Fingerprint>,
+    configured_model: String,
+}
+
+impl Assessment {
+    /// Reads the facts once and checks every concern on them.
+    pub async fn read(lore: &Lore) -> Result<Self> {
+        use entity::index_job;
+        use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+
+        let embedding_binding = providers::resolve(lore, Role::Embedding).await?;
+        let generation_binding = providers::resolve(lore, Role::Generation).await?;
+        let running = index_job::Entity::find()
+            .filter(index_job::Column::Status.is_in([jobs::QUEUED, jobs::RUNNING]))
+            .count(&lore.db)
+            .await?;
+        let sources = source::Entity::find().all(&lore.db).await?;
+        let stamp = corpus::stamped(&lore.db).await?;
+        let profile = profile::active(lore).await?;
+        let configured_model = lore.embedding_model_for(embedding_binding.as_ref());
+
+        let checks = vec![
+            configuration(lore),
+            embedding(lore, embedding_binding.as_ref()).await?,
+            provider(lore, generation_binding.as_ref()),
+            indexing(&sources, running, stamp.as_ref(), &configured_model),
+            content(&sources),
+            profile_version(profile.as_ref()),
+        ];
+        let reasons: Vec<String> = checks
+            .iter()
+            .filter(|check| check.status != Status::Ok)
+            .map(|check| format!("{}: {}", check.concern.key(), check.detail))
+            .collect();
+        let state = SetupState {
+            can_answer: reasons.is_empty(),
+            reasons,
+            checks,
+            active_profile_version: profile.as_ref().map(|v| i64::from(v.version)),
+        };
+        Ok(Self { state, profile, sources, stamp, configured_model })
+    }
+
+    /// Whether retrieval may run (see [`crate::search::retrieval_state`]).
+    pub async fn retrieval_state(&self, lore: &Lore) -> Result<RetrievalState> {
+        crate::search::retrieval_state_of(lore, &self.configured_model, self.stamp.as_ref()).await
+    }
+
+    /// The ids of the enabled sources, as read for this assessment.
+    pub fn enabled_sources(&self) -> Vec<String> {
+        self.sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect()
+    }
 }
 
 fn configuration(lore: &Lore) -> Check {
@@ -108,10 +162,9 @@ fn configuration(lore: &Lore) -> Check {
 }
 
 /// Provider: the generation role is bound to a target that is ready now.
-async fn provider(lore: &Lore) -> Result<Check> {
-    use crate::providers::{self, Role, TargetState};
+fn provider(lore: &Lore, bound: Option<&Resolved>) -> Check {
     let check = |status, detail: String| Check { concern: Concern::Provider, status, detail };
-    Ok(match providers::resolve(lore, Role::Generation).await? {
+    match bound {
         None => check(Status::Missing, "No generation model is bound: add a provider.".into()),
         Some(bound) if bound.state == TargetState::Ready => {
             check(Status::Ok, format!("{} answers through {}.", bound.target.model, bound.account.name))
@@ -132,62 +185,53 @@ async fn provider(lore: &Lore) -> Result<Check> {
                 ),
             )
         }
-    })
+    }
 }
 
 /// Indexing: a run in progress is `Pending`; a corpus whose fingerprint does
 /// not match the configured embedding model is `Failing` (retrieval fails
 /// closed); otherwise `Ok` once a run has succeeded.
-async fn indexing(lore: &Lore) -> Result<Check> {
-    use entity::{index_job, source};
-    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
-
+fn indexing(
+    sources: &[source::Model],
+    running: u64,
+    stamp: Option<&corpus::Fingerprint>,
+    configured: &str,
+) -> Check {
     let check = |status, detail: String| Check { concern: Concern::Indexing, status, detail };
-    let running = index_job::Entity::find()
-        .filter(index_job::Column::Status.is_in([jobs::QUEUED, jobs::RUNNING]))
-        .count(&lore.db)
-        .await?;
-    let sources = source::Entity::find().all(&lore.db).await?;
     let chunks: i64 = sources.iter().map(|s| i64::from(s.chunk_count)).sum();
-    let stamp = corpus::stamped(&lore.db).await?;
-    let configured = lore.embedding_model().await?;
     if let RetrievalState::FailingClosed(why) =
-        corpus::retrieval_state(&configured, stamp.as_ref(), chunks.max(0) as usize)
+        corpus::retrieval_state(configured, stamp, chunks.max(0) as usize)
     {
         let detail = if running > 0 {
             format!("Reindexing: {why}.")
         } else {
             format!("Retrieval is failing closed: {why}.")
         };
-        return Ok(check(Status::Failing, detail));
+        return check(Status::Failing, detail);
     }
     if running > 0 {
-        return Ok(check(
+        return check(
             Status::Pending,
             format!("{running} indexing run(s) in progress; answers wait for the first one."),
-        ));
+        );
     }
     match sources.iter().filter_map(|s| s.last_synced_at).max() {
         Some(at) => {
-            Ok(check(Status::Ok, format!("The last index finished at {}.", at.format("%Y-%m-%d %H:%M UTC"))))
+            check(Status::Ok, format!("The last index finished at {}.", at.format("%Y-%m-%d %H:%M UTC")))
         }
-        None if sources.iter().any(|s| s.status == "failed") => Ok(check(
+        None if sources.iter().any(|s| s.status == "failed") => check(
             Status::Failing,
             "The last index failed; see the source's errors on the Sources screen.".into(),
-        )),
-        None => Ok(check(Status::Missing, "No index has run yet.".into())),
+        ),
+        None => check(Status::Missing, "No index has run yet.".into()),
     }
 }
 
 /// Content: chunks in at least one enabled source.
-async fn content(lore: &Lore) -> Result<Check> {
-    use entity::source;
-    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-
-    let enabled = source::Entity::find().filter(source::Column::Enabled.eq(true)).all(&lore.db).await?;
-    let with_content: Vec<_> = enabled.iter().filter(|s| s.chunk_count > 0).collect();
+fn content(sources: &[source::Model]) -> Check {
+    let with_content: Vec<_> = sources.iter().filter(|s| s.enabled && s.chunk_count > 0).collect();
     let chunks: i64 = with_content.iter().map(|s| i64::from(s.chunk_count)).sum();
-    Ok(if with_content.is_empty() {
+    if with_content.is_empty() {
         Check {
             concern: Concern::Content,
             status: Status::Missing,
@@ -199,11 +243,11 @@ async fn content(lore: &Lore) -> Result<Check> {
             status: Status::Ok,
             detail: format!("{chunks} chunks from {} enabled source(s).", with_content.len()),
         }
-    })
+    }
 }
 
-async fn profile_version(lore: &Lore) -> Result<Check> {
-    Ok(match crate::profile::active(lore).await? {
+fn profile_version(active: Option<&profile::Version>) -> Check {
+    match active {
         Some(active) => Check {
             concern: Concern::ProfileVersion,
             status: Status::Ok,
@@ -217,16 +261,13 @@ async fn profile_version(lore: &Lore) -> Result<Check> {
             status: Status::Missing,
             detail: "No profile yet: it is created when the first index starts.".into(),
         },
-    })
+    }
 }
 
-async fn embedding(lore: &Lore) -> Result<Check> {
-    if let Some(bound) = crate::providers::resolve(lore, crate::providers::Role::Embedding).await? {
-        let (state, reason) = crate::providers::state(
-            &bound.target,
-            lore.settings.providers.probe_max_age_days,
-            chrono::Utc::now(),
-        );
+async fn embedding(lore: &Lore, bound: Option<&Resolved>) -> Result<Check> {
+    if let Some(bound) = bound {
+        let (state, reason) =
+            providers::state(&bound.target, lore.settings.providers.probe_max_age_days, chrono::Utc::now());
         let (status, detail) = match reason {
             None => {
                 (Status::Ok, format!("Embedding through {} on {}.", bound.target.model, bound.account.name))

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::embed::{cosine, EmbedError, Embedder};
-use crate::index::{ChunkRow, ChunkStore, IndexError};
+use crate::index::{ChunkRow, ChunkStore, Hit, IndexError};
 
 /// Answer-time retrieval settings (a ProfileVersion carries its own copy).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,7 +65,8 @@ pub enum RetrieveError {
     Index(#[from] IndexError),
 }
 
-/// Retrieves for `query` among `sources` (the enabled ones).
+/// Retrieves for `query` among `sources` (the enabled ones). The full-text
+/// search needs no vector, so it runs while the query is embedded.
 pub async fn hybrid(
     store: &dyn ChunkStore,
     embedder: &dyn Embedder,
@@ -76,8 +77,12 @@ pub async fn hybrid(
     if sources.is_empty() || settings.top_k == 0 {
         return Ok(Retrieval::default());
     }
-    let query_vector = embedder.embed_query(query).await?;
-    hybrid_with_vector(store, &query_vector, query, sources, settings).await
+    let limit = settings.top_k * CANDIDATES_PER_RESULT;
+    let (query_vector, by_text) =
+        tokio::join!(embedder.embed_query(query), store.text_search(query, sources, limit));
+    let query_vector = query_vector?;
+    let by_vector = store.vector_search(&query_vector, sources, limit).await?;
+    Ok(fuse(&query_vector, by_vector, by_text?, settings))
 }
 
 /// [`hybrid`] for a query already embedded (the answer pipeline embeds once
@@ -97,8 +102,16 @@ pub async fn hybrid_with_vector(
         store.vector_search(query_vector, sources, limit),
         store.text_search(query, sources, limit)
     );
-    let (by_vector, by_text) = (by_vector?, by_text?);
+    Ok(fuse(query_vector, by_vector?, by_text?, settings))
+}
 
+/// Both modes' candidates merged, scored, cut off and ranked.
+fn fuse(
+    query_vector: &[f32],
+    by_vector: Vec<Hit>,
+    by_text: Vec<Hit>,
+    settings: &RetrievalSettings,
+) -> Retrieval {
     let best_text = by_text.iter().map(|hit| hit.score).fold(0.0f32, f32::max);
     let mut merged: HashMap<String, Retrieved> = HashMap::new();
     for (rank, hit) in by_vector.into_iter().enumerate() {
@@ -142,7 +155,7 @@ pub async fn hybrid_with_vector(
     results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.chunk.id.cmp(&b.chunk.id)));
     let kept = results.iter().filter(|r| r.score >= settings.score_cutoff).count();
     results.truncate(kept.min(settings.top_k));
-    Ok(Retrieval { results, candidates, below_cutoff: candidates - kept })
+    Retrieval { results, candidates, below_cutoff: candidates - kept }
 }
 
 impl From<RetrieveError> for crate::Error {

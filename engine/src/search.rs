@@ -14,14 +14,23 @@ pub const MAX_QUERY_CHARS: usize = 4_000;
 pub async fn retrieval_state(lore: &Lore) -> Result<RetrievalState> {
     let stamp = corpus::stamped(&lore.db).await?;
     let configured = lore.embedding_model().await?;
+    retrieval_state_of(lore, &configured, stamp.as_ref()).await
+}
+
+/// [`retrieval_state`] for the configured model and the stamp, already read.
+pub async fn retrieval_state_of(
+    lore: &Lore,
+    configured: &str,
+    stamp: Option<&corpus::Fingerprint>,
+) -> Result<RetrievalState> {
     if stamp.is_some() {
         // Decided by the stamp alone (and the chunk table may not even open
         // with the configured model's dimensions when the stamp differs).
-        return Ok(corpus::retrieval_state(&configured, stamp.as_ref(), 0));
+        return Ok(corpus::retrieval_state(configured, stamp, 0));
     }
     // No stamp: chunks without one were embedded by a model since replaced.
     let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
-    Ok(corpus::retrieval_state(&configured, None, indexed))
+    Ok(corpus::retrieval_state(configured, None, indexed))
 }
 
 /// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).

@@ -27,7 +27,7 @@ use crate::profile::{self, Length, Snapshot};
 use crate::providers::client::{Completion, Message};
 use crate::providers::{self, Resolved, Role, TargetState};
 use crate::retrieve::{self, Retrieved};
-use crate::{readiness, search, sources, Error, Lore, Result};
+use crate::{readiness, sources, Error, Lore, Result};
 use cache::{AnswerCache, CitedChunk, Entry};
 
 /// The longest question accepted, in characters.
@@ -209,18 +209,25 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     trace.stage("normalise", "ok", format!("{} characters", question.text.chars().count()));
 
     // The readiness gate: the same verdict the Readiness panel shows.
-    if let RetrievalState::FailingClosed(why) = search::retrieval_state(lore).await? {
+    let assessment = readiness::Assessment::read(lore).await?;
+    if let RetrievalState::FailingClosed(why) = assessment.retrieval_state(lore).await? {
         return Err(Error::RetrievalFailingClosed(why));
     }
-    let state = readiness::assess(lore).await?;
-    if !state.can_answer {
-        return Err(Error::NotAnswerable(state.reasons));
+    if !assessment.state.can_answer {
+        return Err(Error::NotAnswerable(assessment.state.reasons));
     }
-    let version = profile::active(lore).await?.ok_or(profile::ProfileError::NoProfile)?;
+    let enabled = assessment.enabled_sources();
+    let version = assessment.profile.ok_or(profile::ProfileError::NoProfile)?;
     trace.stage("readiness", "answerable", format!("profile version {} serves", version.version));
 
-    let run =
-        Run { lore, ask: &ask, question: &question, snapshot: &version.snapshot, version: version.version };
+    let run = Run {
+        lore,
+        ask: &ask,
+        question: &question,
+        snapshot: &version.snapshot,
+        version: version.version,
+        enabled: &enabled,
+    };
     let answer_cache = lore.answer_cache().await?;
     let gates = &version.snapshot.cache;
 
@@ -290,7 +297,6 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     };
 
     // Retrieval.
-    let enabled = sources::enabled_ids(lore).await?;
     let store = lore.chunks().await?;
     let settings = version.snapshot.retrieval;
     let retrieval =
@@ -425,6 +431,8 @@ struct Run<'a> {
     question: &'a Normalised,
     snapshot: &'a Snapshot,
     version: i32,
+    /// The enabled sources, as the readiness assessment read them.
+    enabled: &'a [String],
 }
 
 struct Generated {
@@ -489,10 +497,9 @@ impl Run<'_> {
         }
         let ids: Vec<String> = entry.cited.iter().map(|c| c.chunk_id.clone()).collect();
         let stored = self.lore.chunks().await?.content_hashes(&ids).await?;
-        let enabled = sources::enabled_ids(self.lore).await?;
         let current: HashMap<String, String> = stored
             .into_iter()
-            .filter(|(_, (source, _))| enabled.contains(source))
+            .filter(|(_, (source, _))| self.enabled.contains(source))
             .map(|(id, (_, hash))| (id, hash))
             .collect();
         if !cache::citations_current(&entry.cited, &current) {
