@@ -72,6 +72,48 @@ pub struct AnswerOptions {
     pub out: Option<PathBuf>,
 }
 
+/// Where one kind of request spends its time: each trace stage's
+/// durations, and what the trace does not cover (HTTP, recording the run,
+/// caching the answer), in the order the stages first appear.
+#[derive(Default)]
+struct StageTimes(Vec<(String, Vec<f64>)>);
+
+impl StageTimes {
+    const OUTSIDE: &'static str = "outside the trace";
+
+    fn add(&mut self, latency: f64, answer: &Value) {
+        let mut traced = 0.0;
+        for stage in answer["trace"]["stages"].as_array().into_iter().flatten() {
+            if let (Some(name), Some(ms)) = (stage["stage"].as_str(), stage["duration_ms"].as_f64()) {
+                traced += ms;
+                self.push(name, ms);
+            }
+        }
+        self.push(Self::OUTSIDE, (latency - traced).max(0.0));
+    }
+
+    fn push(&mut self, name: &str, ms: f64) {
+        match self.0.iter_mut().find(|(n, _)| n == name) {
+            Some((_, samples)) => samples.push(ms),
+            None => self.0.push((name.to_owned(), vec![ms])),
+        }
+    }
+
+    /// Each stage's p50, in milliseconds.
+    fn medians(&self) -> Vec<(String, f64)> {
+        self.0.iter().map(|(name, samples)| (name.clone(), Spread::of(samples.clone()).p50)).collect()
+    }
+
+    fn line(&self, what: &str) {
+        let parts: Vec<String> = self.medians().iter().map(|(name, ms)| format!("{name} {ms:.1}")).collect();
+        println!("{what:<16} {}", parts.join(" · "));
+    }
+
+    fn json(&self) -> Value {
+        Value::Object(self.medians().into_iter().map(|(name, ms)| (name, json!(ms))).collect())
+    }
+}
+
 /// p50/p95 of a set of samples, in milliseconds.
 #[derive(Clone, Copy, Debug)]
 struct Spread {
@@ -274,6 +316,7 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
     println!("Asking {} questions the cache has not seen (the model answers each) …", QUESTIONS.len());
     let mut overhead = Vec::new();
     let mut model = Vec::new();
+    let mut miss_stages = StageTimes::default();
     let mut grounded = Vec::new();
     let (mut refused, mut answered) = (0, 0);
     for question in QUESTIONS {
@@ -283,6 +326,7 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
         }
         let spent = model_ms(&body);
         overhead.push((latency - spent).max(0.0));
+        miss_stages.add(latency, &body);
         model.push(spent);
         if body["refused"].as_bool() == Some(false) {
             answered += 1;
@@ -297,18 +341,23 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
     // Cache hits: exact (the same question) and semantic (a paraphrase).
     let mut exact = Vec::new();
     let mut semantic = Vec::new();
+    let (mut exact_stages, mut semantic_stages) = (StageTimes::default(), StageTimes::default());
     let mut paraphrases_missed = 0;
     if !grounded.is_empty() {
         for i in 0..options.requests {
             let (latency, body) = api.ask(grounded[i % grounded.len()]).await?;
             if cache_kind(&body) == Some("exact") {
                 exact.push(latency);
+                exact_stages.add(latency, &body);
             }
         }
         for i in 0..options.requests {
             let (latency, body) = api.ask(&paraphrase(grounded[i % grounded.len()])).await?;
             match cache_kind(&body) {
-                Some("semantic") => semantic.push(latency),
+                Some("semantic") => {
+                    semantic.push(latency);
+                    semantic_stages.add(latency, &body);
+                }
                 _ => paraphrases_missed += 1,
             }
         }
@@ -360,6 +409,10 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
     println!(
         "\nMisses: {answered} grounded answers, {refused} refusals; paraphrases that missed the semantic cache: {paraphrases_missed}."
     );
+    println!("\nwhere the time goes (p50 ms per trace stage)");
+    miss_stages.line("/answer miss");
+    exact_stages.line("exact hit");
+    semantic_stages.line("semantic hit");
     println!("\n{:<28} {:>8} {:>9} {:>10} {:>9}", "throughput", "clients", "req/s", "p50 ms", "p95 ms");
     for row in &throughput {
         println!(
@@ -385,6 +438,11 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
         "exact_cache_hit": exact.json(Some(CACHE_HIT_P95_GOAL_MS)),
         "semantic_cache_hit": semantic.json(Some(CACHE_HIT_P95_GOAL_MS)),
         "paraphrases_missed": paraphrases_missed,
+        "stage_p50_ms": {
+            "miss": miss_stages.json(),
+            "exact_cache_hit": exact_stages.json(),
+            "semantic_cache_hit": semantic_stages.json(),
+        },
         "throughput": throughput,
     }))
 }
