@@ -118,7 +118,9 @@ impl Int8Matrix {
 
     /// `x · Wᵀ` for `x` row-major `[rows, inputs]`: `[rows, outputs]`.
     ///
-    /// Returns `None` when `x` is not a whole number of rows.
+    /// Returns `None` when `x` is not a whole number of rows. The inputs are
+    /// activations, finite by construction: a NaN counts as zero, and a row
+    /// with an infinite value comes out as zeros.
     pub fn product(&self, x: &[f32]) -> Option<Vec<f32>> {
         if !x.len().is_multiple_of(self.inputs) {
             return None;
@@ -145,9 +147,8 @@ impl Int8Matrix {
             let panels = self.panels();
             let per_task = panels.div_ceil(threads).max(1);
             let parts: Vec<(usize, Vec<f32>)> = (0..panels)
-                .step_by(per_task)
-                .collect::<Vec<_>>()
                 .into_par_iter()
+                .step_by(per_task)
                 .map(|first| {
                     let last = (first + per_task).min(panels);
                     let width = (last * PANEL).min(self.outputs) - first * PANEL;

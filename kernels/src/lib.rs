@@ -455,29 +455,30 @@ mod tests {
         total * 2.0 / std::f64::consts::PI.sqrt()
     }
 
-    #[test]
-    fn erf_gelu_is_within_f32_noise_of_the_exact_one() {
-        let xs = values(4096, 7, 6.0);
+    /// `activation` over values in [-6, 6] against `reference` in f64.
+    fn activation_against_reference(activation: Activation, seed: u32, reference: impl Fn(f64) -> f64) {
+        let xs = values(4096, seed, 6.0);
         let mut got = xs.clone();
-        add_bias_activate(&mut got, &[0.0; 64], Some(Activation::GeluErf));
+        add_bias_activate(&mut got, &[0.0; 64], Some(activation));
         for (x, g) in xs.iter().zip(&got) {
-            let x64 = f64::from(*x);
-            let want = 0.5 * x64 * (1.0 + reference_erf(x64 / std::f64::consts::SQRT_2));
-            assert!((f64::from(*g) - want).abs() < 1e-6, "gelu({x}) = {g}, want {want}");
+            let want = reference(f64::from(*x));
+            assert!((f64::from(*g) - want).abs() < 1e-6, "{activation:?}({x}) = {g}, want {want}");
         }
     }
 
     #[test]
+    fn erf_gelu_is_within_f32_noise_of_the_exact_one() {
+        activation_against_reference(Activation::GeluErf, 7, |x| {
+            0.5 * x * (1.0 + reference_erf(x / std::f64::consts::SQRT_2))
+        });
+    }
+
+    #[test]
     fn tanh_gelu_is_within_f32_noise_of_the_exact_one() {
-        let xs = values(4096, 8, 6.0);
-        let mut got = xs.clone();
-        add_bias_activate(&mut got, &[0.0; 64], Some(Activation::GeluTanh));
-        for (x, g) in xs.iter().zip(&got) {
-            let x64 = f64::from(*x);
-            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044_715 * x64.powi(3));
-            let want = 0.5 * x64 * (1.0 + inner.tanh());
-            assert!((f64::from(*g) - want).abs() < 1e-6, "gelu_tanh({x}) = {g}, want {want}");
-        }
+        activation_against_reference(Activation::GeluTanh, 8, |x| {
+            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044_715 * x.powi(3));
+            0.5 * x * (1.0 + inner.tanh())
+        });
     }
 
     #[test]
