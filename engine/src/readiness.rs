@@ -6,10 +6,10 @@
 //! disagree. Each concern is reported on its own; "still indexing" is
 //! `Pending`, not a failure.
 //!
-//! An assessment reads what its checks need once ([`Assessment::read`]):
-//! every `/answer` runs one, so the sources, bindings, stamp and profile are
-//! each read a single time, and the answer runtime goes on with the very
-//! profile version and enabled sources the verdict was made on.
+//! An assessment reads what its checks need once ([`Assessment::read`]), all
+//! at once: every `/answer` runs one, so the sources, bindings, stamp and
+//! profile are each read a single time, and the answer runtime goes on with
+//! the very profile version and enabled sources the verdict was made on.
 
 use entity::source;
 
@@ -104,15 +104,21 @@ impl Assessment {
         use entity::index_job;
         use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
-        let embedding_binding = providers::resolve(lore, Role::Embedding).await?;
-        let generation_binding = providers::resolve(lore, Role::Generation).await?;
-        let running = index_job::Entity::find()
-            .filter(index_job::Column::Status.is_in([jobs::QUEUED, jobs::RUNNING]))
-            .count(&lore.db)
-            .await?;
-        let sources = source::Entity::find().all(&lore.db).await?;
-        let stamp = corpus::stamped(&lore.db).await?;
-        let profile = profile::active(lore).await?;
+        // Independent reads, so they run at once, on the pool's connections.
+        let (embedding_binding, generation_binding, running, sources, stamp, profile) = tokio::try_join!(
+            providers::resolve(lore, Role::Embedding),
+            providers::resolve(lore, Role::Generation),
+            async {
+                let running = index_job::Entity::find()
+                    .filter(index_job::Column::Status.is_in([jobs::QUEUED, jobs::RUNNING]))
+                    .count(&lore.db)
+                    .await?;
+                Ok::<_, Error>(running)
+            },
+            async { Ok::<_, Error>(source::Entity::find().all(&lore.db).await?) },
+            corpus::stamped(&lore.db),
+            profile::active(lore),
+        )?;
         let configured_model = lore.embedding_model_for(embedding_binding.as_ref());
 
         let checks = vec![
@@ -142,9 +148,15 @@ impl Assessment {
         crate::search::retrieval_state_of(lore, &self.configured_model, self.stamp.as_ref()).await
     }
 
-    /// The ids of the enabled sources, as read for this assessment.
-    pub fn enabled_sources(&self) -> Vec<String> {
-        self.sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect()
+    /// Every source, as read for this assessment.
+    pub fn sources(&self) -> &[source::Model] {
+        &self.sources
+    }
+
+    /// The sources retrieval searches (the enabled ones), as read for this
+    /// assessment.
+    pub fn search_scope(&self) -> crate::index::Scope {
+        crate::sources::scope_of(&self.sources)
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::embed::{cosine, EmbedError, Embedder};
-use crate::index::{ChunkRow, ChunkStore, Hit, IndexError};
+use crate::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
 
 /// Answer-time retrieval settings (a ProfileVersion carries its own copy).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,23 +65,23 @@ pub enum RetrieveError {
     Index(#[from] IndexError),
 }
 
-/// Retrieves for `query` among `sources` (the enabled ones). The full-text
+/// Retrieves for `query` in `scope` (the enabled sources). The full-text
 /// search needs no vector, so it runs while the query is embedded.
 pub async fn hybrid(
     store: &dyn ChunkStore,
     embedder: &dyn Embedder,
     query: &str,
-    sources: &[String],
+    scope: &Scope,
     settings: &RetrievalSettings,
 ) -> Result<Retrieval, RetrieveError> {
-    if sources.is_empty() || settings.top_k == 0 {
+    if scope.is_empty() || settings.top_k == 0 {
         return Ok(Retrieval::default());
     }
     let limit = settings.top_k * CANDIDATES_PER_RESULT;
     let (query_vector, by_text) =
-        tokio::join!(embedder.embed_query(query), store.text_search(query, sources, limit));
+        tokio::join!(embedder.embed_query(query), store.text_search(query, scope, limit));
     let query_vector = query_vector?;
-    let by_vector = store.vector_search(&query_vector, sources, limit).await?;
+    let by_vector = store.vector_search(&query_vector, scope, limit).await?;
     Ok(fuse(&query_vector, by_vector, by_text?, settings))
 }
 
@@ -91,17 +91,15 @@ pub async fn hybrid_with_vector(
     store: &dyn ChunkStore,
     query_vector: &[f32],
     query: &str,
-    sources: &[String],
+    scope: &Scope,
     settings: &RetrievalSettings,
 ) -> Result<Retrieval, RetrieveError> {
-    if sources.is_empty() || settings.top_k == 0 {
+    if scope.is_empty() || settings.top_k == 0 {
         return Ok(Retrieval::default());
     }
     let limit = settings.top_k * CANDIDATES_PER_RESULT;
-    let (by_vector, by_text) = tokio::join!(
-        store.vector_search(query_vector, sources, limit),
-        store.text_search(query, sources, limit)
-    );
+    let (by_vector, by_text) =
+        tokio::join!(store.vector_search(query_vector, scope, limit), store.text_search(query, scope, limit));
     Ok(fuse(query_vector, by_vector?, by_text?, settings))
 }
 

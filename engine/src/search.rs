@@ -42,11 +42,11 @@ pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> R
     if query.chars().count() > MAX_QUERY_CHARS {
         return Err(Error::InvalidInput(format!("the query is longer than {MAX_QUERY_CHARS} characters")));
     }
-    if let RetrievalState::FailingClosed(why) = retrieval_state(lore).await? {
+    let (state, scope) = tokio::try_join!(retrieval_state(lore), crate::sources::search_scope(lore))?;
+    if let RetrievalState::FailingClosed(why) = state {
         return Err(Error::RetrievalFailingClosed(why));
     }
-    let sources = crate::sources::enabled_ids(lore).await?;
     let embedder = lore.embedder().await?;
     let store = lore.chunks().await?;
-    Ok(retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &sources, settings).await?)
+    Ok(retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &scope, settings).await?)
 }

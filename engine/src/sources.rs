@@ -22,6 +22,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrde
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{self, Actor};
+use crate::index::Scope;
 use crate::ingest::IngestError;
 use crate::{Error, Lore, Result};
 
@@ -278,15 +279,15 @@ pub async fn find(lore: &Lore, id_or_name: &str) -> Result<source::Model> {
         .ok_or_else(|| IngestError::SourceNotFound(id_or_name.to_owned()).into())
 }
 
-/// The ids of the sources retrieval searches.
-pub async fn enabled_ids(lore: &Lore) -> Result<Vec<String>> {
-    Ok(source::Entity::find()
-        .filter(source::Column::Enabled.eq(true))
-        .all(&lore.db)
-        .await?
-        .into_iter()
-        .map(|s| s.id)
-        .collect())
+/// The sources retrieval searches: the enabled ones.
+pub async fn search_scope(lore: &Lore) -> Result<Scope> {
+    Ok(scope_of(&source::Entity::find().all(&lore.db).await?))
+}
+
+/// The enabled ones of `sources`, noting whether that is all of them.
+pub fn scope_of(sources: &[source::Model]) -> Scope {
+    let enabled: Vec<String> = sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect();
+    Scope { every_source: enabled.len() == sources.len(), sources: enabled }
 }
 
 /// Enables or disables a source. Disabling also cancels its queued runs and

@@ -12,7 +12,7 @@ use engine::embed::local::{LocalEmbedder, Precisions};
 use engine::embed::Embedder;
 use engine::extract::{extract, Format};
 use engine::index::lance::LanceChunkStore;
-use engine::index::{ChunkRow, ChunkStore};
+use engine::index::{ChunkRow, ChunkStore, Scope};
 use engine::retrieve::{hybrid, RetrievalSettings};
 
 fn embedder() -> LocalEmbedder {
@@ -68,8 +68,8 @@ async fn corpus() -> (LanceChunkStore, LocalEmbedder, tempfile::TempDir) {
     (store, embedder, dir)
 }
 
-fn all_sources() -> Vec<String> {
-    vec!["help".into(), "ops".into()]
+fn all_sources() -> Scope {
+    Scope { sources: vec!["help".into(), "ops".into()], every_source: true }
 }
 
 #[tokio::test]
@@ -113,10 +113,31 @@ async fn nothing_passes_the_cutoff_for_an_unrelated_question() {
 async fn only_the_given_sources_are_searched() {
     let (store, embedder, _dir) = corpus().await;
     let settings = RetrievalSettings { score_cutoff: 0.0, ..RetrievalSettings::default() };
-    let only_ops = hybrid(&store, &embedder, "reset password", &["ops".to_owned()], &settings).await.unwrap();
-    assert!(only_ops.results.iter().all(|r| r.chunk.source_id == "ops"));
-    let none = hybrid(&store, &embedder, "reset password", &[], &settings).await.unwrap();
+    let only_ops = Scope::only(vec!["ops".to_owned()]);
+    let found = hybrid(&store, &embedder, "reset password", &only_ops, &settings).await.unwrap();
+    assert!(!found.results.is_empty());
+    assert!(found.results.iter().all(|r| r.chunk.source_id == "ops"));
+    let none = hybrid(&store, &embedder, "reset password", &Scope::default(), &settings).await.unwrap();
     assert!(none.results.is_empty());
+}
+
+#[tokio::test]
+async fn an_unfiltered_search_of_every_source_finds_what_a_filtered_one_does() {
+    let (store, embedder, _dir) = corpus().await;
+    let settings = RetrievalSettings { score_cutoff: 0.0, top_k: 20, ..RetrievalSettings::default() };
+    let filtered = Scope::only(all_sources().sources);
+    for query in ["reset password", "invoices", "docker port"] {
+        let every = hybrid(&store, &embedder, query, &all_sources(), &settings).await.unwrap();
+        let only = hybrid(&store, &embedder, query, &filtered, &settings).await.unwrap();
+        assert_eq!(every, only, "{query}");
+    }
+
+    // Chunks of a source the scope no longer lists (deleted while it was
+    // being indexed) never come back from the unfiltered search.
+    let help_only = Scope { sources: vec!["help".into()], every_source: true };
+    let found = hybrid(&store, &embedder, "docker port", &help_only, &settings).await.unwrap();
+    assert!(!found.results.is_empty());
+    assert!(found.results.iter().all(|r| r.chunk.source_id == "help"), "{:?}", found.results);
 }
 
 #[tokio::test]

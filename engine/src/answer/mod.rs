@@ -216,8 +216,8 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     if !assessment.state.can_answer {
         return Err(Error::NotAnswerable(assessment.state.reasons));
     }
-    let enabled = assessment.enabled_sources();
-    let version = assessment.profile.ok_or(profile::ProfileError::NoProfile)?;
+    let scope = assessment.search_scope();
+    let version = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
     trace.stage("readiness", "answerable", format!("profile version {} serves", version.version));
 
     let run = Run {
@@ -226,7 +226,8 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
         question: &question,
         snapshot: &version.snapshot,
         version: version.version,
-        enabled: &enabled,
+        enabled: &scope.sources,
+        sources: assessment.sources(),
     };
     let answer_cache = lore.answer_cache().await?;
     let gates = &version.snapshot.cache;
@@ -300,7 +301,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     let store = lore.chunks().await?;
     let settings = version.snapshot.retrieval;
     let retrieval =
-        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &enabled, &settings).await?;
+        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &scope, &settings).await?;
     let passages = retrieval.results;
     let trace_passages: Vec<TracePassage> =
         passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
@@ -433,6 +434,8 @@ struct Run<'a> {
     version: i32,
     /// The enabled sources, as the readiness assessment read them.
     enabled: &'a [String],
+    /// Every source, as read with them.
+    sources: &'a [entity::source::Model],
 }
 
 struct Generated {
@@ -580,7 +583,7 @@ impl Run<'_> {
             answer.citations.iter().filter_map(|c| passages.get(c.index - 1)).collect();
         let mut max_age = i64::try_from(gates.max_age_seconds).unwrap_or(i64::MAX);
         for source_id in cited.iter().map(|p| p.chunk.source_id.as_str()) {
-            if let Ok(source) = sources::get(self.lore, source_id).await {
+            if let Some(source) = self.sources.iter().find(|s| s.id == source_id) {
                 let volatility =
                     sources::Volatility::parse(&source.volatility).unwrap_or(sources::Volatility::Medium);
                 max_age = max_age.min(scaled_max_age(gates.max_age_seconds, volatility));

@@ -21,7 +21,7 @@ use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::table::OptimizeAction;
 use lancedb::{DistanceType, Table};
 
-use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError};
+use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError, Scope};
 
 const TABLE: &str = "chunks";
 
@@ -251,6 +251,20 @@ fn rows_of(batch: &RecordBatch, score: &str) -> Result<Vec<Hit>, IndexError> {
         .collect()
 }
 
+/// The filter a search of `scope` needs: none when it covers every source.
+fn scoped(scope: &Scope) -> Option<String> {
+    (!scope.every_source).then(|| sources_filter(&scope.sources))
+}
+
+/// Drops hits outside `scope`: after an unfiltered search, a chunk of a
+/// source deleted while it was being indexed.
+fn in_scope(mut hits: Vec<Hit>, scope: &Scope) -> Vec<Hit> {
+    if scope.every_source {
+        hits.retain(|hit| scope.covers(&hit.chunk.source_id));
+    }
+    hits
+}
+
 #[async_trait]
 impl ChunkStore for LanceChunkStore {
     async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
@@ -278,13 +292,13 @@ impl ChunkStore for LanceChunkStore {
     async fn vector_search(
         &self,
         vector: &[f32],
-        sources: &[String],
+        scope: &Scope,
         limit: usize,
     ) -> Result<Vec<Hit>, IndexError> {
-        if sources.is_empty() || limit == 0 {
+        if scope.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let stream = self
+        let query = self
             .table
             .query()
             .nearest_to(vector)
@@ -293,33 +307,27 @@ impl ChunkStore for LanceChunkStore {
             .refine_factor(REFINE_FACTOR)
             .nprobes(NPROBES)
             .map_err(store_error)?
-            .only_if(sources_filter(sources))
-            .limit(limit)
-            .execute()
-            .await
-            .map_err(store_error)?;
-        self.collect(stream, "_distance").await
+            .limit(limit);
+        let query = match scoped(scope) {
+            Some(filter) => query.only_if(filter),
+            None => query,
+        };
+        let stream = query.execute().await.map_err(store_error)?;
+        Ok(in_scope(self.collect(stream, "_distance").await?, scope))
     }
 
-    async fn text_search(
-        &self,
-        query: &str,
-        sources: &[String],
-        limit: usize,
-    ) -> Result<Vec<Hit>, IndexError> {
-        if sources.is_empty() || limit == 0 || query.trim().is_empty() {
+    async fn text_search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        if scope.is_empty() || limit == 0 || query.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let stream = self
-            .table
-            .query()
-            .full_text_search(FullTextSearchQuery::new(query.to_owned()))
-            .only_if(sources_filter(sources))
-            .limit(limit)
-            .execute()
-            .await
-            .map_err(store_error)?;
-        self.collect(stream, "_score").await
+        let query =
+            self.table.query().full_text_search(FullTextSearchQuery::new(query.to_owned())).limit(limit);
+        let query = match scoped(scope) {
+            Some(filter) => query.only_if(filter),
+            None => query,
+        };
+        let stream = query.execute().await.map_err(store_error)?;
+        Ok(in_scope(self.collect(stream, "_score").await?, scope))
     }
 
     async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError> {

@@ -24,6 +24,34 @@ pub struct ChunkRow {
     pub vector: Vec<f32>,
 }
 
+/// Which chunks a search may return: those of `sources`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// The sources searched (the enabled ones).
+    pub sources: Vec<String>,
+    /// Whether `sources` is every source there is, as it usually is. The
+    /// store then searches without a filter, which LanceDB plans and applies
+    /// at a measurable cost per query (`lore bench answer`), and drops
+    /// afterwards any stray chunk of a source no longer listed.
+    pub every_source: bool,
+}
+
+impl Scope {
+    /// Only `sources`, filtered in the query.
+    pub fn only(sources: Vec<String>) -> Self {
+        Self { sources, every_source: false }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// Whether a chunk of `source_id` is in scope.
+    pub fn covers(&self, source_id: &str) -> bool {
+        self.sources.iter().any(|s| s == source_id)
+    }
+}
+
 /// A chunk found by one search mode, with that mode's raw score.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
@@ -53,20 +81,15 @@ pub trait ChunkStore: Send + Sync {
     async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError>;
     /// Deletes every chunk of a source.
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError>;
-    /// The `limit` nearest chunks to `vector` among `sources`.
+    /// The `limit` nearest chunks to `vector` in `scope`.
     async fn vector_search(
         &self,
         vector: &[f32],
-        sources: &[String],
+        scope: &Scope,
         limit: usize,
     ) -> Result<Vec<Hit>, IndexError>;
-    /// The `limit` best full-text matches for `query` among `sources`.
-    async fn text_search(
-        &self,
-        query: &str,
-        sources: &[String],
-        limit: usize,
-    ) -> Result<Vec<Hit>, IndexError>;
+    /// The `limit` best full-text matches for `query` in `scope`.
+    async fn text_search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<Hit>, IndexError>;
     /// How many chunks are stored (of `source_id`, when given).
     async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError>;
     /// `chunk id → (source id, content hash)` for those of `ids` still stored

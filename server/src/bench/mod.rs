@@ -28,7 +28,7 @@ use engine::embed::bert::Precision;
 use engine::embed::local::LocalEmbedder;
 use engine::embed::Embedder;
 use engine::index::lance::LanceChunkStore;
-use engine::index::{ChunkRow, ChunkStore};
+use engine::index::{ChunkRow, ChunkStore, Scope};
 use engine::retrieve::{hybrid, RetrievalSettings};
 use engine::Settings;
 use serde_json::json;
@@ -302,12 +302,12 @@ async fn retrieval_latency(
         store.build_vector_index().await?;
     }
     let load_s = started.elapsed().as_secs_f64();
-    let sources = vec!["bench".to_owned()];
+    let scope = Scope { sources: vec!["bench".to_owned()], every_source: true };
     let settings = RetrievalSettings::default();
     let mut latencies = Vec::new();
     for query in queries().iter().take(30) {
         let t = Instant::now();
-        hybrid(&store, embedder, query, &sources, &settings).await?;
+        hybrid(&store, embedder, query, &scope, &settings).await?;
         latencies.push(millis(t.elapsed()));
     }
     latencies.sort_by(f64::total_cmp);

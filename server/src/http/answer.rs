@@ -88,13 +88,12 @@ pub async fn playground_retrieval(
     let lore = &state.lore;
     let active = engine::profile::active(lore).await?;
     let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
-    let enabled = engine::sources::enabled_ids(lore).await?;
-    let mut scope = Vec::new();
-    for source in engine::sources::list(lore).await? {
-        if enabled.contains(&source.id) {
-            scope.push((source.name, source.id));
-        }
-    }
+    let scope = engine::sources::list(lore)
+        .await?
+        .into_iter()
+        .filter(|source| source.enabled)
+        .map(|source| (source.name, source.id))
+        .collect();
     let found = engine::search::search(lore, &request.query, &settings).await?;
     Ok(Json(ProfileRetrievalView {
         profile_version: active.map(|v| v.version),
