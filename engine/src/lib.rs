@@ -156,7 +156,19 @@ impl Lore {
         let mut answer_cache = self.answer_cache.lock().await;
         *embedder = None;
         *chunks = None;
-        *answer_cache = None;
+        // Its queued writes land before a new cache reads the table.
+        if let Some(old) = answer_cache.take() {
+            flush(&old).await;
+        }
+    }
+
+    /// Waits until the open answer cache's queued writes are in its table
+    /// (at shutdown).
+    pub async fn flush_answer_cache(&self) {
+        let open = self.answer_cache.lock().await.clone();
+        if let Some(cache) = open {
+            flush(&cache).await;
+        }
     }
 
     /// The answer cache, opened with the current embedder's dimensions (a
@@ -206,5 +218,12 @@ impl Lore {
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
         *cached = Some(store.clone());
         Ok(store)
+    }
+}
+
+/// Flushes `cache`; a failure costs only cache entries, so it is logged.
+async fn flush(cache: &answer::cache::AnswerCache) {
+    if let Err(err) = cache.flush().await {
+        tracing::warn!(error = %err, "the answer cache's last writes did not reach its table");
     }
 }

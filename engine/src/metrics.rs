@@ -232,43 +232,53 @@ impl Contribution {
 
     /// Adds the contribution to the stored rollups (the live path).
     pub async fn add_to(&self, db: &impl ConnectionTrait) -> Result<()> {
+        // One multi-row upsert per table: a run touches a dozen rows, and on
+        // the answer path each statement is a round trip.
         use metric_rollup::Column as R;
-        for ((granularity, bucket, surface), sums) in &self.rollups {
+        if !self.rollups.is_empty() {
             let plus =
                 |column: R| Expr::col((metric_rollup::Entity, column)).add(Expr::col((Excluded, column)));
-            metric_rollup::Entity::insert(rollup_row(*granularity, *bucket, surface, sums))
-                .on_conflict(
-                    OnConflict::columns([R::Granularity, R::Bucket, R::Surface])
-                        .value(R::Queries, plus(R::Queries))
-                        .value(R::CacheHits, plus(R::CacheHits))
-                        .value(R::Refusals, plus(R::Refusals))
-                        .value(R::SpendUsd, plus(R::SpendUsd))
-                        .value(R::SavingsUsd, plus(R::SavingsUsd))
-                        .value(R::LatencyMsSum, plus(R::LatencyMsSum))
-                        .to_owned(),
-                )
-                .exec_without_returning(db)
-                .await?;
+            metric_rollup::Entity::insert_many(
+                self.rollups
+                    .iter()
+                    .map(|((g, bucket, surface), sums)| rollup_row(*g, *bucket, surface, sums)),
+            )
+            .on_conflict(
+                OnConflict::columns([R::Granularity, R::Bucket, R::Surface])
+                    .value(R::Queries, plus(R::Queries))
+                    .value(R::CacheHits, plus(R::CacheHits))
+                    .value(R::Refusals, plus(R::Refusals))
+                    .value(R::SpendUsd, plus(R::SpendUsd))
+                    .value(R::SavingsUsd, plus(R::SavingsUsd))
+                    .value(R::LatencyMsSum, plus(R::LatencyMsSum))
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?;
         }
         use metric_latency::Column as L;
-        for ((granularity, bucket, surface, slot), count) in &self.latency {
-            metric_latency::Entity::insert(latency_row(*granularity, *bucket, surface, *slot, *count))
-                .on_conflict(
-                    OnConflict::columns([L::Granularity, L::Bucket, L::Surface, L::Slot])
-                        .value(
-                            L::Count,
-                            Expr::col((metric_latency::Entity, L::Count))
-                                .add(Expr::col((Excluded, L::Count))),
-                        )
-                        .to_owned(),
-                )
-                .exec_without_returning(db)
-                .await?;
+        if !self.latency.is_empty() {
+            metric_latency::Entity::insert_many(
+                self.latency.iter().map(|((g, bucket, surface, slot), count)| {
+                    latency_row(*g, *bucket, surface, *slot, *count)
+                }),
+            )
+            .on_conflict(
+                OnConflict::columns([L::Granularity, L::Bucket, L::Surface, L::Slot])
+                    .value(
+                        L::Count,
+                        Expr::col((metric_latency::Entity, L::Count)).add(Expr::col((Excluded, L::Count))),
+                    )
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?;
         }
-        for ((day, kind, key), counted) in &self.counts {
-            add_count(db, *day, kind, key, counted).await?;
-        }
-        Ok(())
+        add_counts(
+            db,
+            self.counts.iter().map(|((day, kind, key), counted)| count_row(*day, kind, key, counted)),
+        )
+        .await
     }
 
     /// Writes the contribution into empty rollup tables (a rebuild, or a
@@ -366,26 +376,29 @@ fn count_row(day: DateTime<Utc>, kind: &str, key: &str, counted: &Counted) -> ro
 
 /// Adds `counted` to the `rollup_count` row of (`day`, `kind`, `key`),
 /// creating it if missing; the label and detail become the latest ones.
-async fn add_count(
+/// Adds `rows` to the counts (a key's count and spend are summed, its label
+/// and detail replaced), a statement per 500 rows.
+async fn add_counts(
     db: &impl ConnectionTrait,
-    day: DateTime<Utc>,
-    kind: &str,
-    key: &str,
-    counted: &Counted,
+    rows: impl IntoIterator<Item = rollup_count::ActiveModel>,
 ) -> Result<()> {
     use rollup_count::Column as C;
+    const BATCH: usize = 500;
+    let rows: Vec<_> = rows.into_iter().collect();
     let plus = |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
-    rollup_count::Entity::insert(count_row(day, kind, key, counted))
-        .on_conflict(
-            OnConflict::columns([C::Day, C::Kind, C::Key])
-                .value(C::Count, plus(C::Count))
-                .value(C::SpendUsd, plus(C::SpendUsd))
-                .value(C::Label, Expr::col((Excluded, C::Label)))
-                .value(C::Detail, Expr::col((Excluded, C::Detail)))
-                .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await?;
+    for batch in rows.chunks(BATCH) {
+        rollup_count::Entity::insert_many(batch.to_vec())
+            .on_conflict(
+                OnConflict::columns([C::Day, C::Kind, C::Key])
+                    .value(C::Count, plus(C::Count))
+                    .value(C::SpendUsd, plus(C::SpendUsd))
+                    .value(C::Label, Expr::col((Excluded, C::Label)))
+                    .value(C::Detail, Expr::col((Excluded, C::Detail)))
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?;
+    }
     Ok(())
 }
 
@@ -504,7 +517,7 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
                     .exec(&txn)
                     .await?;
             }
-            add_count(&txn, day, kind, TAIL_KEY, &tail).await?;
+            add_counts(&txn, [count_row(day, kind, TAIL_KEY, &tail)]).await?;
             closed.folded += rows.len();
             closed.tails += 1;
             folded_today = true;

@@ -19,7 +19,7 @@ pub fn app(lore: Lore) -> axum::Router {
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
 /// indexing worker and the hourly folding of closed rollup days run beside
 /// the server and stop with it; a job left unfinished is resumed by the next
-/// start.
+/// start. The answer cache's queued writes are flushed last.
 pub async fn serve(
     listener: TcpListener,
     lore: Lore,
@@ -28,13 +28,14 @@ pub async fn serve(
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped.clone()));
     let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));
-    let served = axum::serve(listener, app(lore).into_make_service_with_connect_info::<SocketAddr>())
+    let served = axum::serve(listener, app(lore.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP");
     let _ = stop_worker.send(true);
     worker.abort();
     rollups.abort();
+    lore.flush_answer_cache().await;
     served
 }
 

@@ -4,11 +4,21 @@
 //! cites.
 //!
 //! The table is what survives a restart; lookups read a copy of it held in
-//! memory, loaded when the cache opens and written through on every insert
-//! and delete. A lookup is then a scan of a few thousand entries (a hash
-//! compare, or a 384-wide dot product each: well under a millisecond)
-//! instead of a LanceDB query, whose planning alone costs several. The copy
-//! costs the size of the cached answers, a few KB each.
+//! memory, loaded when the cache opens. A lookup is then a scan of a few
+//! thousand entries (a hash compare, or a 384-wide dot product each: well
+//! under a millisecond) instead of a LanceDB query, whose planning alone
+//! costs several. The copy costs the size of the cached answers, a few KB
+//! each.
+//!
+//! Inserts and deletes change the copy at once and reach the table behind
+//! the request, through one writer task that applies them in order: a
+//! LanceDB append writes a data file and a manifest, milliseconds a miss's
+//! caller need not wait for. The price is that a crash can lose the last
+//! few writes, which a cache can afford (a lost insert is answered again; a
+//! lost delete leaves an entry that fails validation again on its next
+//! lookup). [`AnswerCache::flush`] waits for the writes queued so far. The
+//! writer also compacts the table every [`COMPACT_EVERY`] writes, so that
+//! one-row appends do not pile up as thousands of fragments to open.
 //!
 //! - **Exact**: the same normalised question under the same profile version.
 //! - **Semantic**: the nearest cached question under the same version, when
@@ -32,13 +42,23 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use lancedb::query::ExecutableQuery;
+use lancedb::table::OptimizeAction;
 use lancedb::Table;
 use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::index::lance::{column, store_error};
 use crate::index::{quote, IndexError};
 
 const TABLE: &str = "answer_cache";
+
+/// Writes queued for the table before a request waits for room: the writer
+/// keeps up easily (misses are paced by model calls), so this only bounds
+/// memory when LanceDB stalls.
+const QUEUED_WRITES: usize = 1024;
+
+/// The writer compacts the table after this many writes.
+const COMPACT_EVERY: usize = 200;
 
 /// A chunk an answer cites, as it was when the answer was made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,11 +89,21 @@ impl Entry {
 }
 
 pub struct AnswerCache {
+    /// For reading only: the writer task makes every change.
     table: Table,
-    schema: SchemaRef,
     dimensions: usize,
-    /// Every row of `table`, in memory.
+    /// Every entry, in memory: the table's rows plus the writes queued for it.
     entries: RwLock<Vec<Entry>>,
+    /// To the task that applies inserts and deletes to the table.
+    writes: mpsc::Sender<Write>,
+}
+
+/// A change for the table's writer.
+enum Write {
+    Insert(Box<Entry>),
+    Delete(String),
+    /// Answered once every write queued before it is applied.
+    Flush(oneshot::Sender<()>),
 }
 
 fn schema(dimensions: usize) -> SchemaRef {
@@ -94,11 +124,12 @@ fn schema(dimensions: usize) -> SchemaRef {
 impl AnswerCache {
     /// Opens the cache table at `uri`, creating it; a table of another vector
     /// size (the embedding model changed) is dropped and made anew: a cache
-    /// loses nothing it cannot rebuild.
+    /// loses nothing it cannot rebuild. Starts the table's writer task.
     pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
         let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
         let schema = schema(dimensions);
         let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|n| n == TABLE);
+        let mut loaded = None;
         if exists {
             let table = db.open_table(TABLE).execute().await.map_err(store_error)?;
             let stored = table.schema().await.map_err(store_error)?;
@@ -113,12 +144,21 @@ impl AnswerCache {
                 for batch in &batches {
                     entries.extend(entries_of(batch)?);
                 }
-                return Ok(Self { table, schema, dimensions, entries: RwLock::new(entries) });
+                loaded = Some((table, entries));
+            } else {
+                db.drop_table(TABLE, &[]).await.map_err(store_error)?;
             }
-            db.drop_table(TABLE, &[]).await.map_err(store_error)?;
         }
-        let table = db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?;
-        Ok(Self { table, schema, dimensions, entries: RwLock::new(Vec::new()) })
+        let (table, entries) = match loaded {
+            Some(loaded) => loaded,
+            None => (
+                db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?,
+                Vec::new(),
+            ),
+        };
+        let (writes, queued) = mpsc::channel(QUEUED_WRITES);
+        tokio::spawn(Writer { table: table.clone(), schema, dimensions, since_compaction: 0 }.run(queued));
+        Ok(Self { table, dimensions, entries: RwLock::new(entries), writes })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
@@ -131,35 +171,21 @@ impl AnswerCache {
         self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    async fn queue(&self, write: Write) -> Result<(), IndexError> {
+        self.writes
+            .send(write)
+            .await
+            .map_err(|_| IndexError::Store("the answer cache's writer has stopped".into()))
+    }
+
+    /// Adds `entry`: lookups see it at once, the table once the writer has
+    /// appended it.
     pub async fn insert(&self, entry: &Entry) -> Result<(), IndexError> {
         if entry.vector.len() != self.dimensions {
             return Err(IndexError::Dimensions { expected: self.dimensions, got: entry.vector.len() });
         }
-        let cited = serde_json::to_string(&entry.cited).map_err(store_error)?;
-        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-            [Some(entry.vector.iter().copied().map(Some).collect::<Vec<_>>())],
-            self.dimensions as i32,
-        );
-        let batch = RecordBatch::try_new(
-            self.schema.clone(),
-            vec![
-                Arc::new(StringArray::from(vec![entry.id.clone()])),
-                Arc::new(StringArray::from(vec![entry.question.clone()])),
-                Arc::new(Int32Array::from(vec![entry.profile_version])),
-                Arc::new(Int64Array::from(vec![entry.created_at.timestamp_millis()])),
-                Arc::new(Int64Array::from(vec![entry.max_age_seconds])),
-                Arc::new(BooleanArray::from(vec![entry.grounded])),
-                Arc::new(StringArray::from(vec![entry.payload.to_string()])),
-                Arc::new(StringArray::from(vec![cited])),
-                Arc::new(vectors),
-            ],
-        )
-        .map_err(store_error)?;
-        let reader: Box<dyn RecordBatchReader + Send> =
-            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
-        self.table.add(reader).execute().await.map_err(store_error)?;
         self.write().push(entry.clone());
-        Ok(())
+        self.queue(Write::Insert(Box::new(entry.clone()))).await
     }
 
     /// The newest entry for exactly this normalised question and version.
@@ -185,14 +211,87 @@ impl AnswerCache {
         scored.into_iter().take(limit).map(|(i, similarity)| (entries[i].clone(), similarity)).collect()
     }
 
+    /// Removes an entry: from lookups at once, from the table behind.
     pub async fn delete(&self, id: &str) -> Result<(), IndexError> {
-        self.table.delete(&format!("id = {}", quote(id))).await.map_err(store_error)?;
         self.write().retain(|entry| entry.id != id);
-        Ok(())
+        self.queue(Write::Delete(id.to_owned())).await
     }
 
+    /// Waits until every insert and delete made so far is in the table.
+    pub async fn flush(&self) -> Result<(), IndexError> {
+        let (done, applied) = oneshot::channel();
+        self.queue(Write::Flush(done)).await?;
+        applied.await.map_err(|_| IndexError::Store("the answer cache's writer has stopped".into()))
+    }
+
+    /// How many entries the table holds, once the queued writes are in.
     pub async fn count(&self) -> Result<usize, IndexError> {
+        self.flush().await?;
         self.table.count_rows(None).await.map_err(store_error)
+    }
+}
+
+/// The task that owns the table: applies the cache's writes in order until
+/// the cache is dropped. A write that fails is logged and skipped; memory
+/// keeps serving, and the table catches up with the next writes.
+struct Writer {
+    table: Table,
+    schema: SchemaRef,
+    dimensions: usize,
+    since_compaction: usize,
+}
+
+impl Writer {
+    async fn run(mut self, mut queued: mpsc::Receiver<Write>) {
+        while let Some(write) = queued.recv().await {
+            let applied = match write {
+                Write::Insert(entry) => self.append(&entry).await,
+                Write::Delete(id) => {
+                    self.table.delete(&format!("id = {}", quote(&id))).await.map(|_| ()).map_err(store_error)
+                }
+                Write::Flush(done) => {
+                    let _ = done.send(());
+                    continue;
+                }
+            };
+            if let Err(err) = applied {
+                tracing::warn!(error = %err, "an answer cache write did not reach its table");
+            }
+            self.since_compaction += 1;
+            if self.since_compaction >= COMPACT_EVERY {
+                self.since_compaction = 0;
+                if let Err(err) = self.table.optimize(OptimizeAction::All).await {
+                    tracing::warn!(error = %err, "compacting the answer cache table failed");
+                }
+            }
+        }
+    }
+
+    async fn append(&self, entry: &Entry) -> Result<(), IndexError> {
+        let cited = serde_json::to_string(&entry.cited).map_err(store_error)?;
+        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            [Some(entry.vector.iter().copied().map(Some).collect::<Vec<_>>())],
+            self.dimensions as i32,
+        );
+        let batch = RecordBatch::try_new(
+            self.schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec![entry.id.clone()])),
+                Arc::new(StringArray::from(vec![entry.question.clone()])),
+                Arc::new(Int32Array::from(vec![entry.profile_version])),
+                Arc::new(Int64Array::from(vec![entry.created_at.timestamp_millis()])),
+                Arc::new(Int64Array::from(vec![entry.max_age_seconds])),
+                Arc::new(BooleanArray::from(vec![entry.grounded])),
+                Arc::new(StringArray::from(vec![entry.payload.to_string()])),
+                Arc::new(StringArray::from(vec![cited])),
+                Arc::new(vectors),
+            ],
+        )
+        .map_err(store_error)?;
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
+        self.table.add(reader).execute().await.map_err(store_error)?;
+        Ok(())
     }
 }
 
@@ -274,7 +373,8 @@ mod tests {
         assert_eq!(cache.count().await.unwrap(), 1);
         assert!(cache.exact("how do i restore", 1).is_none());
 
-        // Lookups read memory; a reopened cache reloads it from the table.
+        // Lookups read memory; a reopened cache reloads it from the table
+        // (`count` waited for the writer).
         let reopened = AnswerCache::open(&uri, 3).await.unwrap();
         assert!(reopened.exact("how do i restore", 1).is_none());
         let kept = reopened.exact("what's new", 1).unwrap();
@@ -284,6 +384,25 @@ mod tests {
         // Another embedding size: the table starts over.
         let resized = AnswerCache::open(&uri, 4).await.unwrap();
         assert_eq!(resized.count().await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_writer_persists_every_write_and_compacts_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_string_lossy().to_string();
+        let cache = AnswerCache::open(&uri, 3).await.unwrap();
+        let writes = COMPACT_EVERY + 10;
+        for i in 0..writes {
+            cache.insert(&entry(&format!("question {i}"), 1, vec![1.0, i as f32, 0.0])).await.unwrap();
+        }
+        // Memory serves at once; the table has them all once flushed.
+        assert!(cache.exact(&format!("question {}", writes - 1), 1).is_some());
+        assert_eq!(cache.count().await.unwrap(), writes);
+        let fragments = cache.table.stats().await.unwrap().fragment_stats.num_fragments;
+        assert!(fragments <= 11, "{fragments} fragments after {writes} one-row appends");
+
+        let reopened = AnswerCache::open(&uri, 3).await.unwrap();
+        assert_eq!(reopened.read().len(), writes);
     }
 
     #[test]
