@@ -198,3 +198,52 @@ async fn content_hashes_follow_every_write() {
     let after = store.content_hashes(&ids).await.unwrap();
     assert!(!after.contains_key("account:0") && !after.contains_key("billing:0"), "{after:?}");
 }
+
+/// A deterministic pseudo-random unit vector.
+fn unit_vector(seed: u64, dimensions: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut vector: Vec<f32> = (0..dimensions)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        })
+        .collect();
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    vector.iter_mut().for_each(|x| *x /= norm);
+    vector
+}
+
+#[tokio::test]
+async fn a_corpus_past_the_threshold_gets_a_vector_index_that_still_finds_the_nearest() {
+    use engine::index::lance::VECTOR_INDEX_MIN_ROWS;
+    let dir = tempfile::tempdir().unwrap();
+    let store = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    let rows: Vec<ChunkRow> = (0..VECTOR_INDEX_MIN_ROWS)
+        .map(|i| ChunkRow {
+            id: format!("doc{}:{}", i / 100, i % 100),
+            source_id: "help".into(),
+            document_id: format!("doc{}", i / 100),
+            title: format!("Document {}", i / 100),
+            url: None,
+            heading: None,
+            position: (i % 100) as u32,
+            text: format!("passage number {i}"),
+            content_hash: format!("hash-{i}"),
+            vector: unit_vector(i as u64, 384),
+        })
+        .collect();
+    store.append(rows[..VECTOR_INDEX_MIN_ROWS - 1].to_vec()).await.unwrap();
+    store.optimize().await.unwrap();
+    assert!(!store.has_vector_index().await.unwrap(), "below the threshold the scan stays flat");
+
+    store.append(rows[VECTOR_INDEX_MIN_ROWS - 1..].to_vec()).await.unwrap();
+    store.optimize().await.unwrap();
+    assert!(store.has_vector_index().await.unwrap());
+
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    for i in [0, 1234, VECTOR_INDEX_MIN_ROWS - 1] {
+        let hits = store.vector_search(&rows[i].vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, rows[i].id, "the indexed search finds the row itself first");
+        assert!((hits[0].score - 1.0).abs() < 1e-3, "{}", hits[0].score);
+    }
+}

@@ -282,14 +282,28 @@ fn tempfile_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
 }
 
-/// Retrieval latency over a store of `rows` chunks: real text and vectors
-/// for the first `base.len()` rows, then copies with jittered vectors.
-async fn retrieval_latency(
+/// Hybrid retrieval over a store of `rows` chunks (real text and vectors
+/// for the first `base.len()` rows, then copies with jittered vectors),
+/// searched flat and then with the vector index.
+struct AtSize {
+    load_s: f64,
+    flat: (f64, f64),
+    index_s: f64,
+    indexed: (f64, f64),
+    /// Of the flat search's nearest chunks, the share the indexed search
+    /// finds too (mean over the queries).
+    recall: f64,
+}
+
+/// How many nearest chunks recall compares: what retrieval asks each mode
+/// for with the default settings (top 5, 4 candidates per result).
+const RECALL_AT: usize = 20;
+
+async fn retrieval_at(
     embedder: &LocalEmbedder,
     base: &[(String, Vec<f32>)],
     rows: usize,
-    indexed: bool,
-) -> anyhow::Result<(f64, f64, f64)> {
+) -> anyhow::Result<AtSize> {
     let dir = tempfile_dir()?;
     let store =
         LanceChunkStore::open(&dir.join("lancedb").display().to_string(), embedder.dimensions()).await?;
@@ -297,21 +311,60 @@ async fn retrieval_latency(
     for document in synthetic_documents(base, "bench", 0..rows) {
         store.append(document).await?;
     }
-    store.optimize().await?;
-    if indexed {
-        store.build_vector_index().await?;
-    }
+    store.compact().await?;
     let load_s = started.elapsed().as_secs_f64();
     let scope = Scope { sources: vec!["bench".to_owned()], every_source: true };
+    let vectors = embedder.embed(&QUERIES.map(str::to_owned)).await?;
+
+    let flat = hybrid_latency(&store, embedder, &scope).await?;
+    let exact = nearest_ids(&store, &vectors, &scope).await?;
+    let started = Instant::now();
+    store.build_vector_index().await?;
+    let index_s = started.elapsed().as_secs_f64();
+    let indexed = hybrid_latency(&store, embedder, &scope).await?;
+    let approximate = nearest_ids(&store, &vectors, &scope).await?;
+    let recall = exact
+        .iter()
+        .zip(&approximate)
+        .map(|(exact, found)| {
+            let kept = exact.iter().filter(|id| found.contains(id)).count();
+            kept as f64 / exact.len().max(1) as f64
+        })
+        .sum::<f64>()
+        / exact.len().max(1) as f64;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(AtSize { load_s, flat, index_s, indexed, recall })
+}
+
+/// p50 and p95 of hybrid retrieval (query embedding included) over 30 queries.
+async fn hybrid_latency(
+    store: &LanceChunkStore,
+    embedder: &LocalEmbedder,
+    scope: &Scope,
+) -> anyhow::Result<(f64, f64)> {
     let settings = RetrievalSettings::default();
     let mut latencies = Vec::new();
     for query in queries().iter().take(30) {
         let t = Instant::now();
-        hybrid(&store, embedder, query, &scope, &settings).await?;
+        hybrid(store, embedder, query, scope, &settings).await?;
         latencies.push(millis(t.elapsed()));
     }
     latencies.sort_by(f64::total_cmp);
-    Ok((percentile(&latencies, 50.0), percentile(&latencies, 95.0), load_s))
+    Ok((percentile(&latencies, 50.0), percentile(&latencies, 95.0)))
+}
+
+/// The ids of the [`RECALL_AT`] nearest chunks to each vector.
+async fn nearest_ids(
+    store: &LanceChunkStore,
+    vectors: &[Vec<f32>],
+    scope: &Scope,
+) -> anyhow::Result<Vec<Vec<String>>> {
+    let mut found = Vec::new();
+    for vector in vectors {
+        let hits = store.vector_search(vector, scope, RECALL_AT).await?;
+        found.push(hits.into_iter().map(|hit| hit.chunk.id).collect());
+    }
+    Ok(found)
 }
 
 /// Rows `range` of a synthetic corpus for `source_id`, 50 to a document:
@@ -419,16 +472,25 @@ pub async fn index(
     let base_vectors = embedder.embed(&base_texts).await?;
     let base: Vec<(String, Vec<f32>)> = base_texts.into_iter().zip(base_vectors).collect();
     let mut rows = Vec::new();
-    println!("\n{:>8} {:>12} {:>9} {:>9} {:>9}", "chunks", "search", "p50 ms", "p95 ms", "load s");
+    println!(
+        "\n{:>8} {:>12} {:>9} {:>9} {:>9} {:>11}",
+        "chunks", "search", "p50 ms", "p95 ms", "build s", "recall@20"
+    );
     for size in sizes {
-        for indexed in [false, true] {
-            let (p50, p95, load) = retrieval_latency(&embedder, &base, size, indexed).await?;
-            let mode = if indexed { "IVF_PQ" } else { "flat" };
-            println!("{size:>8} {mode:>12} {p50:>9.1} {p95:>9.1} {load:>9.1}");
-            rows.push(
-                json!({"chunks": size, "vector_search": mode, "p50_ms": p50, "p95_ms": p95, "load_s": load}),
-            );
-        }
+        let at = retrieval_at(&embedder, &base, size).await?;
+        println!(
+            "{size:>8} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>11}",
+            "flat", at.flat.0, at.flat.1, at.load_s, "1.000"
+        );
+        println!(
+            "{size:>8} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>11.3}",
+            "IVF_PQ", at.indexed.0, at.indexed.1, at.index_s, at.recall
+        );
+        rows.push(json!({"chunks": size, "vector_search": "flat", "p50_ms": at.flat.0, "p95_ms": at.flat.1, "load_s": at.load_s}));
+        rows.push(json!({
+            "chunks": size, "vector_search": "IVF_PQ", "p50_ms": at.indexed.0, "p95_ms": at.indexed.1,
+            "index_build_s": at.index_s, "recall_at_20": at.recall,
+        }));
     }
     let _ = std::fs::remove_dir_all(&data);
     let record = json!({
