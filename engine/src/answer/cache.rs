@@ -188,6 +188,11 @@ impl AnswerCache {
         self.queue(Write::Insert(Box::new(entry.clone()))).await
     }
 
+    /// Whether any entry, of any version, is for this normalised question.
+    pub fn knows(&self, question: &str) -> bool {
+        self.read().iter().any(|entry| entry.question == question)
+    }
+
     /// The newest entry for exactly this normalised question and version.
     pub fn exact(&self, question: &str, version: i32) -> Option<Entry> {
         self.read()
@@ -359,6 +364,7 @@ mod tests {
         cache.insert(&entry("how do i restore", 1, vec![1.0, 0.0, 0.0])).await.unwrap();
         cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
 
+        assert!(cache.knows("how do i restore") && !cache.knows("how do i restart"));
         let hit = cache.exact("how do i restore", 1).unwrap();
         assert_eq!(hit.payload["answer"], "stop, copy, start");
         assert_eq!(hit.cited[0].content_hash, "h1");

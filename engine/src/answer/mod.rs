@@ -208,8 +208,19 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     let question = normalise(&ask.question)?;
     trace.stage("normalise", "ok", format!("{} characters", question.text.chars().count()));
 
-    // The readiness gate: the same verdict the Readiness panel shows.
-    let assessment = readiness::Assessment::read(lore).await?;
+    // The readiness gate: the same verdict the Readiness panel shows. A
+    // question the exact cache does not know needs its embedding whatever
+    // the verdict's details, so that runs meanwhile (its result waits until
+    // the gate has passed).
+    let embedding = async {
+        let known = lore.answer_cache().await.map(|cache| cache.knows(&question.key)).unwrap_or(true);
+        if known {
+            return None;
+        }
+        Some(async { lore.embedder().await?.embed_query(&question.text).await.map_err(Error::from) }.await)
+    };
+    let (assessment, early_vector) = tokio::join!(readiness::Assessment::read(lore), embedding);
+    let assessment = assessment?;
     if let RetrievalState::FailingClosed(why) = assessment.retrieval_state(lore).await? {
         return Err(Error::RetrievalFailingClosed(why));
     }
@@ -218,7 +229,8 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     }
     let scope = assessment.search_scope();
     let version = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
-    trace.stage("readiness", "answerable", format!("profile version {} serves", version.version));
+    let embedded = if early_vector.is_some() { "; the question was embedded meanwhile" } else { "" };
+    trace.stage("readiness", "answerable", format!("profile version {} serves{embedded}", version.version));
 
     let run = Run {
         lore,
@@ -251,8 +263,10 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
         trace.stage("exact_cache", "bypass", "the cache is off in this profile version");
     }
 
-    let embedder = lore.embedder().await?;
-    let vector = embedder.embed_query(&question.text).await?;
+    let vector = match early_vector {
+        Some(vector) => vector?,
+        None => lore.embedder().await?.embed_query(&question.text).await?,
+    };
 
     // Semantic cache.
     let mut nearest = None;
