@@ -1,9 +1,11 @@
 //! Dense products `x · Wᵀ` with 8-bit weights, in integer arithmetic.
 //!
 //! - **Weights** are quantised once, at load time: each output's row of `W`
-//!   to `i8` with its own scale (`max |w| / 127`). They are stored widened to
-//!   `i16` and packed in panels of [`PANEL`] outputs, in exactly the order
-//!   the product reads them.
+//!   to `i8` with its own scale (`max |w| / 127`), packed in panels of
+//!   [`PANEL`] outputs in exactly the order the product reads them. They stay
+//!   8-bit in memory and are widened to `i16` as they are loaded
+//!   (`vpmovsxbw`): a query's product streams every weight once, so half the
+//!   bytes is half the memory traffic.
 //! - **Inputs** are quantised per product and per row (token), symmetrically,
 //!   to at most ±[`INPUT_LEVELS`]. That is finer than 8 bits, because the
 //!   `i16` lanes hold it for free, and it keeps the error of a product down
@@ -41,10 +43,12 @@ const TILES_PER_TASK: usize = 12;
 pub const INPUT_LEVELS: i32 = 8191;
 const WEIGHT_LEVELS: f32 = 127.0;
 
-/// Sixteen `i16`: one input pair for eight outputs, aligned for a vector load.
+/// One input pair for a panel's sixteen outputs, as two halves of sixteen
+/// `i8` (outputs 0–7, then 8–15, each output's two weights side by side),
+/// each widened to one vector of `i16` on load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(32))]
-struct Block([i16; 16]);
+struct Block([[i8; 16]; 2]);
 
 /// A weight matrix `W` (`[outputs, inputs]`) quantised to 8 bits per value.
 pub struct Int8Matrix {
@@ -52,8 +56,7 @@ pub struct Int8Matrix {
     inputs: usize,
     /// Input pairs: `inputs` rounded up to even, halved.
     pairs: usize,
-    /// Per panel, per input pair, two blocks: outputs 0–7 then 8–15 of the
-    /// panel, each output's two weights side by side.
+    /// Per panel, per input pair, one block.
     blocks: Vec<Block>,
     /// Per output (padded to whole panels): the weight scale.
     scales: Vec<f32>,
@@ -71,7 +74,7 @@ impl Int8Matrix {
         let pairs = inputs.div_ceil(2);
         let panels = outputs.div_ceil(PANEL);
         let mut scales = vec![0.0_f32; panels * PANEL];
-        let mut quantised = vec![0_i16; panels * PANEL * pairs * 2];
+        let mut blocks = vec![Block::default(); panels * pairs];
         for (output, row) in weights.chunks_exact(inputs).enumerate() {
             let top = row.iter().fold(0.0_f32, |m, w| m.max(w.abs()));
             if top == 0.0 {
@@ -83,19 +86,10 @@ impl Int8Matrix {
             let (half, lane) = (lane / 8, lane % 8);
             for (input, &w) in row.iter().enumerate() {
                 let (pair, which) = (input / 2, input % 2);
-                let block = (panel * pairs + pair) * 2 + half;
-                quantised[block * 16 + lane * 2 + which] =
-                    (w / scale).round().clamp(-WEIGHT_LEVELS, WEIGHT_LEVELS) as i16;
+                blocks[panel * pairs + pair].0[half][lane * 2 + which] =
+                    (w / scale).round().clamp(-WEIGHT_LEVELS, WEIGHT_LEVELS) as i8;
             }
         }
-        let blocks = quantised
-            .chunks_exact(16)
-            .map(|chunk| {
-                let mut block = Block::default();
-                block.0.copy_from_slice(chunk);
-                block
-            })
-            .collect();
         Some(Self { outputs, inputs, pairs, blocks, scales, input_limit: Self::input_limit(inputs) })
     }
 
@@ -211,7 +205,7 @@ impl Int8Matrix {
     ) {
         let width = out.len() / x.rows;
         for panel in panels {
-            let blocks = &self.blocks[panel * self.pairs * 2..(panel + 1) * self.pairs * 2];
+            let blocks = &self.blocks[panel * self.pairs..(panel + 1) * self.pairs];
             let scales = &self.scales[panel * PANEL..(panel + 1) * PANEL];
             let column = panel * PANEL - first_column;
             let columns = (width - column).min(PANEL);
@@ -244,12 +238,14 @@ struct QuantisedRows {
 /// `[TILE][PANEL]`.
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 fn tile_product(pairs: &[[i32; TILE]], blocks: &[Block]) -> [[i32; PANEL]; TILE] {
-    use safe_arch::{add_i32_m256i, m256i, mul_i16_horizontal_add_m256i, set_splat_i32_m256i, zeroed_m256i};
+    use safe_arch::{
+        add_i32_m256i, convert_to_i16_m256i_from_i8_m128i, m128i, mul_i16_horizontal_add_m256i,
+        set_splat_i32_m256i, zeroed_m256i,
+    };
     let mut sums = [[zeroed_m256i(); 2]; TILE];
-    let (blocks, _) = blocks.as_chunks::<2>();
-    for (rows, [low, high]) in pairs.iter().zip(blocks) {
-        let low = m256i::from(low.0);
-        let high = m256i::from(high.0);
+    for (rows, Block([low, high])) in pairs.iter().zip(blocks) {
+        let low = convert_to_i16_m256i_from_i8_m128i(m128i::from(*low));
+        let high = convert_to_i16_m256i_from_i8_m128i(m128i::from(*high));
         for (sum, &pair) in sums.iter_mut().zip(rows) {
             let pair = set_splat_i32_m256i(pair);
             sum[0] = add_i32_m256i(sum[0], mul_i16_horizontal_add_m256i(pair, low));
@@ -274,12 +270,11 @@ fn tile_product(pairs: &[[i32; TILE]], blocks: &[Block]) -> [[i32; PANEL]; TILE]
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "avx2", not(test)), allow(dead_code))]
 fn tile_product_portable(pairs: &[[i32; TILE]], blocks: &[Block]) -> [[i32; PANEL]; TILE] {
     let mut sums = [[0_i32; PANEL]; TILE];
-    let (blocks, _) = blocks.as_chunks::<2>();
-    for (rows, halves) in pairs.iter().zip(blocks) {
+    for (rows, block) in pairs.iter().zip(blocks) {
         for (sum, &pair) in sums.iter_mut().zip(rows) {
             let (x0, x1) = (pair as i16 as i32, (pair >> 16) as i16 as i32);
             for (lane, s) in sum.iter_mut().enumerate() {
-                let weights = &halves[lane / 8].0[(lane % 8) * 2..(lane % 8) * 2 + 2];
+                let weights = &block.0[lane / 8][(lane % 8) * 2..(lane % 8) * 2 + 2];
                 *s += x0 * weights[0] as i32 + x1 * weights[1] as i32;
             }
         }
@@ -373,7 +368,7 @@ mod tests {
         let matrix = Int8Matrix::quantise(&w, 16, inputs).unwrap();
         let x: Vec<f32> = noise(6, TILE * inputs);
         let rows = matrix.quantise_rows(&x);
-        let blocks = &matrix.blocks[..matrix.pairs * 2];
+        let blocks = &matrix.blocks[..matrix.pairs];
         let portable = tile_product_portable(&rows.pairs, blocks);
         assert_eq!(tile_product(&rows.pairs, blocks), portable);
         assert!(portable.iter().flatten().any(|&s| s != 0));

@@ -34,9 +34,9 @@ pub enum Precision {
     #[default]
     F32,
     /// 8-bit weights with a scale per output, multiplied in integer
-    /// arithmetic ([`kernels::int8`]): half the weights' memory (8-bit
-    /// values held in 16-bit lanes) and about twice the multiply rate of f32
-    /// (16 products per instruction instead of 8).
+    /// arithmetic ([`kernels::int8`]): a quarter of the weights' memory
+    /// (widened to 16-bit lanes only as they are loaded) and about twice the
+    /// multiply rate of f32 (16 products per instruction instead of 8).
     Q8,
 }
 
