@@ -8,8 +8,9 @@
 //!   `answer` only, an origin allowlist and a rate limit.
 //! - [`authenticate`] is the one check every keyed request passes: known,
 //!   active, in scope, and (widget) from an allowed origin within its rate.
-//! - Usage is counted per key and UTC day ([`record_usage`]); [`list`] sums
-//!   the last 7 days.
+//! - Usage is counted per key and UTC day, behind the request
+//!   ([`crate::recorder::Recorder::key_usage`]); [`list`] sums the last 7
+//!   days.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,7 +19,6 @@ use std::time::{Duration, Instant};
 use chrono::{Days, Utc};
 use entity::{access_key, key_usage};
 use rand::Rng;
-use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use sha2::{Digest, Sha256};
 
@@ -272,6 +272,7 @@ impl KeySummary {
 
 /// Every key, newest first, with its 7-day usage.
 pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
+    lore.recorder().flush().await?;
     let since = usage_window_start();
     let usage = key_usage::Entity::find().filter(key_usage::Column::Day.gte(since)).all(&lore.db).await?;
     let mut totals: HashMap<String, (i64, f64)> = HashMap::new();
@@ -393,37 +394,6 @@ pub async fn origin_allowed(lore: &Lore, origin: &str) -> Result<bool> {
         .await?
         .iter()
         .any(|key| json_strings(&key.origins).contains(&origin)))
-}
-
-/// Adds one query (and its estimated cost) to today's usage of `key_id`.
-pub async fn record_usage(lore: &Lore, key_id: &str, estimated_cost_usd: f64) -> Result<()> {
-    let day = Utc::now().format("%Y-%m-%d").to_string();
-    key_usage::Entity::insert(key_usage::ActiveModel {
-        key_id: Set(key_id.to_owned()),
-        day: Set(day),
-        queries: Set(1),
-        estimated_cost_usd: Set(estimated_cost_usd),
-    })
-    .on_conflict(
-        OnConflict::columns([key_usage::Column::KeyId, key_usage::Column::Day])
-            .value(
-                key_usage::Column::Queries,
-                Expr::col((key_usage::Entity, key_usage::Column::Queries)).add(1),
-            )
-            .value(
-                key_usage::Column::EstimatedCostUsd,
-                Expr::col((key_usage::Entity, key_usage::Column::EstimatedCostUsd)).add(estimated_cost_usd),
-            )
-            .to_owned(),
-    )
-    .exec_without_returning(&lore.db)
-    .await?;
-    access_key::Entity::update_many()
-        .col_expr(access_key::Column::LastUsedAt, Expr::value(Utc::now()))
-        .filter(access_key::Column::Id.eq(key_id))
-        .exec(&lore.db)
-        .await?;
-    Ok(())
 }
 
 impl From<KeyError> for Error {

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod profile;
 pub mod providers;
 pub mod readiness;
+pub mod recorder;
 pub mod retrieve;
 pub mod search;
 pub mod secrets;
@@ -55,6 +56,8 @@ pub struct Lore {
     pub(crate) provider_client: providers::client::Client,
     /// Per-node request counters of widget keys.
     pub(crate) rate_limiter: Arc<keys::RateLimiter>,
+    /// Writes answer runs and key usage behind the requests that made them.
+    recorder: recorder::Recorder,
 }
 
 impl Lore {
@@ -77,7 +80,6 @@ impl Lore {
         .map_err(|err| Error::Internal(err.to_string()))?;
         Ok(Self {
             settings: Arc::new(settings),
-            db,
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
             embedder: Arc::new(tokio::sync::Mutex::new(None)),
@@ -85,6 +87,8 @@ impl Lore {
             answer_cache: Arc::new(tokio::sync::Mutex::new(None)),
             provider_client,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
+            recorder: recorder::Recorder::start(db.clone()),
+            db,
         })
     }
 
@@ -162,9 +166,18 @@ impl Lore {
         }
     }
 
-    /// Waits until the open answer cache's queued writes are in its table
-    /// (at shutdown).
-    pub async fn flush_answer_cache(&self) {
+    /// Where answer runs and key usage are recorded (behind the request).
+    pub fn recorder(&self) -> &recorder::Recorder {
+        &self.recorder
+    }
+
+    /// Waits until what requests write behind them (runs, key usage, the
+    /// open answer cache's rows) is stored: before a process that answered
+    /// exits.
+    pub async fn flush_writes(&self) {
+        if let Err(err) = self.recorder.flush().await {
+            tracing::warn!(error = %err, "the last answer runs and key usage may not be recorded");
+        }
         let open = self.answer_cache.lock().await.clone();
         if let Some(cache) = open {
             flush(&cache).await;

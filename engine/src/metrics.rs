@@ -319,7 +319,7 @@ impl Contribution {
 
 /// `excluded`, the row an `ON CONFLICT` insert proposed (SQLite and PostgreSQL).
 #[derive(Clone, Copy)]
-struct Excluded;
+pub(crate) struct Excluded;
 
 impl sea_orm::sea_query::Iden for Excluded {
     fn unquoted(&self, s: &mut dyn std::fmt::Write) {
@@ -402,17 +402,28 @@ async fn add_counts(
     Ok(())
 }
 
-/// Records `run` and adds it to the rollups, in one transaction.
+/// Records `run` and adds it to the rollups, in one transaction. The answer
+/// path records through [`crate::recorder::Recorder`] instead, which
+/// batches.
 pub async fn record_run(lore: &Lore, run: answer_run::Model) -> Result<()> {
-    let mut contribution = Contribution::default();
-    contribution.add(&run);
     let txn = lore.db.begin().await?;
-    answer_run::Entity::insert(sea_orm::IntoActiveModel::into_active_model(run))
-        .exec_without_returning(&txn)
-        .await?;
-    contribution.add_to(&txn).await?;
+    add_runs(&txn, &[run]).await?;
     txn.commit().await?;
     Ok(())
+}
+
+/// Inserts `runs` and adds them to the rollups: a handful of statements
+/// whatever their number (the caller's transaction makes them one write).
+pub async fn add_runs(db: &impl ConnectionTrait, runs: &[answer_run::Model]) -> Result<()> {
+    // Well under either database's limit of bound values per statement.
+    const ROWS_PER_INSERT: usize = 100;
+    let mut contribution = Contribution::default();
+    for batch in runs.chunks(ROWS_PER_INSERT) {
+        batch.iter().for_each(|run| contribution.add(run));
+        let rows = batch.iter().cloned().map(sea_orm::IntoActiveModel::into_active_model);
+        answer_run::Entity::insert_many(rows).exec_without_returning(db).await?;
+    }
+    contribution.add_to(db).await
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -424,6 +435,7 @@ pub struct Rebuilt {
 /// Recomputes every rollup from the recorded runs (`lore rollups rebuild`),
 /// replacing what is stored in one transaction.
 pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
+    lore.recorder().flush().await?;
     const PAGE: u64 = 2_000;
     let txn = lore.db.begin().await?;
     let mut contribution = Contribution::default();
@@ -465,6 +477,7 @@ pub struct Closed {
 /// their sums. Idempotent; each day is folded in its own transaction, so an
 /// interruption leaves every day either folded or as it was.
 pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
+    lore.recorder().flush().await?;
     use rollup_count::Column as C;
     let today = truncate(now, Granularity::Day);
     let closed_through: Option<DateTime<Utc>> = crate::store::setting(&lore.db, CLOSED_THROUGH)
@@ -677,6 +690,7 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
     if range.to <= range.from {
         return Err(Error::InvalidInput("the range must end after it starts".into()));
     }
+    lore.recorder().flush().await?;
     if range.to - range.from > Duration::days(400) {
         return Err(Error::InvalidInput("the range may span at most 400 days".into()));
     }
@@ -839,6 +853,7 @@ async fn counted(
 /// All-time totals per surface, from the daily rollups: the counters
 /// `/metrics` exports.
 pub async fn totals_by_surface(lore: &Lore) -> Result<Vec<(String, Sums)>> {
+    lore.recorder().flush().await?;
     let rows = metric_rollup::Entity::find()
         .filter(metric_rollup::Column::Granularity.eq(Granularity::Day.key()))
         .all(&lore.db)

@@ -140,9 +140,9 @@ async fn usage_is_counted_per_key_over_seven_days() {
     let (lore, _dir) = support::open().await;
     let (a, _) = keys::create(&lore, &admin(), secret(&["answer"])).await.unwrap();
     let (b, _) = keys::create(&lore, &admin(), secret(&["retrieve"])).await.unwrap();
-    keys::record_usage(&lore, &a.id, 0.002).await.unwrap();
-    keys::record_usage(&lore, &a.id, 0.003).await.unwrap();
-    keys::record_usage(&lore, &b.id, 0.0).await.unwrap();
+    lore.recorder().key_usage(&a.id, 0.002).await.unwrap();
+    lore.recorder().key_usage(&a.id, 0.003).await.unwrap();
+    lore.recorder().key_usage(&b.id, 0.0).await.unwrap();
     let listed = keys::list(&lore).await.unwrap();
     let usage = |id: &str| {
         listed.iter().find(|k| k.key.id == id).map(|k| (k.queries_7d, k.estimated_cost_7d)).unwrap()

@@ -2,7 +2,8 @@
 //! and outcomes give exactly the expected counts, hit rate, p95, spend,
 //! savings, lists and funnel; a rebuild from the runs gives the same; and the
 //! aggregates are read from the rollup tables alone (they still come out
-//! right after the runs table is dropped). Closed days keep their most asked
+//! right after the runs table is dropped). Runs recorded behind the request
+//! are all written, in batches, before any read. Closed days keep their most asked
 //! questions and fold the long tail into one row, without changing a total.
 
 // A test crate: a failed precondition should fail the test, loudly.
@@ -11,6 +12,7 @@
 mod support;
 
 use chrono::{DateTime, TimeZone, Utc};
+use engine::answer::runs::{self, Gap};
 use engine::audit::Actor;
 use engine::metrics::{self, Granularity, Range};
 use engine::Lore;
@@ -77,33 +79,37 @@ fn stages(outcome: &str) -> serde_json::Value {
     json!(list)
 }
 
+/// Records `run` as the answer path does: queued for the recorder, which
+/// writes behind (the dashboard's first read waits for it).
 async fn record(lore: &Lore, run: &Run) {
     let hit = matches!(run.outcome, "exact" | "semantic");
     let refused = matches!(run.outcome, "nothing" | "ungrounded");
-    metrics::record_run(
-        lore,
-        answer_run::Model {
-            id: uuid::Uuid::new_v4().to_string(),
-            created_at: run.at,
-            surface: run.surface.to_owned(),
-            key_id: run.key.clone(),
-            profile_version: 1,
-            question: run.question.to_owned(),
-            cache_status: if hit { "hit" } else { "miss" }.to_owned(),
-            refused,
-            grounded: !refused,
-            escalated: false,
-            model: None,
-            stages: stages(run.outcome),
-            input_tokens: 0,
-            output_tokens: 0,
-            estimated_cost_usd: if hit { 0.0 } else { run.cost },
-            estimated_savings_usd: if hit { run.cost } else { 0.0 },
-            latency_ms: run.latency_ms,
-        },
-    )
-    .await
-    .unwrap();
+    let gap = refused.then(|| Gap { key: run.question.to_owned(), asked: format!("{}?", run.question) });
+    lore.recorder()
+        .run(
+            answer_run::Model {
+                id: uuid::Uuid::new_v4().to_string(),
+                created_at: run.at,
+                surface: run.surface.to_owned(),
+                key_id: run.key.clone(),
+                profile_version: 1,
+                question: run.question.to_owned(),
+                cache_status: if hit { "hit" } else { "miss" }.to_owned(),
+                refused,
+                grounded: !refused,
+                escalated: false,
+                model: None,
+                stages: stages(run.outcome),
+                input_tokens: 0,
+                output_tokens: 0,
+                estimated_cost_usd: if hit { 0.0 } else { run.cost },
+                estimated_savings_usd: if hit { run.cost } else { 0.0 },
+                latency_ms: run.latency_ms,
+            },
+            gap,
+        )
+        .await
+        .unwrap();
 }
 
 async fn exercise(lore: &Lore) {
@@ -240,6 +246,12 @@ async fn exercise(lore: &Lore) {
     let mut gaps: Vec<(&str, i64)> = live.content_gaps.iter().map(|g| (g.query.as_str(), g.count)).collect();
     gaps.sort();
     assert_eq!(gaps, vec![("pricing for teams", 1), ("rotate keys", 1)]);
+    // The content-gap list (all time) counts the late question too.
+    let mut counted: Vec<(String, i64)> =
+        runs::gaps(lore, 10).await.unwrap().into_iter().map(|g| (g.question, g.count)).collect();
+    counted.sort();
+    let expected = [("late question", 1), ("pricing for teams", 1), ("rotate keys", 1)];
+    assert_eq!(counted, expected.map(|(q, n)| (q.to_owned(), n)));
     let key = |name: &str| live.keys.iter().find(|k| k.name == name).unwrap().clone();
     assert_eq!(key("backend").queries, 19);
     assert_eq!(key("backend").key_id.as_deref(), Some(backend.id.as_str()));
@@ -370,6 +382,66 @@ async fn folding(lore: &Lore) {
     assert_eq!(query_rows(lore, at(12, 0, 0)).await.len(), kept + 1);
 }
 
+/// Runs queued much faster than they are written: more than one batch, the
+/// same few refused questions many times within a batch, key usage between
+/// them. Every run is written with its rollups, each refusal counts once in
+/// its gap, each use in its key's usage, and a read sees them all without
+/// being told to wait.
+async fn recorded_behind(lore: &Lore) {
+    const RUNS: u32 = 600;
+    let (key, _) = engine::keys::create(
+        lore,
+        &Actor::System,
+        engine::keys::NewKey {
+            name: "busy".into(),
+            kind: "secret".into(),
+            scopes: vec!["answer".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    for i in 0..RUNS {
+        let refused = i % 3 == 0;
+        let question = if refused { format!("missing topic {}", i % 4) } else { format!("question {i}") };
+        let gap =
+            refused.then(|| Gap { key: question.clone(), asked: format!("Missing topic {}? ({i})", i % 4) });
+        lore.recorder().run(generated(at(20, 9, i % 60), question, refused), gap).await.unwrap();
+        if i % 2 == 0 {
+            lore.recorder().key_usage(&key.id, 0.001).await.unwrap();
+        }
+    }
+    let listed = engine::keys::list(lore).await.unwrap();
+    let busy = listed.iter().find(|k| k.key.id == key.id).unwrap();
+    assert_eq!(busy.queries_7d, i64::from(RUNS / 2));
+    assert!((busy.estimated_cost_7d - 0.3).abs() < 1e-9, "{}", busy.estimated_cost_7d);
+    assert!(busy.key.last_used_at.is_some());
+    let gaps = runs::gaps(lore, 10).await.unwrap();
+    let mut counted: Vec<(&str, i64)> = gaps.iter().map(|g| (g.question.as_str(), g.count)).collect();
+    counted.sort();
+    let expected: Vec<(&str, i64)> = vec![
+        ("missing topic 0", 50),
+        ("missing topic 1", 50),
+        ("missing topic 2", 50),
+        ("missing topic 3", 50),
+    ];
+    assert_eq!(counted, expected);
+    assert!(
+        gaps.iter().all(|g| g.example.starts_with("Missing topic")),
+        "the example is the question as asked"
+    );
+    use sea_orm::{EntityTrait, PaginatorTrait};
+    assert_eq!(answer_run::Entity::find().count(&lore.db).await.unwrap(), u64::from(RUNS));
+    let day = metrics::dashboard(lore, Range { from: at(20, 0, 0), to: at(21, 0, 0) }).await.unwrap();
+    assert_eq!((day.totals.queries, day.totals.refusals), (i64::from(RUNS), i64::from(RUNS / 3)));
+}
+
+#[tokio::test]
+async fn runs_recorded_behind_the_request_are_all_written_on_sqlite() {
+    let (lore, _dir) = support::open().await;
+    recorded_behind(&lore).await;
+}
+
 #[tokio::test]
 async fn rollups_on_sqlite_count_exactly_and_rebuild_to_the_same() {
     let (lore, _dir) = support::open().await;
@@ -384,22 +456,37 @@ async fn closed_days_fold_their_long_tail_on_sqlite() {
 
 #[tokio::test]
 async fn rollups_on_postgres_count_exactly_and_rebuild_to_the_same() {
-    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let name = format!("lore_rollups_{}", uuid::Uuid::new_v4().simple());
-    let admin = Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
-    admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let mut url = url::Url::parse(&admin_url).unwrap();
-    url.set_path(&name);
-    let (lore, _dir) = support::open_with(|settings| {
-        settings.database.url = Some(engine::settings::Secret::new(url.to_string()));
-    })
-    .await;
+    let (lore, _dir, admin, name) = on_postgres("lore_rollups").await;
     // Folding first: the rebuild in `exercise` closes the days up to today.
     folding(&lore).await;
     exercise(&lore).await;
     drop(lore);
     let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
+#[tokio::test]
+async fn runs_recorded_behind_the_request_are_all_written_on_postgres() {
+    let (lore, _dir, admin, name) = on_postgres("lore_behind").await;
+    recorded_behind(&lore).await;
+    drop(lore);
+    let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
+/// A Lore on a new database of the local PostgreSQL server; with the admin
+/// connection and the name, to drop it after.
+async fn on_postgres(prefix: &str) -> (Lore, tempfile::TempDir, sea_orm::DatabaseConnection, String) {
+    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+    let admin = Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
+    admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let mut url = url::Url::parse(&admin_url).unwrap();
+    url.set_path(&name);
+    let (lore, dir) = support::open_with(|settings| {
+        settings.database.url = Some(engine::settings::Secret::new(url.to_string()));
+    })
+    .await;
+    (lore, dir, admin, name)
 }
 
 #[test]

@@ -354,7 +354,10 @@ pub async fn ask(settings: Settings, question: &str, json: bool) -> anyhow::Resu
         surface: engine::answer::Surface::Cli,
         key_id: None,
     };
-    let answered = app::wire::AnswerResponse::from(engine::answer::answer(&lore, ask).await.map_err(fail)?);
+    let answered = engine::answer::answer(&lore, ask).await;
+    // The run and the cached answer are written behind the answer.
+    lore.flush_writes().await;
+    let answered = app::wire::AnswerResponse::from(answered.map_err(fail)?);
     if json {
         print_json(&answered);
         return Ok(());

@@ -19,7 +19,8 @@ pub fn app(lore: Lore) -> axum::Router {
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
 /// indexing worker and the hourly folding of closed rollup days run beside
 /// the server and stop with it; a job left unfinished is resumed by the next
-/// start. The answer cache's queued writes are flushed last.
+/// start. What the answer path writes behind its requests (runs, answer cache
+/// rows) is flushed last.
 pub async fn serve(
     listener: TcpListener,
     lore: Lore,
@@ -35,7 +36,7 @@ pub async fn serve(
     let _ = stop_worker.send(true);
     worker.abort();
     rollups.abort();
-    lore.flush_answer_cache().await;
+    lore.flush_writes().await;
     served
 }
 

@@ -555,7 +555,7 @@ impl Run<'_> {
                 usage: Usage::default(),
             },
         };
-        self.finish_saving(answer, trace, started, cached.estimated_cost_usd).await
+        self.record(answer, trace, started, cached.estimated_cost_usd, None).await
     }
 
     async fn refuse(
@@ -567,7 +567,6 @@ impl Run<'_> {
         usage: Usage,
         started: Instant,
     ) -> Result<Answer> {
-        runs::record_gap(self.lore, &self.question.key, &self.question.text).await?;
         let answer = Answer {
             answer: self.snapshot.behavior.refusal.clone(),
             refused: true,
@@ -577,7 +576,8 @@ impl Run<'_> {
             profile_version: self.version,
             trace: Trace { id: String::new(), stages: Vec::new(), retrieval, model, usage },
         };
-        self.finish(answer, trace, started).await
+        let gap = runs::Gap { key: self.question.key.clone(), asked: self.question.text.clone() };
+        self.record(answer, trace, started, 0.0, Some(gap)).await
     }
 
     /// Caches a grounded answer, valid for the shortest maximum age among
@@ -632,21 +632,24 @@ impl Run<'_> {
 
     /// Completes the trace, records the run and returns the answer.
     async fn finish(&self, answer: Answer, trace: Tracer, started: Instant) -> Result<Answer> {
-        self.finish_saving(answer, trace, started, 0.0).await
+        self.record(answer, trace, started, 0.0, None).await
     }
 
-    /// Records the run; a cache hit saved `savings_usd`.
-    async fn finish_saving(
+    /// Records the run (behind the request); a cache hit saved `savings_usd`,
+    /// a refusal counts its `gap`.
+    async fn record(
         &self,
         mut answer: Answer,
         trace: Tracer,
         started: Instant,
         savings_usd: f64,
+        gap: Option<runs::Gap>,
     ) -> Result<Answer> {
         answer.trace.stages = trace.stages;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         answer.trace.id =
-            runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms, savings_usd).await?;
+            runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms, savings_usd, gap)
+                .await?;
         Ok(answer)
     }
 }

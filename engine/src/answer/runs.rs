@@ -1,18 +1,20 @@
 //! What every run leaves behind, server-side only: an `answer_run` row
 //! (surface, key, profile version, cache status, stages, tokens, estimated
-//! cost, latency) and, for a refusal, a content-gap count.
+//! cost, latency), its share of the Dashboard's rollups and, for a refusal,
+//! a content-gap count. The [`crate::recorder::Recorder`] writes them behind
+//! the request.
 
 use chrono::Utc;
 use entity::{answer_run, content_gap};
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{EntityTrait, QueryOrder, QuerySelect, Set};
+use sea_orm::{EntityTrait, QueryOrder, QuerySelect};
 
 use super::{Answer, Ask, CacheStatus};
+pub use crate::recorder::Gap;
 use crate::{Error, Lore, Result};
 
-/// Records the run and adds it to the Dashboard's rollups, in one
-/// transaction; returns its id (the trace id). `savings_usd` is what a cache
-/// hit saved: the estimated cost of the answer it reused.
+/// Queues the run (and its content gap) for recording; returns its id (the
+/// trace id). `savings_usd` is what a cache hit saved: the estimated cost of
+/// the answer it reused.
 pub async fn record(
     lore: &Lore,
     ask: &Ask,
@@ -20,6 +22,7 @@ pub async fn record(
     answer: &Answer,
     latency_ms: f64,
     savings_usd: f64,
+    gap: Option<Gap>,
 ) -> Result<String> {
     let id = uuid::Uuid::new_v4().to_string();
     let stages = serde_json::to_value(&answer.trace.stages)
@@ -49,39 +52,13 @@ pub async fn record(
         estimated_savings_usd: savings_usd,
         latency_ms,
     };
-    crate::metrics::record_run(lore, run).await?;
+    lore.recorder().run(run, gap).await?;
     Ok(id)
-}
-
-/// Counts a refused question as a content gap.
-pub async fn record_gap(lore: &Lore, question_key: &str, asked: &str) -> Result<()> {
-    let id = crate::keys::hash(question_key);
-    let now = Utc::now();
-    content_gap::Entity::insert(content_gap::ActiveModel {
-        id: Set(id),
-        question: Set(question_key.to_owned()),
-        example: Set(asked.to_owned()),
-        count: Set(1),
-        first_seen: Set(now),
-        last_seen: Set(now),
-    })
-    .on_conflict(
-        OnConflict::column(content_gap::Column::Id)
-            .value(
-                content_gap::Column::Count,
-                Expr::col((content_gap::Entity, content_gap::Column::Count)).add(1),
-            )
-            .value(content_gap::Column::LastSeen, Expr::value(now))
-            .value(content_gap::Column::Example, Expr::value(asked.to_owned()))
-            .to_owned(),
-    )
-    .exec_without_returning(&lore.db)
-    .await?;
-    Ok(())
 }
 
 /// The content gaps, most asked first.
 pub async fn gaps(lore: &Lore, limit: u64) -> Result<Vec<content_gap::Model>> {
+    lore.recorder().flush().await?;
     Ok(content_gap::Entity::find()
         .order_by_desc(content_gap::Column::Count)
         .order_by_desc(content_gap::Column::LastSeen)

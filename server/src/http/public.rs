@@ -71,13 +71,11 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
             request.extensions_mut().insert(caller);
             let response = next.run(request).await;
             let cost = response.extensions().get::<EstimatedCost>().copied().unwrap_or_default().0;
-            // Counting must not slow the answer down, nor fail it.
-            let counting = lore.clone();
-            tokio::spawn(async move {
-                if let Err(err) = keys::record_usage(&counting, &key_id, cost).await {
-                    tracing::warn!(error = %err, "could not record key usage");
-                }
-            });
+            // Counted behind the response: it must not slow the answer
+            // down, nor fail it.
+            if let Err(err) = lore.recorder().key_usage(&key_id, cost).await {
+                tracing::warn!(error = %err, "could not record key usage");
+            }
             response
         }
         Err(err) => ApiError::from(err).into_response(),
