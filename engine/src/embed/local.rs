@@ -5,8 +5,8 @@
 //! reference to cosine ≥ 0.999.
 //!
 //! Inference is CPU-bound: it runs in `spawn_blocking`, behind a semaphore so
-//! concurrent callers queue instead of oversubscribing the cores (candle's
-//! matrix multiplications already use every core).
+//! concurrent callers queue instead of oversubscribing the cores (the matrix
+//! products already use every core); each pass runs on one of rayon's workers.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -170,7 +170,12 @@ impl LocalEmbedder {
                 (Some(query_encoder), true) => query_encoder,
                 _ => &inner.encoder,
             };
-            inner.embed_all(encoder, &texts)
+            // The whole pass runs on one of rayon's workers, so the encoder's
+            // parallel loops (a few dozen per pass) are work-stealing tasks
+            // on that worker: the other worker joins in when it is free, and
+            // none of them waits for a sleeping pool to wake up, as each
+            // would if it were sent to the pool from this blocking thread.
+            rayon::scope(|_| inner.embed_all(encoder, &texts))
         })
         .await
         .map_err(|err| EmbedError::Inference(format!("the embedding task failed: {err}")))?
