@@ -112,12 +112,13 @@ async fn record(lore: &Lore, run: &Run) {
         .unwrap();
 }
 
-async fn exercise(lore: &Lore) {
-    let (backend, _) = engine::keys::create(
+/// A secret key that may ask for answers.
+async fn answer_key(lore: &Lore, name: &str) -> entity::access_key::Model {
+    let (key, _) = engine::keys::create(
         lore,
         &Actor::System,
         engine::keys::NewKey {
-            name: "backend".into(),
+            name: name.into(),
             kind: "secret".into(),
             scopes: vec!["answer".into()],
             ..Default::default()
@@ -125,6 +126,11 @@ async fn exercise(lore: &Lore) {
     )
     .await
     .unwrap();
+    key
+}
+
+async fn exercise(lore: &Lore) {
+    let backend = answer_key(lore, "backend").await;
     let k1 = Some(backend.id.clone());
     let k2 = Some("widget-key-id".to_owned());
     let backup = "how do i back up the database";
@@ -389,18 +395,7 @@ async fn folding(lore: &Lore) {
 /// being told to wait.
 async fn recorded_behind(lore: &Lore) {
     const RUNS: u32 = 600;
-    let (key, _) = engine::keys::create(
-        lore,
-        &Actor::System,
-        engine::keys::NewKey {
-            name: "busy".into(),
-            kind: "secret".into(),
-            scopes: vec!["answer".into()],
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let key = answer_key(lore, "busy").await;
     for i in 0..RUNS {
         let refused = i % 3 == 0;
         let question = if refused { format!("missing topic {}", i % 4) } else { format!("question {i}") };
