@@ -236,8 +236,7 @@ impl Contribution {
         // the answer path each statement is a round trip.
         use metric_rollup::Column as R;
         if !self.rollups.is_empty() {
-            let plus =
-                |column: R| Expr::col((metric_rollup::Entity, column)).add(Expr::col((Excluded, column)));
+            let plus = |column: R| summed(metric_rollup::Entity, column);
             metric_rollup::Entity::insert_many(
                 self.rollups
                     .iter()
@@ -265,10 +264,7 @@ impl Contribution {
             )
             .on_conflict(
                 OnConflict::columns([L::Granularity, L::Bucket, L::Surface, L::Slot])
-                    .value(
-                        L::Count,
-                        Expr::col((metric_latency::Entity, L::Count)).add(Expr::col((Excluded, L::Count))),
-                    )
+                    .value(L::Count, summed(metric_latency::Entity, L::Count))
                     .to_owned(),
             )
             .exec_without_returning(db)
@@ -325,6 +321,16 @@ impl sea_orm::sea_query::Iden for Excluded {
     fn unquoted(&self, s: &mut dyn std::fmt::Write) {
         let _ = s.write_str("excluded");
     }
+}
+
+/// `table.column + excluded.column`: an upsert's update that adds what it
+/// proposed to what is stored.
+pub(crate) fn summed<T, C>(table: T, column: C) -> sea_orm::sea_query::SimpleExpr
+where
+    T: sea_orm::sea_query::IntoIden + 'static,
+    C: sea_orm::sea_query::IntoIden + Copy + 'static,
+{
+    Expr::col((table, column)).add(Expr::col((Excluded, column)))
 }
 
 fn rollup_row(
@@ -385,7 +391,7 @@ async fn add_counts(
     use rollup_count::Column as C;
     const BATCH: usize = 500;
     let rows: Vec<_> = rows.into_iter().collect();
-    let plus = |column: C| Expr::col((rollup_count::Entity, column)).add(Expr::col((Excluded, column)));
+    let plus = |column: C| summed(rollup_count::Entity, column);
     for batch in rows.chunks(BATCH) {
         rollup_count::Entity::insert_many(batch.to_vec())
             .on_conflict(

@@ -26,7 +26,7 @@ use sea_orm::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::metrics::Excluded;
+use crate::metrics::{summed, Excluded};
 use crate::{Error, Result};
 
 /// Records queued before a request waits for room: only reached when the
@@ -217,7 +217,7 @@ async fn count_gaps<'a>(
     }))
     .on_conflict(
         OnConflict::column(G::Id)
-            .value(G::Count, Expr::col((content_gap::Entity, G::Count)).add(Expr::col((Excluded, G::Count))))
+            .value(G::Count, summed(content_gap::Entity, G::Count))
             .value(G::LastSeen, Expr::col((Excluded, G::LastSeen)))
             .value(G::Example, Expr::col((Excluded, G::Example)))
             .to_owned(),
@@ -254,15 +254,8 @@ async fn count_usage(db: &impl ConnectionTrait, usage: &[Usage]) -> Result<()> {
     }))
     .on_conflict(
         OnConflict::columns([U::KeyId, U::Day])
-            .value(
-                U::Queries,
-                Expr::col((key_usage::Entity, U::Queries)).add(Expr::col((Excluded, U::Queries))),
-            )
-            .value(
-                U::EstimatedCostUsd,
-                Expr::col((key_usage::Entity, U::EstimatedCostUsd))
-                    .add(Expr::col((Excluded, U::EstimatedCostUsd))),
-            )
+            .value(U::Queries, summed(key_usage::Entity, U::Queries))
+            .value(U::EstimatedCostUsd, summed(key_usage::Entity, U::EstimatedCostUsd))
             .to_owned(),
     )
     .exec_without_returning(db)
