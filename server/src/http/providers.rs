@@ -198,10 +198,10 @@ pub async fn register_target(
 pub struct TargetPatch {
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// Both prices are replaced when either key is present.
-    #[serde(default)]
+    /// A price key that is absent keeps the price; `null` clears it.
+    #[serde(default, deserialize_with = "super::json::present")]
     pub input_price_per_mtok: Option<Option<f64>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::present")]
     pub output_price_per_mtok: Option<Option<f64>>,
 }
 

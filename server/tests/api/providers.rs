@@ -118,6 +118,22 @@ async fn a_dead_endpoint_blocks_its_target_and_binding_is_refused_with_the_reaso
     let body: Value = bind(&app).await.unwrap().json().await.unwrap();
     assert_eq!(body["error"]["details"]["state"], "disabled");
 
+    // Prices: set both, then `null` clears one and an absent key keeps the other.
+    let patch = |body: Value| app.client.patch(app.url(&format!("/admin/targets/{id}"))).json(&body).send();
+    let priced: Value = patch(json!({"input_price_per_mtok": 1.5, "output_price_per_mtok": 6.0}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (priced["input_price_per_mtok"].as_f64(), priced["output_price_per_mtok"].as_f64()),
+        (Some(1.5), Some(6.0))
+    );
+    let cleared: Value = patch(json!({"input_price_per_mtok": null})).await.unwrap().json().await.unwrap();
+    assert!(cleared["input_price_per_mtok"].is_null(), "null clears the price: {cleared}");
+    assert_eq!(cleared["output_price_per_mtok"].as_f64(), Some(6.0), "an absent key keeps it: {cleared}");
+
     let overview: Value = app.get("/admin/providers/").await.json().await.unwrap();
     let generation =
         overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "generation").unwrap();
