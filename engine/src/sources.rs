@@ -367,6 +367,10 @@ pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     index_job::Entity::delete_many().filter(index_job::Column::SourceId.eq(id)).exec(&lore.db).await?;
     document::Entity::delete_many().filter(document::Column::SourceId.eq(id)).exec(&lore.db).await?;
     source::Entity::delete_by_id(id.to_owned()).exec(&lore.db).await?;
+    // Again, now that the row is gone: a run indexing this source may have
+    // written a page since the first removal, and it only cleans up after
+    // itself when it finds the row gone (`jobs::remove_deleted`).
+    lore.chunks().await?.delete_source(id).await.map_err(IngestError::Index)?;
     crate::ingest::upload::remove_all(lore, id).await?;
     audit::record(&lore.db, actor, "source.delete", Some(id), serde_json::json!({"name": found.name}))
         .await?;

@@ -6,15 +6,15 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::audit::Actor;
-use engine::ingest::IngestError;
+use engine::ingest::{jobs, IngestError};
 use engine::retrieve::RetrievalSettings;
 use engine::sources::{self, NewSource};
 use engine::{search, Error, Lore};
 use support::site::{page_text, Site};
-use support::{open, open_with, progress, run};
+use support::{open, open_with, progress, run, run_queued};
 
 const PAGES: usize = 55;
 
@@ -182,4 +182,37 @@ async fn a_failed_re_sync_keeps_the_earlier_content() {
     assert_eq!(listed.status, "failed");
     assert!(listed.last_error.is_some());
     assert_eq!(indexed_uris(&lore, &source).await.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_deleted_while_a_run_embeds_its_page_leaves_no_chunk_behind() {
+    let site = Site::start(3, Duration::ZERO).await;
+    // A short lease: the heartbeat reports progress every third of a second.
+    let (lore, _dir) = open_with(|s| s.ingest.job_lease_seconds = 1).await;
+    let source = website(&lore, serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})).await;
+    assert_eq!(run(&lore, Some(&source), false).await.status, "succeeded");
+
+    // One page grows long enough that embedding it takes seconds.
+    let long: String = (0..600)
+        .map(|i| format!("Appendix line {i} describes how option {} of the importer behaves. ", i % 97))
+        .collect();
+    site.change_page(1, &long);
+    let job = jobs::enqueue(&lore, Some(&source), false, "test").await.unwrap();
+    let running = tokio::spawn({
+        let lore = lore.clone();
+        let id = job.id.clone();
+        async move { run_queued(&lore, &id).await }
+    });
+    // The page is chunked, so it is being embedded: delete the source now.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while progress(&jobs::get(&lore, &job.id).await.unwrap()).chunked == 0 {
+        assert!(!running.is_finished(), "the run ended before the source could be deleted");
+        assert!(Instant::now() < deadline, "the page was never chunked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sources::delete(&lore, &Actor::System, &source).await.unwrap();
+    running.await.unwrap();
+
+    // The page the run wrote after the deletion went with the source.
+    assert_eq!(lore.chunks().await.unwrap().count(None).await.unwrap(), 0);
 }

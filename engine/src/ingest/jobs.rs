@@ -20,6 +20,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrde
 use super::{DocumentError, Indexer, IngestError, Progress};
 
 use crate::corpus::{self, Fingerprint};
+use crate::index::ChunkStore;
 use crate::sources::{self, SourceKind};
 use crate::{Error, Lore, Result};
 
@@ -413,6 +414,7 @@ async fn execute(
         job_id: job.id.clone(),
         full,
     };
+    let synced: Vec<String> = scope.iter().map(|found| found.id.clone()).collect();
     let mut failures = Vec::new();
     for found in scope {
         if *cancel.borrow() {
@@ -422,6 +424,7 @@ async fn execute(
             failures.push(format!("{}: {err}", found.name));
         }
     }
+    remove_deleted(lore, store.as_ref(), &synced).await?;
     store.optimize().await.map_err(IngestError::Index)?;
     if !failures.is_empty() {
         return Err(Error::Ingest(IngestError::Fetch(failures.join("; "))));
@@ -437,6 +440,22 @@ async fn execute(
         done.unchanged,
         done.failed
     ))
+}
+
+/// Removes the chunks of the sources among `synced` that were deleted while
+/// the run indexed them. A page being embedded when its source was deleted is
+/// written after [`sources::delete`] removed the source's chunks; this
+/// removal, after every write of the run, takes it away again. (The deletion
+/// removes the chunks once more after the source row, for a run that looks
+/// before the row is gone.)
+async fn remove_deleted(lore: &Lore, store: &dyn ChunkStore, synced: &[String]) -> Result<()> {
+    for id in synced {
+        if source::Entity::find_by_id(id.clone()).one(&lore.db).await?.is_none() {
+            tracing::info!(source = %id, "the source was deleted during the run: removing what the run wrote");
+            store.delete_source(id).await.map_err(IngestError::Index)?;
+        }
+    }
+    Ok(())
 }
 
 /// Syncs one source and records how it ended on the source row.
