@@ -362,7 +362,8 @@ pub fn is_fresh(source: &source::Model, now: DateTime<Utc>) -> Option<bool> {
 pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     let found = get(lore, id).await?;
     crate::ingest::jobs::cancel_queued(lore, id).await?;
-    lore.chunks().await?.delete_source(id).await.map_err(IngestError::Index)?;
+    let chunks = lore.chunks().await?;
+    chunks.delete_source(id).await.map_err(IngestError::Index)?;
     // Documents and jobs go with the row (foreign keys cascade).
     index_job::Entity::delete_many().filter(index_job::Column::SourceId.eq(id)).exec(&lore.db).await?;
     document::Entity::delete_many().filter(document::Column::SourceId.eq(id)).exec(&lore.db).await?;
@@ -370,7 +371,7 @@ pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     // Again, now that the row is gone: a run indexing this source may have
     // written a page since the first removal, and it only cleans up after
     // itself when it finds the row gone (`jobs::remove_deleted`).
-    lore.chunks().await?.delete_source(id).await.map_err(IngestError::Index)?;
+    chunks.delete_source(id).await.map_err(IngestError::Index)?;
     crate::ingest::upload::remove_all(lore, id).await?;
     audit::record(&lore.db, actor, "source.delete", Some(id), serde_json::json!({"name": found.name}))
         .await?;
