@@ -66,7 +66,9 @@ pub enum RetrieveError {
 }
 
 /// Retrieves for `query` in `scope` (the enabled sources). The full-text
-/// search needs no vector, so it runs while the query is embedded.
+/// search needs no vector, so it runs while the query is embedded and then
+/// searched by vector: the vector search starts as soon as the embedding is
+/// done, not once the text search is done too.
 pub async fn hybrid(
     store: &dyn ChunkStore,
     embedder: &dyn Embedder,
@@ -78,11 +80,14 @@ pub async fn hybrid(
         return Ok(Retrieval::default());
     }
     let limit = settings.top_k * CANDIDATES_PER_RESULT;
-    let (query_vector, by_text) =
-        tokio::join!(embedder.embed_query(query), store.text_search(query, scope, limit));
-    let query_vector = query_vector?;
-    let by_vector = store.vector_search(&query_vector, scope, limit).await?;
-    Ok(fuse(&query_vector, by_vector, by_text?, settings))
+    let by_vector = async {
+        let query_vector = embedder.embed_query(query).await?;
+        let hits = store.vector_search(&query_vector, scope, limit).await?;
+        Ok::<_, RetrieveError>((query_vector, hits))
+    };
+    let by_text = async { store.text_search(query, scope, limit).await.map_err(RetrieveError::from) };
+    let ((query_vector, by_vector), by_text) = tokio::try_join!(by_vector, by_text)?;
+    Ok(fuse(&query_vector, by_vector, by_text, settings))
 }
 
 /// [`hybrid`] for a query already embedded (the answer pipeline embeds once

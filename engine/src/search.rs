@@ -2,6 +2,8 @@
 //! access keys) `POST /retrieve` reach it: the fail-closed gate of the corpus
 //! fingerprint, then hybrid retrieval over the enabled sources.
 
+use std::future::Future;
+
 use crate::corpus::{self, RetrievalState};
 use crate::ingest::IngestError;
 use crate::retrieve::{self, Retrieval, RetrievalSettings};
@@ -35,6 +37,34 @@ pub async fn retrieval_state_of(
 
 /// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).
 pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> Result<Retrieval> {
+    Ok(search_with(lore, query, async { Ok::<_, Error>(*settings) }).await?.0)
+}
+
+/// [`search`] with the active profile version's retrieval settings (the
+/// defaults before a profile exists), `top_k` replacing its top k when
+/// given; returns the settings used beside the results. The profile is read
+/// beside the gate's facts instead of before them.
+pub async fn search_active(
+    lore: &Lore,
+    query: &str,
+    top_k: Option<usize>,
+) -> Result<(Retrieval, RetrievalSettings)> {
+    let settings = async {
+        let mut settings =
+            crate::profile::active(lore).await?.map(|version| version.snapshot.retrieval).unwrap_or_default();
+        if let Some(k) = top_k {
+            settings.top_k = k;
+        }
+        Ok::<_, Error>(settings)
+    };
+    search_with(lore, query, settings).await
+}
+
+async fn search_with(
+    lore: &Lore,
+    query: &str,
+    settings: impl Future<Output = Result<RetrievalSettings>>,
+) -> Result<(Retrieval, RetrievalSettings)> {
     let query = query.trim();
     if query.is_empty() {
         return Err(Error::InvalidInput("the query is empty".into()));
@@ -42,11 +72,13 @@ pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> R
     if query.chars().count() > MAX_QUERY_CHARS {
         return Err(Error::InvalidInput(format!("the query is longer than {MAX_QUERY_CHARS} characters")));
     }
-    let (state, scope) = tokio::try_join!(retrieval_state(lore), crate::sources::search_scope(lore))?;
+    let (state, scope, settings) =
+        tokio::try_join!(retrieval_state(lore), crate::sources::search_scope(lore), settings)?;
     if let RetrievalState::FailingClosed(why) = state {
         return Err(Error::RetrievalFailingClosed(why));
     }
     let embedder = lore.embedder().await?;
     let store = lore.chunks().await?;
-    Ok(retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &scope, settings).await?)
+    let found = retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &scope, &settings).await?;
+    Ok((found, settings))
 }

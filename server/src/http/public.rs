@@ -153,17 +153,12 @@ pub async fn retrieve(
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let lore = &state.lore;
     let started = Instant::now();
-    let mut settings = match engine::profile::active(lore).await? {
-        Some(version) => version.snapshot.retrieval,
-        None => engine::retrieve::RetrievalSettings::default(),
-    };
     if let Some(k) = request.top_k {
         if k == 0 || k > 50 {
             return Err(engine::Error::InvalidInput("top_k must be between 1 and 50".into()).into());
         }
-        settings.top_k = k;
     }
-    let found = engine::search::search(lore, &request.query, &settings).await?;
+    let (found, settings) = engine::search::search_active(lore, &request.query, request.top_k).await?;
     let stage = TraceStage {
         stage: "retrieval",
         decision: if found.results.is_empty() { "empty".into() } else { "results".into() },

@@ -365,4 +365,37 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         openapi["components"]["schemas"]["AnswerResponse"]["properties"]["citations"].is_object(),
         "{openapi:#}"
     );
+
+    // POST /retrieve uses the active version's retrieval settings; a
+    // request's top_k replaces only its top k.
+    let overview: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let mut snapshot = overview["active"]["snapshot"].clone();
+    snapshot["retrieval"]["top_k"] = 1.into();
+    snapshot["retrieval"]["score_cutoff"] = 0.0.into();
+    let saved = s
+        .app
+        .post_json(
+            "/admin/profile/versions",
+            json!({"base_version": overview["active"]["version"], "snapshot": snapshot, "note": "one passage"}),
+        )
+        .await;
+    assert_eq!(saved.status(), 201, "{:?}", saved.text().await);
+    let retrieve = |body: Value| {
+        reqwest::Client::new().post(s.app.url("/retrieve")).header("x-api-key", &s.key).json(&body).send()
+    };
+    let results = |body: &Value| body["results"].as_array().unwrap().len();
+    let by_profile: Value =
+        retrieve(json!({"query": "What does guide 4 explain?"})).await.unwrap().json().await.unwrap();
+    assert_eq!(results(&by_profile), 1, "{by_profile:#}");
+    assert!(by_profile["trace"]["stages"][0]["reason"].as_str().unwrap().contains("cutoff 0.00, top 1"));
+    let by_request: Value = retrieve(json!({"query": "What does guide 4 explain?", "top_k": 3}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(results(&by_request), 3, "{by_request:#}");
+    let zero = retrieve(json!({"query": "guide 4", "top_k": 0})).await.unwrap();
+    assert_eq!(zero.status(), 422);
+
 }
