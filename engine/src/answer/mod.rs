@@ -410,8 +410,13 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
         }
     }
 
-    if !verdict.grounded {
-        trace.stage("answer", "refused", "no grounded answer; the profile's refusal is served");
+    if !servable(&served.1, &verdict, &version.snapshot.behavior.refusal) {
+        let reason = if run.declined(&served.1) {
+            "the model declined; the profile's refusal is served"
+        } else {
+            "no grounded answer; the profile's refusal is served"
+        };
+        trace.stage("answer", "refused", reason);
         return run.refuse(trace, trace_passages, cache_outcome, Some(served.0), usage, started).await;
     }
 
@@ -495,9 +500,7 @@ impl Run<'_> {
 
     /// Whether the model itself said the passages do not answer.
     fn declined(&self, text: &str) -> bool {
-        let squash = |s: &str| s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
-        let refusal = squash(&self.snapshot.behavior.refusal);
-        !refusal.is_empty() && squash(text).contains(&refusal)
+        says_refusal(text, &self.snapshot.behavior.refusal)
     }
 
     /// Why a cached entry may not serve now (`Ok(Err(why))`), or that it may.
@@ -677,6 +680,21 @@ pub fn scaled_max_age(max_age_seconds: u64, volatility: sources::Volatility) -> 
     }
 }
 
+/// Whether `text` contains the profile's refusal sentence (case and spacing aside).
+fn says_refusal(text: &str, refusal: &str) -> bool {
+    let squash = |s: &str| s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    let refusal = squash(refusal);
+    !refusal.is_empty() && squash(text).contains(&refusal)
+}
+
+/// Whether a model's reply may be served as the answer: grounded in the
+/// passages, and not the model declining. The refusal sentence is checked
+/// apart because it can share enough words with the passages ("find",
+/// "documentation") to pass the grounding check.
+fn servable(reply: &str, verdict: &grounding::Verdict, refusal: &str) -> bool {
+    verdict.grounded && !says_refusal(reply, refusal)
+}
+
 /// The system prompt of the version, then the numbered passages and the
 /// question.
 pub fn prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Vec<Message> {
@@ -740,5 +758,19 @@ mod tests {
         assert_eq!(scaled_max_age(3600, Medium), 3600);
         assert_eq!(scaled_max_age(3600, Low), 25_200);
         assert_eq!(scaled_max_age(3600, Static), 108_000);
+    }
+
+    #[test]
+    fn a_refusal_that_shares_the_passages_words_is_not_served_as_an_answer() {
+        let refusal = "I could not find this in the documentation.";
+        let passages = vec!["Find the backup settings in the documentation of the admin console.".to_owned()];
+        let declined = grounding::check("How do I rotate keys?", refusal, &passages, 0.5);
+        assert!(declined.grounded, "the grounding check alone passes it: {}", declined.reason);
+        assert!(!servable(refusal, &declined, refusal));
+        assert!(!servable(&format!("Sorry. {}", refusal.to_uppercase()), &declined, refusal));
+
+        let answer = "The backup settings are in the admin console [1].";
+        let grounded = grounding::check("Where are the backup settings?", answer, &passages, 0.5);
+        assert!(grounded.grounded && servable(answer, &grounded, refusal), "{}", grounded.reason);
     }
 }
