@@ -598,14 +598,11 @@ impl Run<'_> {
         }
         let cited: Vec<&Retrieved> =
             answer.citations.iter().filter_map(|c| passages.get(c.index - 1)).collect();
-        let mut max_age = i64::try_from(gates.max_age_seconds).unwrap_or(i64::MAX);
-        for source_id in cited.iter().map(|p| p.chunk.source_id.as_str()) {
-            if let Some(source) = self.sources.iter().find(|s| s.id == source_id) {
-                let volatility =
-                    sources::Volatility::parse(&source.volatility).unwrap_or(sources::Volatility::Medium);
-                max_age = max_age.min(scaled_max_age(gates.max_age_seconds, volatility));
-            }
-        }
+        let volatilities = cited.iter().filter_map(|p| {
+            let source = self.sources.iter().find(|s| s.id == p.chunk.source_id)?;
+            Some(sources::Volatility::parse(&source.volatility).unwrap_or(sources::Volatility::Medium))
+        });
+        let max_age = cited_max_age(gates.max_age_seconds, volatilities);
         let payload = serde_json::to_value(CachedPayload {
             answer: answer.answer.clone(),
             citations: answer.citations.clone(),
@@ -695,6 +692,21 @@ fn servable(reply: &str, verdict: &grounding::Verdict, refusal: &str) -> bool {
     verdict.grounded && !says_refusal(reply, refusal)
 }
 
+/// How long an answer citing sources of these volatilities may serve: the
+/// shortest of their scaled ages, so an answer lives as long as its most
+/// changeable source allows (a month's worth of a static page, a quarter of
+/// the gate for a volatile one); the gate itself when no cited source is known.
+pub fn cited_max_age(
+    max_age_seconds: u64,
+    volatilities: impl IntoIterator<Item = sources::Volatility>,
+) -> i64 {
+    volatilities
+        .into_iter()
+        .map(|volatility| scaled_max_age(max_age_seconds, volatility))
+        .min()
+        .unwrap_or_else(|| i64::try_from(max_age_seconds).unwrap_or(i64::MAX))
+}
+
 /// The system prompt of the version, then the numbered passages and the
 /// question.
 pub fn prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Vec<Message> {
@@ -772,5 +784,14 @@ mod tests {
         let answer = "The backup settings are in the admin console [1].";
         let grounded = grounding::check("Where are the backup settings?", answer, &passages, 0.5);
         assert!(grounded.grounded && servable(answer, &grounded, refusal), "{}", grounded.reason);
+    }
+
+    #[test]
+    fn an_answer_lives_as_long_as_its_most_changeable_cited_source_allows() {
+        use sources::Volatility::*;
+        assert_eq!(cited_max_age(3600, [Static, Static]), 108_000, "static pages lengthen it");
+        assert_eq!(cited_max_age(3600, [Low]), 25_200);
+        assert_eq!(cited_max_age(3600, [Static, High, Low]), 900, "one volatile page shortens it");
+        assert_eq!(cited_max_age(3600, []), 3600, "no known source: the gate's own age");
     }
 }
