@@ -200,9 +200,11 @@ fn provider(lore: &Lore, bound: Option<&Resolved>) -> Check {
     }
 }
 
-/// Indexing: a run in progress is `Pending`; a corpus whose fingerprint does
-/// not match the configured embedding model is `Failing` (retrieval fails
-/// closed); otherwise `Ok` once a run has succeeded.
+/// Indexing: a run in progress before any has finished is `Pending`; a
+/// corpus whose fingerprint does not match the configured embedding model is
+/// `Failing` (retrieval fails closed); otherwise `Ok` once a run has
+/// succeeded, runs in progress or not (a scheduled re-sync or a second
+/// source does not stop the answers).
 fn indexing(
     sources: &[source::Model],
     running: u64,
@@ -221,13 +223,22 @@ fn indexing(
         };
         return check(Status::Failing, detail);
     }
-    if running > 0 {
-        return check(
+    let last = sources.iter().filter_map(|s| s.last_synced_at).max();
+    match last {
+        // Still indexing for the first time: not answerable yet, not an error.
+        None if running > 0 => check(
             Status::Pending,
             format!("{running} indexing run(s) in progress; answers wait for the first one."),
-        );
-    }
-    match sources.iter().filter_map(|s| s.last_synced_at).max() {
+        ),
+        // A re-sync or a new source does not take answers away: the corpus
+        // indexed so far keeps answering while the runs go on.
+        Some(at) if running > 0 => check(
+            Status::Ok,
+            format!(
+                "The last index finished at {}; {running} indexing run(s) in progress.",
+                at.format("%Y-%m-%d %H:%M UTC")
+            ),
+        ),
         Some(at) => {
             check(Status::Ok, format!("The last index finished at {}.", at.format("%Y-%m-%d %H:%M UTC")))
         }
@@ -310,4 +321,64 @@ async fn embedding(lore: &Lore, bound: Option<&Resolved>) -> Result<Check> {
         }
     };
     Ok(Check { concern: Concern::Embedding, status, detail })
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+
+    use super::*;
+    use crate::chunk::ChunkingParams;
+
+    const MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+    fn source(last_synced: bool, chunks: i32) -> source::Model {
+        let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 30, 0).single().unwrap();
+        source::Model {
+            id: "s1".into(),
+            name: "Docs".into(),
+            kind: "website".into(),
+            enabled: true,
+            status: if last_synced { "ready" } else { "indexing" }.into(),
+            config: serde_json::json!({}),
+            volatility: "medium".into(),
+            document_count: chunks / 4,
+            chunk_count: chunks,
+            last_error: None,
+            created_at: at,
+            updated_at: at,
+            last_synced_at: last_synced.then_some(at),
+            next_sync_at: None,
+        }
+    }
+
+    fn stamp() -> corpus::Fingerprint {
+        corpus::Fingerprint {
+            embedding_model: MODEL.into(),
+            dimensions: 384,
+            chunking: ChunkingParams::default(),
+        }
+    }
+
+    #[test]
+    fn only_the_first_index_keeps_answers_waiting() {
+        let first = indexing(&[source(false, 0)], 1, None, MODEL);
+        assert_eq!(first.status, Status::Pending, "{}", first.detail);
+
+        // A scheduled re-sync, or a second source's first run, of a corpus
+        // already indexed: it keeps answering.
+        let resync = indexing(&[source(true, 120)], 1, Some(&stamp()), MODEL);
+        assert_eq!(resync.status, Status::Ok, "{}", resync.detail);
+        assert!(resync.detail.contains("1 indexing run(s) in progress"), "{}", resync.detail);
+        let second = indexing(&[source(true, 120), source(false, 0)], 1, Some(&stamp()), MODEL);
+        assert_eq!(second.status, Status::Ok, "{}", second.detail);
+
+        let idle = indexing(&[source(true, 120)], 0, Some(&stamp()), MODEL);
+        assert_eq!(idle.status, Status::Ok);
+        assert_eq!(indexing(&[source(false, 0)], 0, None, MODEL).status, Status::Missing);
+
+        // A reindex for another embedding model still fails closed while it runs.
+        let other = corpus::Fingerprint { embedding_model: "BAAI/bge-small-en-v1.5".into(), ..stamp() };
+        assert_eq!(indexing(&[source(true, 120)], 1, Some(&other), MODEL).status, Status::Failing);
+    }
 }
