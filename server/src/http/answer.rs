@@ -52,7 +52,7 @@ pub async fn public_answer(
     let surface = if caller.kind == KeyKind::Widget { Surface::Widget } else { Surface::Api };
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
-    let answered = answer::answer(&state.lore, ask).await?;
+    let answered = answer::answer(&state.lore, ask).await.map_err(ApiError::public)?;
     let cost = answered.trace.usage.estimated_cost_usd;
     let mut response = respond(AnswerResponse::from(answered), stream);
     response.extensions_mut().insert(EstimatedCost(cost));

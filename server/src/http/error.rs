@@ -26,6 +26,9 @@ pub enum ApiError {
     MetricsDisabled,
     /// `/metrics` is protected by `metrics.key` and the scrape did not send it.
     MetricsKeyRequired,
+    /// A model provider's call failed, told to a caller outside the console
+    /// (see [`ApiError::public`]).
+    ProviderUnavailable,
 }
 
 impl From<engine::Error> for ApiError {
@@ -41,6 +44,31 @@ impl From<AuthError> for ApiError {
 }
 
 impl ApiError {
+    /// For callers outside the console (API keys, the widget, whose key any
+    /// visitor of the page can read): a failed provider call's message names
+    /// the provider's address and repeats its reply, and the readiness
+    /// reasons name accounts, models, paths and probe errors; all of that is
+    /// for the admin. Such callers get the same codes with a plain message
+    /// and, for `not_answerable`, the concerns that fail (`provider`,
+    /// `indexing`, ...) without their details; the log keeps the rest.
+    pub fn public(err: engine::Error) -> Self {
+        match err {
+            engine::Error::Provider(ProviderError::Call(call)) => {
+                tracing::warn!(error = %call, "a model provider call failed");
+                ApiError::ProviderUnavailable
+            }
+            engine::Error::NotAnswerable(reasons) => {
+                let concerns = reasons
+                    .iter()
+                    .map(|reason| reason.split_once(": ").map_or(reason.as_str(), |(concern, _)| concern))
+                    .map(str::to_owned)
+                    .collect();
+                ApiError::Engine(engine::Error::NotAnswerable(concerns))
+            }
+            other => ApiError::Engine(other),
+        }
+    }
+
     /// Status, stable code, and the message the client may see.
     pub fn parts(&self) -> (StatusCode, &'static str, String) {
         use engine::Error as E;
@@ -122,6 +150,11 @@ impl ApiError {
                 StatusCode::NOT_FOUND,
                 "metrics_disabled",
                 "Metrics are off; set metrics.enabled to serve them.".into(),
+            ),
+            ApiError::ProviderUnavailable => (
+                StatusCode::BAD_GATEWAY,
+                "provider_unavailable",
+                "The model provider did not answer; please try again later.".into(),
             ),
             ApiError::MetricsKeyRequired => (
                 StatusCode::UNAUTHORIZED,

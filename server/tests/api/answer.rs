@@ -50,9 +50,16 @@ async fn setup() -> Setup {
     assert_eq!(refused.status(), 503);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "not_answerable", "{body}");
-    assert!(!body["error"]["details"]["reasons"].as_array().unwrap().is_empty());
+    // A key's caller learns which concerns fail; their details are the admin's.
+    assert_eq!(
+        body["error"]["details"]["reasons"],
+        json!(["provider", "indexing", "content", "profile_version"]),
+        "{body}"
+    );
     let playground = setup.app.post_json("/admin/playground/answer", json!({"question": "x y z"})).await;
     assert_eq!(playground.status(), 503);
+    let playground: Value = playground.json().await.unwrap();
+    assert!(playground["error"]["details"]["reasons"][0].as_str().unwrap().starts_with("provider: "));
 
     let source: Value = setup
         .app
@@ -398,4 +405,31 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
     let zero = retrieve(json!({"query": "guide 4", "top_k": 0})).await.unwrap();
     assert_eq!(zero.status(), 422);
 
+    // The model server goes away. A key's caller learns that the provider
+    // did not answer, not where it lives; the Playground's admin sees why.
+    let endpoint = s._llama.endpoint.clone();
+    drop(s._llama);
+    for _ in 0..100 {
+        if reqwest::get(format!("{endpoint}/models")).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let public = reqwest::Client::new()
+        .post(s.app.url("/answer"))
+        .header("x-api-key", &s.key)
+        .json(&json!({"question": "What does guide 7 explain?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 502);
+    let public: Value = public.json().await.unwrap();
+    assert_eq!(public["error"]["code"], "provider_unavailable", "{public}");
+    assert!(!public.to_string().contains("127.0.0.1"), "{public}");
+    let admin =
+        s.app.post_json("/admin/playground/answer", json!({"question": "What does guide 8 explain?"})).await;
+    assert_eq!(admin.status(), 502);
+    let admin: Value = admin.json().await.unwrap();
+    assert_eq!(admin["error"]["code"], "provider_unavailable");
+    assert!(admin["error"]["message"].as_str().unwrap().contains("127.0.0.1"), "{admin}");
 }
