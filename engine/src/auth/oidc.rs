@@ -335,9 +335,14 @@ async fn verify_id_token(
     Ok(data.claims)
 }
 
-/// Keeps `return_to` on this server: a single leading `/`, no scheme, no host.
+/// Keeps `return_to` on this server: a single leading `/`, no scheme, no host,
+/// and no whitespace or control character (browsers drop tabs and line breaks
+/// from a `Location`, so `/\t/evil.example` would arrive as `//evil.example`).
 fn safe_return_path(return_to: &str) -> String {
-    let local = return_to.starts_with('/') && !return_to.starts_with("//") && !return_to.contains('\\');
+    let local = return_to.starts_with('/')
+        && !return_to.starts_with("//")
+        && !return_to.contains('\\')
+        && !return_to.chars().any(|c| c.is_whitespace() || c.is_control());
     if local {
         return_to.to_owned()
     } else {
@@ -356,5 +361,9 @@ mod tests {
         assert_eq!(safe_return_path("https://evil.example/"), "/");
         assert_eq!(safe_return_path("/\\evil.example"), "/");
         assert_eq!(safe_return_path(""), "/");
+        assert_eq!(safe_return_path("/\t/evil.example"), "/");
+        assert_eq!(safe_return_path("/\n/evil.example"), "/");
+        assert_eq!(safe_return_path("/ /evil.example"), "/");
+        assert_eq!(safe_return_path("/sources/%09x"), "/sources/%09x", "percent-encoded stays a path");
     }
 }
