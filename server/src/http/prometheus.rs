@@ -78,7 +78,14 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    // Methods outside HTTP's own are one label: a client inventing methods
+    // must not grow the series without bound.
+    let method = match request.method().as_str() {
+        known @ ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "CONNECT" | "TRACE") => {
+            known.to_owned()
+        }
+        _ => "other".to_owned(),
+    };
     let started = Instant::now();
     let response = next.run(request).await;
     let metrics = &state.http_metrics;

@@ -33,6 +33,11 @@ async fn metrics_need_the_key_and_count_requests_and_answers() {
     for _ in 0..3 {
         assert_eq!(app.get("/healthz").await.status(), 200);
     }
+    // Invented methods share one label, whatever they are called.
+    for invented in ["BREW", "PROPFIND", "XYZZY"] {
+        let method = reqwest::Method::from_bytes(invented.as_bytes()).unwrap();
+        app.client.request(method, app.url("/healthz")).send().await.unwrap();
+    }
     // One recorded run, as the answer pipeline records it.
     engine::metrics::record_run(
         &app.lore,
@@ -74,6 +79,13 @@ async fn metrics_need_the_key_and_count_requests_and_answers() {
         "{text}"
     );
     assert!(text.contains(r#"lore_http_request_duration_seconds_bucket{le="#), "{text}");
+    assert!(!text.contains("BREW") && !text.contains("XYZZY"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("lore_http_requests_total{")
+            && l.contains(r#"method="other""#)
+            && l.ends_with(" 3")),
+        "{text}"
+    );
     assert_eq!(
         line(r#"lore_answers_total{surface="api"}"#),
         r#"lore_answers_total{surface="api"} 1"#,
