@@ -41,7 +41,8 @@ pub enum Error {
     InvalidInput(String),
 
     /// The readiness verdict says Lore cannot answer (the reasons, one per
-    /// failing check).
+    /// failing check, each `"concern: detail"` with the concern's key first,
+    /// so that a public caller can be told the concern alone).
     #[error("Lore cannot answer yet: {}", .0.join(" "))]
     NotAnswerable(Vec<String>),
 

@@ -223,8 +223,7 @@ fn indexing(
         };
         return check(Status::Failing, detail);
     }
-    let last = sources.iter().filter_map(|s| s.last_synced_at).max();
-    match last {
+    match sources.iter().filter_map(|s| s.last_synced_at).max() {
         // Still indexing for the first time: not answerable yet, not an error.
         None if running > 0 => check(
             Status::Pending,
@@ -232,15 +231,13 @@ fn indexing(
         ),
         // A re-sync or a new source does not take answers away: the corpus
         // indexed so far keeps answering while the runs go on.
-        Some(at) if running > 0 => check(
-            Status::Ok,
-            format!(
-                "The last index finished at {}; {running} indexing run(s) in progress.",
-                at.format("%Y-%m-%d %H:%M UTC")
-            ),
-        ),
         Some(at) => {
-            check(Status::Ok, format!("The last index finished at {}.", at.format("%Y-%m-%d %H:%M UTC")))
+            let finished = format!("The last index finished at {}", at.format("%Y-%m-%d %H:%M UTC"));
+            let detail = match running {
+                0 => format!("{finished}."),
+                _ => format!("{finished}; {running} indexing run(s) in progress."),
+            };
+            check(Status::Ok, detail)
         }
         None if sources.iter().any(|s| s.status == "failed") => check(
             Status::Failing,

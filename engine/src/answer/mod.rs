@@ -352,7 +352,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     // First tier.
     let generation = providers::resolve(lore, Role::Generation)
         .await?
-        .ok_or_else(|| Error::NotAnswerable(vec!["No generation target is bound.".to_owned()]))?;
+        .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
     let mut usage = Usage::default();
     let first = run.generate(&generation, &messages).await?;
     let cost = first.cost(&generation);

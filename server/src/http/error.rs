@@ -50,7 +50,8 @@ impl ApiError {
     /// reasons name accounts, models, paths and probe errors; all of that is
     /// for the admin. Such callers get the same codes with a plain message
     /// and, for `not_answerable`, the concerns that fail (`provider`,
-    /// `indexing`, ...) without their details; the log keeps the rest.
+    /// `indexing`, ...: the key each reason starts with) without their
+    /// details; the log keeps the rest. Used by `/answer` and `/retrieve`.
     pub fn public(err: engine::Error) -> Self {
         match err {
             engine::Error::Provider(ProviderError::Call(call)) => {

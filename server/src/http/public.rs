@@ -158,7 +158,8 @@ pub async fn retrieve(
             return Err(engine::Error::InvalidInput("top_k must be between 1 and 50".into()).into());
         }
     }
-    let (found, settings) = engine::search::search_active(lore, &request.query, request.top_k).await?;
+    let (found, settings) =
+        engine::search::search_active(lore, &request.query, request.top_k).await.map_err(ApiError::public)?;
     let stage = TraceStage {
         stage: "retrieval",
         decision: if found.results.is_empty() { "empty".into() } else { "results".into() },
