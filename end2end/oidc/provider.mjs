@@ -1,6 +1,7 @@
 // A real OpenID provider (the `oidc-provider` package) for Lore's tests, on
-// 127.0.0.1 only. It knows two accounts, an admin and an ordinary user, and
-// its login page lets the test pick one; consent is granted automatically.
+// 127.0.0.1 only. It knows three accounts, an admin, an ordinary user and one
+// whose ID token says nothing of whether its email is verified; its login page
+// lets the test pick one; consent is granted automatically.
 //
 // Use it from node:  const op = await startProvider({ redirectUris: [...] })
 // or as a process:   node provider.mjs <redirect-uri>...
@@ -15,6 +16,7 @@ export const CLIENT_ID = 'lore-test';
 export const ACCOUNTS = {
   ada: { sub: 'ada', email: 'ada@example.test', email_verified: true, name: 'Ada Admin', groups: ['staff'] },
   bob: { sub: 'bob', email: 'bob@example.test', email_verified: true, name: 'Bob User', groups: ['staff'] },
+  cy: { sub: 'cy', email: 'cy@example.test', name: 'Cy Unverified' },
 };
 
 function loginPage(uid) {

@@ -282,6 +282,12 @@ pub struct AuthSettings {
     /// authorized admins.
     #[serde(default, deserialize_with = "list_or_comma_string")]
     pub admin_groups: Vec<String>,
+    /// Let a listed email sign in as admin when the ID token does not say
+    /// whether it is verified (no `email_verified` claim). Off: such an email
+    /// proves nothing. Set it only for a provider that never sends the claim
+    /// and does not let users choose their email.
+    #[serde(default)]
+    pub accept_unverified_email: bool,
     #[serde(default)]
     pub session: SessionSettings,
 }

@@ -12,10 +12,15 @@ pub struct Model {
     pub subject: String,
     pub email: Option<String>,
     pub display_name: Option<String>,
-    /// Whether the account was an authorized admin at its last sign-in.
+    /// Whether the account was an authorized admin at its last sign-in (for
+    /// the record: each request re-derives it, see `engine::auth::account_is_admin`).
     pub is_admin: bool,
     pub created_at: DateTimeUtc,
     pub last_sign_in_at: DateTimeUtc,
+    /// The ID token's `email_verified` at the last sign-in (absent if it had none).
+    pub email_verified: Option<bool>,
+    /// The ID token's groups at the last sign-in, a JSON array of strings.
+    pub groups: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,6 +12,7 @@ mod m20261122_000003_providers_keys_profile;
 mod m20261122_000004_answers;
 mod m20261122_000005_rollups;
 mod m20261123_000006_rollup_count_by_kind;
+mod m20261123_000007_admin_account_claims;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000004_answers::Migration),
             Box::new(m20261122_000005_rollups::Migration),
             Box::new(m20261123_000006_rollup_count_by_kind::Migration),
+            Box::new(m20261123_000007_admin_account_claims::Migration),
         ]
     }
 }

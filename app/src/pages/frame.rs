@@ -84,7 +84,8 @@ fn Unavailable(viewer: ViewerInfo) -> impl IntoView {
             <p>
                 "You are signed in as " <strong>{who}</strong>
                 ", which is not an authorized admin of this Lore. An admin can add your email to "
-                <code>"auth.admins"</code> " or your group to " <code>"auth.admin_groups"</code> "."
+                <code>"auth.admins"</code> " or your group to " <code>"auth.admin_groups"</code>
+                ". A listed email counts only when your identity provider says it is verified."
             </p>
             <p class="code">"Error code: admin_unavailable"</p>
             <SignOutButton/>

@@ -92,6 +92,8 @@ pub async fn redeem(
             subject: BOOTSTRAP_SUBJECT.to_owned(),
             email: None,
             display_name: Some("Bootstrap admin".to_owned()),
+            email_verified: None,
+            groups: Vec::new(),
             is_admin: true,
         },
         now,

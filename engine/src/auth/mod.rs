@@ -50,17 +50,23 @@ pub enum AuthError {
 /// Whether an identity, as its ID token describes it, is an authorized admin:
 /// a verified email listed in `auth.admins`, or membership of one of
 /// `auth.admin_groups`.
+///
+/// "Verified" means the token said `email_verified: true`. A token without the
+/// claim proves nothing about the email (a provider may let users type any
+/// address), so it counts only when `auth.accept_unverified_email` is set, for
+/// providers that never send the claim. An explicit `false` never counts.
 pub fn is_authorized_admin(
     settings: &Settings,
     email: Option<&str>,
     email_verified: Option<bool>,
     groups: &[String],
 ) -> bool {
+    let verified = match email_verified {
+        Some(verified) => verified,
+        None => settings.auth.accept_unverified_email,
+    };
     let by_email = match email {
-        // An email the provider says is unverified proves nothing.
-        Some(email) if email_verified != Some(false) => {
-            settings.auth.admins.iter().any(|admin| admin.eq_ignore_ascii_case(email))
-        }
+        Some(email) if verified => settings.auth.admins.iter().any(|admin| admin.eq_ignore_ascii_case(email)),
         _ => false,
     };
     let by_group =
@@ -68,11 +74,42 @@ pub fn is_authorized_admin(
     by_email || by_group
 }
 
+/// Whether a signed-in account is an authorized admin under the settings in
+/// force now, not those of its sign-in: every console request asks, so a
+/// session does not outlive its holder's removal from `auth.admins` (at the
+/// next restart, which is when settings change).
+///
+/// The bootstrap account is an admin only while no identity provider is
+/// configured; an identity provider's account only while that provider is
+/// the configured one, and then by what its ID token said at sign-in.
+pub fn account_is_admin(settings: &Settings, account: &admin_account::Model) -> bool {
+    if account.subject == bootstrap::BOOTSTRAP_SUBJECT {
+        return !settings.oidc_configured();
+    }
+    let Some(issuer) = settings.auth.oidc.issuer.as_deref() else {
+        return false;
+    };
+    let from_this_issuer = account
+        .subject
+        .strip_prefix("oidc:")
+        .and_then(|rest| rest.strip_prefix(issuer.trim_end_matches('/')))
+        .is_some_and(|rest| rest.starts_with('#'));
+    let groups: Vec<String> = account
+        .groups
+        .as_ref()
+        .and_then(|groups| serde_json::from_value(groups.clone()).ok())
+        .unwrap_or_default();
+    from_this_issuer
+        && is_authorized_admin(settings, account.email.as_deref(), account.email_verified, &groups)
+}
+
 /// Who signed in, as recorded on the account row.
 pub(crate) struct Identity {
     pub subject: String,
     pub email: Option<String>,
     pub display_name: Option<String>,
+    pub email_verified: Option<bool>,
+    pub groups: Vec<String>,
     pub is_admin: bool,
 }
 
@@ -91,6 +128,8 @@ pub(crate) async fn upsert_account(
             let mut row: admin_account::ActiveModel = existing.into();
             row.email = Set(identity.email);
             row.display_name = Set(identity.display_name);
+            row.email_verified = Set(identity.email_verified);
+            row.groups = Set(Some(serde_json::json!(identity.groups)));
             row.is_admin = Set(identity.is_admin);
             row.last_sign_in_at = Set(now);
             row.update(db).await?
@@ -101,6 +140,8 @@ pub(crate) async fn upsert_account(
                 subject: Set(identity.subject),
                 email: Set(identity.email),
                 display_name: Set(identity.display_name),
+                email_verified: Set(identity.email_verified),
+                groups: Set(Some(serde_json::json!(identity.groups))),
                 is_admin: Set(identity.is_admin),
                 created_at: Set(now),
                 last_sign_in_at: Set(now),
@@ -139,13 +180,67 @@ mod tests {
     }
 
     #[test]
-    fn admins_are_listed_emails_or_group_members() {
+    fn admins_are_listed_verified_emails_or_group_members() {
         let s = settings(&["Ada@Example.test"], &["lore-admins"]);
         assert!(is_authorized_admin(&s, Some("ada@example.test"), Some(true), &[]));
-        assert!(is_authorized_admin(&s, Some("ada@example.test"), None, &[]));
         assert!(!is_authorized_admin(&s, Some("ada@example.test"), Some(false), &[]));
         assert!(!is_authorized_admin(&s, Some("bob@example.test"), Some(true), &[]));
         assert!(is_authorized_admin(&s, None, None, &["lore-admins".into()]));
         assert!(!is_authorized_admin(&s, None, None, &["staff".into()]));
+    }
+
+    #[test]
+    fn an_email_without_a_verification_claim_counts_only_when_accepted() {
+        let mut s = settings(&["ada@example.test"], &[]);
+        assert!(!is_authorized_admin(&s, Some("ada@example.test"), None, &[]));
+        s.auth.accept_unverified_email = true;
+        assert!(is_authorized_admin(&s, Some("ada@example.test"), None, &[]));
+        // A provider that says "unverified" is believed either way.
+        assert!(!is_authorized_admin(&s, Some("ada@example.test"), Some(false), &[]));
+    }
+
+    fn account(subject: &str, email: &str, groups: &[&str]) -> admin_account::Model {
+        admin_account::Model {
+            id: "a1".into(),
+            subject: subject.into(),
+            email: Some(email.into()),
+            display_name: None,
+            is_admin: true,
+            created_at: Utc::now(),
+            last_sign_in_at: Utc::now(),
+            email_verified: Some(true),
+            groups: Some(serde_json::json!(groups)),
+        }
+    }
+
+    #[test]
+    fn admin_rights_follow_the_settings_in_force_not_those_of_the_sign_in() {
+        let mut s = settings(&["ada@example.test"], &["lore-admins"]);
+        s.auth.oidc.issuer = Some("https://id.example.test/".into());
+        let ada = account("oidc:https://id.example.test#ada", "ada@example.test", &[]);
+        let bob = account("oidc:https://id.example.test#bob", "bob@example.test", &["lore-admins"]);
+        assert!(account_is_admin(&s, &ada) && account_is_admin(&s, &bob));
+
+        // Removed from the lists: no longer admins, whatever the row says.
+        s.auth.admins.clear();
+        s.auth.admin_groups.clear();
+        assert!(!account_is_admin(&s, &ada) && !account_is_admin(&s, &bob));
+
+        // Another identity provider's account with the same email is not this one's.
+        let s = {
+            let mut s = settings(&["ada@example.test"], &[]);
+            s.auth.oidc.issuer = Some("https://other.example.test".into());
+            s
+        };
+        assert!(!account_is_admin(&s, &ada));
+        let prefix_trick = account("oidc:https://other.example.test.evil#ada", "ada@example.test", &[]);
+        assert!(!account_is_admin(&s, &prefix_trick));
+
+        // With no identity provider, only the bootstrap account is an admin...
+        let plain = settings(&["ada@example.test"], &[]);
+        let bootstrap = account(bootstrap::BOOTSTRAP_SUBJECT, "", &[]);
+        assert!(account_is_admin(&plain, &bootstrap) && !account_is_admin(&plain, &ada));
+        // ...and once one is configured, the bootstrap account is not.
+        assert!(!account_is_admin(&s, &bootstrap));
     }
 }

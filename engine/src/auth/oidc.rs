@@ -273,6 +273,8 @@ pub async fn complete(
             subject: format!("oidc:{}#{}", discovery.issuer.trim_end_matches('/'), claims.sub),
             email: claims.email.clone(),
             display_name: claims.name.clone().or_else(|| claims.email.clone()),
+            email_verified: claims.email_verified,
+            groups,
             is_admin,
         },
         now,

@@ -29,6 +29,8 @@ pub struct Viewer {
     pub account_id: String,
     pub email: Option<String>,
     pub display_name: Option<String>,
+    /// Whether the account is an authorized admin under the settings in force
+    /// now ([`super::account_is_admin`]).
     pub is_admin: bool,
     /// A fresh token when the presented one is past half its life.
     pub refreshed: Option<SessionToken>,
@@ -105,12 +107,13 @@ pub async fn authenticate(lore: &Lore, token: &str, now: DateTime<Utc>) -> Resul
         row.update(&lore.db).await?;
     }
 
+    let is_admin = super::account_is_admin(&lore.settings, &account);
     Ok(Viewer {
         session_id: session.id,
         account_id: account.id,
         email: account.email,
         display_name: account.display_name,
-        is_admin: account.is_admin,
+        is_admin,
         refreshed,
     })
 }

@@ -5,7 +5,7 @@ use axum::extract::connect_info::MockConnectInfo;
 use chrono::{Duration, Utc};
 use tower::ServiceExt;
 
-use crate::helpers::{spawn_app, spawn_app_with, Options};
+use crate::helpers::{spawn_app, spawn_app_with, Options, ADMIN_EMAIL};
 
 async fn error_code(response: reqwest::Response) -> (u16, String) {
     let status = response.status().as_u16();
@@ -206,6 +206,57 @@ async fn members_of_an_admin_group_are_admins() {
             .await;
     assert_eq!(app.sign_in_with_oidc("bob").await, 200);
     assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_listed_email_the_provider_does_not_call_verified_makes_no_admin() {
+    // Cy's ID token has her email but no `email_verified` claim.
+    let with_cy: fn(&mut engine::Settings) = |s| s.auth.admins.push("cy@example.test".into());
+    let app = spawn_app_with(Options { oidc: true, configure: Some(with_cy), ..Options::default() }).await;
+    assert_eq!(app.sign_in_with_oidc("cy").await, 403);
+    let response = app.get("/admin/setup-state/").await;
+    assert_eq!(error_code(response).await, (403, "admin_unavailable".into()));
+
+    // For a provider that never sends the claim, the admin can accept that.
+    let accepting: fn(&mut engine::Settings) = |s| {
+        s.auth.admins.push("cy@example.test".into());
+        s.auth.accept_unverified_email = true;
+    };
+    let app = spawn_app_with(Options { oidc: true, configure: Some(accepting), ..Options::default() }).await;
+    assert_eq!(app.sign_in_with_oidc("cy").await, 200);
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+}
+
+#[tokio::test]
+async fn removing_an_admin_from_the_settings_ends_their_admin_access() {
+    let mut app = spawn_app_with(Options { oidc: true, ..Options::default() }).await;
+    assert_eq!(app.sign_in_with_oidc("ada").await, 200);
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+
+    // The session lives on, but no longer as an admin's.
+    app.restart_with(|s| s.auth.admins.clear()).await;
+    let response = app.get("/admin/setup-state/").await;
+    assert_eq!(error_code(response).await, (403, "admin_unavailable".into()));
+
+    // Listed again: the same session works, without signing in again.
+    app.restart_with(|s| s.auth.admins = vec![ADMIN_EMAIL.to_owned()]).await;
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+}
+
+#[tokio::test]
+async fn configuring_an_identity_provider_ends_the_bootstrap_admins_access() {
+    let mut app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+
+    app.restart_with(|s| {
+        s.auth.oidc.issuer = Some("http://127.0.0.1:9".into());
+        s.auth.oidc.client_id = Some("lore".into());
+        s.auth.admins = vec![ADMIN_EMAIL.to_owned()];
+    })
+    .await;
+    let response = app.get("/admin/setup-state/").await;
+    assert_eq!(error_code(response).await, (403, "admin_unavailable".into()));
 }
 
 #[tokio::test]

@@ -43,7 +43,7 @@ pub struct Options {
     pub without_models: bool,
     /// `auth.admin_groups` (with `oidc`).
     pub admin_groups: Vec<String>,
-    /// Any further settings.
+    /// Any further settings (applied last).
     pub configure: Option<fn(&mut Settings)>,
 }
 
@@ -65,9 +65,6 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     if let Some(url) = options.database_url {
         settings.database.url = Some(engine::settings::Secret::new(url));
     }
-    if let Some(configure) = options.configure {
-        configure(&mut settings);
-    }
     let provider = if options.oidc {
         let provider = OidcProvider::start(&format!("{base_url}/auth/oidc/callback")).await;
         settings.auth.oidc.issuer = Some(provider.issuer.clone());
@@ -78,6 +75,9 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     } else {
         None
     };
+    if let Some(configure) = options.configure {
+        configure(&mut settings);
+    }
 
     let lore = Lore::open(settings).await.unwrap();
     let (shutdown, stop) = oneshot::channel::<()>();
@@ -105,6 +105,29 @@ impl TestApp {
 
     pub async fn post_json(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
         self.client.post(self.url(path)).json(&body).send().await.unwrap()
+    }
+
+    /// Stops this server and starts another on the same data with changed
+    /// settings, as an admin who edits the configuration and restarts does.
+    /// The new server listens on a new port; the cookie jar carries over
+    /// (cookies do not depend on the port).
+    pub async fn restart_with(&mut self, change: impl FnOnce(&mut Settings)) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        self.base_url = format!("http://{addr}");
+        let mut settings = (*self.lore.settings).clone();
+        settings.server.bind = addr;
+        settings.server.base_url = Some(self.base_url.clone());
+        change(&mut settings);
+        self.lore = Lore::open(settings).await.unwrap();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        tokio::spawn(lore_server::serve::serve(listener, self.lore.clone(), async move {
+            let _ = stop.await;
+        }));
+        self.shutdown = Some(shutdown);
     }
 
     /// Signs in through a fresh bootstrap link, as `lore serve` would print it.
