@@ -29,6 +29,8 @@ pub enum ApiError {
     /// A model provider's call failed, told to a caller outside the console
     /// (see [`ApiError::public`]).
     ProviderUnavailable,
+    /// The path exists, but not with this method.
+    MethodNotAllowed,
 }
 
 impl From<engine::Error> for ApiError {
@@ -140,6 +142,10 @@ impl ApiError {
                     R::MissingJsonContentType(_) => {
                         (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
                     }
+                    // Over the body limit: axum says 413, and so do we.
+                    other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+                    }
                     _ => (StatusCode::BAD_REQUEST, "bad_request"),
                 };
                 (status, code, rejection.body_text())
@@ -156,6 +162,11 @@ impl ApiError {
                 StatusCode::BAD_GATEWAY,
                 "provider_unavailable",
                 "The model provider did not answer; please try again later.".into(),
+            ),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "This path does not take this method.".into(),
             ),
             ApiError::MetricsKeyRequired => (
                 StatusCode::UNAUTHORIZED,

@@ -83,14 +83,22 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/profile/versions/{version}/restore", post(profile::restore))
         .route("/admin/playground/answer", post(answer::playground_answer))
         .route("/admin/playground/retrieval", post(answer::playground_retrieval))
+        .method_not_allowed_fallback(method_not_allowed);
+
+    // Documents any page may load, cached publicly: outside the session
+    // layer, so a response never carries a visitor's session cookie into a
+    // shared cache.
+    let documents = Router::new()
         .route("/openapi.json", get(openapi::openapi))
-        .route("/widget.js", get(answer::widget_script));
+        .route("/widget.js", get(answer::widget_script))
+        .method_not_allowed_fallback(method_not_allowed);
 
     // Key-authenticated, no cookie: outside the cross-origin guard (see
     // `public`), behind the one x-api-key layer.
     let public = Router::new()
         .route("/retrieve", post(public::retrieve))
         .route("/answer", post(answer::public_answer).options(|| async {}))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), public::api_key));
 
     let app = api
@@ -98,8 +106,15 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(layers::reject_cross_origin))
         .layer(middleware::from_fn_with_state(state.clone(), layers::session))
         .merge(public)
+        .merge(documents)
         .layer(middleware::from_fn_with_state(state.clone(), prometheus::record));
     layers::observe(app).with_state(state)
+}
+
+/// A known path asked with a method it does not have: the JSON error shape
+/// with a stable code, as every other error.
+async fn method_not_allowed() -> error::ApiError {
+    error::ApiError::MethodNotAllowed
 }
 
 fn upload_body_limit(state: &AppState) -> usize {

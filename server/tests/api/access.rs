@@ -56,6 +56,17 @@ async fn a_key_is_shown_once_and_the_public_layer_enforces_status_and_scope() {
     assert_eq!(wrong_scope.status(), 403);
     assert_eq!(wrong_scope.json::<Value>().await.unwrap()["error"]["code"], "insufficient_scope");
 
+    // Another method, or a body over the limit: 4xx with a code, in the one
+    // error shape.
+    let wrong_method = public.get(app.url("/retrieve")).header("x-api-key", &raw).send().await.unwrap();
+    assert_eq!(wrong_method.status(), 405);
+    assert_eq!(wrong_method.json::<Value>().await.unwrap()["error"]["code"], "method_not_allowed");
+    let huge = json!({"query": "x".repeat(3 * 1024 * 1024)});
+    let too_large =
+        public.post(app.url("/retrieve")).header("x-api-key", &raw).json(&huge).send().await.unwrap();
+    assert_eq!(too_large.status(), 413);
+    assert_eq!(too_large.json::<Value>().await.unwrap()["error"]["code"], "payload_too_large");
+
     // Revoked: 401 at once.
     let id = created["key"]["id"].as_str().unwrap();
     let revoked = app.post_json(&format!("/admin/keys/{id}/revoke"), json!({})).await;
@@ -70,6 +81,28 @@ async fn a_key_is_shown_once_and_the_public_layer_enforces_status_and_scope() {
     let keys: Value = app.get("/admin/keys").await.json().await.unwrap();
     let listed = keys.as_array().unwrap().iter().find(|k| k["id"] == id).unwrap();
     assert_eq!(listed["queries_7d"], 2, "{listed}");
+}
+
+#[tokio::test]
+async fn publicly_cached_documents_never_carry_a_session_cookie() {
+    let app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    // A stale cookie makes the console's session layer clear it in its reply;
+    // a shared cache must never get such a reply, nor a fresh session token.
+    let stale = reqwest::Client::new();
+    for path in ["/widget.js", "/openapi.json"] {
+        let response = stale.get(app.url(path)).header("cookie", "lore_session=stale").send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(response.headers().get("set-cookie").is_none(), "{path}: {:?}", response.headers());
+    }
+    // The console itself still clears it.
+    let console = stale
+        .get(app.url("/admin/setup-state/"))
+        .header("cookie", "lore_session=stale")
+        .send()
+        .await
+        .unwrap();
+    assert!(console.headers().get("set-cookie").is_some());
 }
 
 #[tokio::test]
