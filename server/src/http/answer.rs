@@ -29,17 +29,37 @@ use crate::AppState;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
+    #[schemars(length(min = 1, max = 4000))]
     pub question: String,
     #[serde(default)]
     pub stream: Option<bool>,
 }
 
+/// Whether to answer with server-sent events: `stream` in the body decides
+/// when given; otherwise `Accept` must prefer `text/event-stream` to JSON
+/// (a client that accepts both, as many generic clients say, gets JSON).
 fn wants_stream(headers: &HeaderMap, request: &AnswerRequest) -> bool {
-    request.stream.unwrap_or(false)
-        || headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|accept| accept.contains("text/event-stream"))
+    if let Some(stream) = request.stream {
+        return stream;
+    }
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let (mut events, mut json) = (0.0_f32, 0.0_f32);
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let quality = parts
+            .filter_map(|param| param.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match media.as_str() {
+            "text/event-stream" => events = events.max(quality),
+            "application/json" => json = json.max(quality),
+            _ => {}
+        }
+    }
+    events > 0.0 && events > json
 }
 
 /// `POST /answer`.
@@ -155,7 +175,27 @@ pub fn pieces(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::pieces;
+    use super::{pieces, wants_stream, AnswerRequest};
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    #[test]
+    fn the_body_decides_streaming_else_accept_must_prefer_events() {
+        let ask = |stream: Option<bool>| AnswerRequest { question: "q".into(), stream };
+        let accept = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+            headers
+        };
+        assert!(wants_stream(&accept("text/event-stream"), &ask(None)));
+        assert!(wants_stream(&HeaderMap::new(), &ask(Some(true))));
+        assert!(!wants_stream(&HeaderMap::new(), &ask(None)));
+        // An explicit `stream: false` wins over the header.
+        assert!(!wants_stream(&accept("text/event-stream"), &ask(Some(false))));
+        // A client that takes either gets JSON; one that refuses events too.
+        assert!(!wants_stream(&accept("application/json, text/event-stream"), &ask(None)));
+        assert!(!wants_stream(&accept("text/event-stream;q=0"), &ask(None)));
+        assert!(wants_stream(&accept("application/json;q=0.5, Text/Event-Stream"), &ask(None)));
+    }
 
     #[test]
     fn pieces_join_back_into_the_text() {

@@ -13,16 +13,33 @@ use super::public::{RetrieveRequest, RetrieveResponse};
 use crate::AppState;
 use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse};
 
-/// The stable error codes each public route can answer with, by status.
+/// The stable error codes `POST /answer` can answer with, by status.
 const ANSWER_ERRORS: &[(&str, &str)] = &[
     ("400", "Malformed JSON (`malformed_json`)."),
     ("401", "No key, an unknown key or a revoked key (`missing_api_key`, `invalid_api_key`, `key_revoked`)."),
     ("403", "The key lacks the scope, or a widget key is used from an origin it does not list (`insufficient_scope`, `origin_not_allowed`)."),
+    ("405", "Another method than POST (`method_not_allowed`)."),
+    ("413", "The body is over 2 MB (`payload_too_large`)."),
     ("415", "The body is not JSON (`unsupported_media_type`)."),
     ("422", "Wrong field types, unknown fields, an empty or too long question (`invalid_input`)."),
     ("429", "A widget key's rate limit is reached (`rate_limited`)."),
+    ("500", "Something failed on Lore's side (`internal`); the log has the details."),
     ("502", "The model provider failed (`provider_unavailable`)."),
-    ("503", "Lore cannot answer yet (`not_answerable`, with the failing readiness checks) or retrieval is failing closed (`retrieval_failing_closed`)."),
+    ("503", "Lore cannot answer yet (`not_answerable`, with the failing readiness checks), retrieval is failing closed (`retrieval_failing_closed`), or the embedding model is not available (`embedding_unavailable`)."),
+];
+
+/// The stable error codes `POST /retrieve` can answer with, by status.
+/// Retrieval needs no model provider, so it has no readiness gate.
+const RETRIEVE_ERRORS: &[(&str, &str)] = &[
+    ("400", "Malformed JSON (`malformed_json`)."),
+    ("401", "No key, an unknown key or a revoked key (`missing_api_key`, `invalid_api_key`, `key_revoked`)."),
+    ("403", "The key lacks the `retrieve` scope (a widget key never has it), or a widget key is used from an origin it does not list (`insufficient_scope`, `origin_not_allowed`)."),
+    ("405", "Another method than POST (`method_not_allowed`)."),
+    ("413", "The body is over 2 MB (`payload_too_large`)."),
+    ("415", "The body is not JSON (`unsupported_media_type`)."),
+    ("422", "Wrong field types, unknown fields, an empty or too long query, `top_k` outside 1 to 50 (`invalid_input`)."),
+    ("500", "Something failed on Lore's side (`internal`); the log has the details."),
+    ("503", "Retrieval is failing closed (`retrieval_failing_closed`) or the embedding model is not available (`embedding_unavailable`)."),
 ];
 
 /// The error codes of the admin routes documented here.
@@ -79,7 +96,7 @@ pub fn document(base_url: &str) -> Value {
             "/answer": {"post": {
                 "operationId": "answer",
                 "summary": "Answer a question from the indexed content, with citations and a trace; or refuse.",
-                "description": "Needs the `answer` scope. With `Accept: text/event-stream` (or `stream: true`) the response is server-sent events: `token` events (`{\"text\"}`) with the answer's text, then one `answer` event with the object below.",
+                "description": "Needs the `answer` scope. With `stream: true` (or, when `stream` is absent, an `Accept` that prefers `text/event-stream` to JSON) the response is server-sent events: `token` events (`{\"text\"}`) with the answer's text, then one `answer` event with the object below.",
                 "requestBody": {"required": true, "content": {"application/json": {"schema": answer_request}}},
                 "responses": with_ok(json!({
                     "description": "The answer (or refusal).",
@@ -97,7 +114,7 @@ pub fn document(base_url: &str) -> Value {
                 "responses": with_ok(json!({
                     "description": "The passages that passed the cutoff, best first.",
                     "content": {"application/json": {"schema": retrieve_response}},
-                }), &ANSWER_ERRORS.iter().copied().filter(|(s, _)| *s != "502" && *s != "429").collect::<Vec<_>>()),
+                }), RETRIEVE_ERRORS),
             }},
             "/admin/observability/": {"post": {
                 "operationId": "observability",

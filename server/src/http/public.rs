@@ -106,8 +106,11 @@ fn preflight(origin: Option<&str>) -> Response {
 #[derive(Debug, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
+    #[schemars(length(min = 1, max = 4000))]
     pub query: String,
+    /// Replaces the active profile version's top k.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
     pub top_k: Option<usize>,
 }
 

@@ -372,6 +372,20 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         openapi["components"]["schemas"]["AnswerResponse"]["properties"]["citations"].is_object(),
         "{openapi:#}"
     );
+    // The bounds the handlers enforce are the ones documented.
+    let schemas = &openapi["components"]["schemas"];
+    assert_eq!(
+        schemas["AnswerRequest"]["properties"]["question"]["maxLength"],
+        engine::answer::MAX_QUESTION_CHARS
+    );
+    assert_eq!(
+        schemas["RetrieveRequest"]["properties"]["query"]["maxLength"],
+        engine::search::MAX_QUERY_CHARS
+    );
+    assert_eq!(schemas["RetrieveRequest"]["properties"]["top_k"]["maximum"], 50);
+    let retrieve_errors = openapi["paths"]["/retrieve"]["post"]["responses"].as_object().unwrap();
+    assert!(!retrieve_errors["503"]["description"].as_str().unwrap().contains("not_answerable"));
+    assert!(retrieve_errors.contains_key("413") && retrieve_errors.contains_key("405"));
 
     // POST /retrieve uses the active version's retrieval settings; a
     // request's top_k replaces only its top k.
