@@ -14,11 +14,17 @@ let llama;
 let host;
 let site;
 
-/** A page on another loopback origin that embeds the widget with `snippet`. */
+/**
+ * A page on another loopback origin that embeds the widget with `snippet` in
+ * its <head>, and sends its <body> half a second later: the async script runs
+ * before the body exists, as it can on a slow page.
+ */
 async function startHost(port, snippet) {
   const server = http.createServer((_, response) => {
-    response.writeHead(200, { 'content-type': 'text/html' });
-    response.end(`<!doctype html><title>Host</title><h1>Partner docs</h1>\n${snippet}`);
+    // A declared charset: the browser parses the head at once, not sniffing.
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    response.write(`<!doctype html><html><head><title>Host</title>\n${snippet}\n</head>`);
+    setTimeout(() => response.end('<body><h1>Partner docs</h1></body></html>'), 500);
   });
   await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { origin: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(resolve)) };

@@ -127,5 +127,12 @@
       });
   });
 
-  document.body.appendChild(host);
+  // An async script in <head> can run before <body> exists.
+  if (document.body) {
+    document.body.appendChild(host);
+  } else {
+    document.addEventListener('DOMContentLoaded', function () {
+      document.body.appendChild(host);
+    });
+  }
 })();
