@@ -54,36 +54,47 @@ fn add_cors(headers: &mut HeaderMap, origin: &str) {
 pub async fn api_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let lore = state.lore.clone();
     let origin = origin_of(request.headers());
-    let allowed_origin = match &origin {
-        Some(origin) => keys::origin_allowed(&lore, origin).await.unwrap_or(false),
-        None => false,
-    };
     if request.method() == Method::OPTIONS {
-        return preflight(origin.as_deref().filter(|_| allowed_origin));
+        let allowed = listed(&lore, origin.as_deref()).await;
+        return preflight(origin.as_deref().filter(|_| allowed));
     }
     let Some(scope) = scope_for(request.uri().path()) else {
         return next.run(request).await;
     };
     let raw = request.headers().get(API_KEY_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let mut response = match keys::authenticate(&lore, raw.as_deref(), scope, origin.as_deref()).await {
-        Ok(caller) => {
-            let key_id = caller.key_id.clone();
-            request.extensions_mut().insert(caller);
-            let response = next.run(request).await;
-            let cost = response.extensions().get::<EstimatedCost>().copied().unwrap_or_default().0;
-            // Counted behind the response: it must not slow the answer
-            // down, nor fail it.
-            if let Err(err) = lore.recorder().key_usage(&key_id, cost).await {
-                tracing::warn!(error = %err, "could not record key usage");
+    let (mut response, allowed_origin) =
+        match keys::authenticate(&lore, raw.as_deref(), scope, origin.as_deref()).await {
+            Ok(caller) => {
+                // A widget key passed only from an origin it lists.
+                let allowed_origin =
+                    caller.kind == keys::KeyKind::Widget || listed(&lore, origin.as_deref()).await;
+                let key_id = caller.key_id.clone();
+                request.extensions_mut().insert(caller);
+                let response = next.run(request).await;
+                let cost = response.extensions().get::<EstimatedCost>().copied().unwrap_or_default().0;
+                // Counted behind the response: it must not slow the answer
+                // down, nor fail it.
+                if let Err(err) = lore.recorder().key_usage(&key_id, cost).await {
+                    tracing::warn!(error = %err, "could not record key usage");
+                }
+                (response, allowed_origin)
             }
-            response
-        }
-        Err(err) => ApiError::from(err).into_response(),
-    };
+            // The widget reads its errors too (revoked, over the rate...).
+            Err(err) => (ApiError::from(err).into_response(), listed(&lore, origin.as_deref()).await),
+        };
     if let (Some(origin), true) = (&origin, allowed_origin) {
         add_cors(response.headers_mut(), origin);
     }
     response
+}
+
+/// Whether some active widget key lists `origin`. A query, so the layer asks
+/// only when the key check has not already answered it.
+async fn listed(lore: &engine::Lore, origin: Option<&str>) -> bool {
+    match origin {
+        Some(origin) => keys::origin_allowed(lore, origin).await.unwrap_or(false),
+        None => false,
+    }
 }
 
 /// A CORS preflight: allowed only for origins an active widget key lists.
