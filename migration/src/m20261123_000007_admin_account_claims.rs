@@ -4,8 +4,9 @@
 //! from `auth.admins` or `auth.admin_groups` ends their admin access at the
 //! next restart rather than when their session expires.
 //!
-//! Rows written before this migration have neither (NULL): such an account
-//! counts as unverified and in no group until it signs in again.
+//! Rows written before this migration have neither (NULL): such an
+//! account's sessions stop working and it signs in again, which records them
+//! (`engine::auth::claims_recorded`).
 
 use sea_orm_migration::{prelude::*, schema::*};
 

@@ -86,6 +86,9 @@ pub fn account_is_admin(settings: &Settings, account: &admin_account::Model) -> 
     if account.subject == bootstrap::BOOTSTRAP_SUBJECT {
         return !settings.oidc_configured();
     }
+    if !claims_recorded(account) {
+        return false;
+    }
     let Some(issuer) = settings.auth.oidc.issuer.as_deref() else {
         return false;
     };
@@ -101,6 +104,15 @@ pub fn account_is_admin(settings: &Settings, account: &admin_account::Model) -> 
         .unwrap_or_default();
     from_this_issuer
         && is_authorized_admin(settings, account.email.as_deref(), account.email_verified, &groups)
+}
+
+/// Whether the account row holds what its last ID token said. Rows written
+/// before Lore kept the claims have none (`groups` is NULL): their rights
+/// cannot be re-derived, and reading the missing `email_verified` as "the
+/// token had no such claim" could make an admin of an account whose token
+/// said `false`. Such an account signs in again.
+pub(crate) fn claims_recorded(account: &admin_account::Model) -> bool {
+    account.subject == bootstrap::BOOTSTRAP_SUBJECT || account.groups.is_some()
 }
 
 /// Who signed in, as recorded on the account row.
@@ -242,5 +254,17 @@ mod tests {
         assert!(account_is_admin(&plain, &bootstrap) && !account_is_admin(&plain, &ada));
         // ...and once one is configured, the bootstrap account is not.
         assert!(!account_is_admin(&s, &bootstrap));
+
+        // An account recorded before the claims were kept is no admin, even
+        // when unverified emails are accepted: its token may have said `false`.
+        let mut s = settings(&["ada@example.test"], &[]);
+        s.auth.oidc.issuer = Some("https://id.example.test".into());
+        s.auth.accept_unverified_email = true;
+        let old = admin_account::Model { email_verified: None, groups: None, ..ada.clone() };
+        assert!(account_is_admin(
+            &s,
+            &admin_account::Model { groups: Some(serde_json::json!([])), ..old.clone() }
+        ));
+        assert!(!claims_recorded(&old) && !account_is_admin(&s, &old));
     }
 }

@@ -97,6 +97,11 @@ pub async fn authenticate(lore: &Lore, token: &str, now: DateTime<Utc>) -> Resul
     if session.revoked_at.is_some() || session.expires_at <= now {
         return Err(AuthError::Unauthenticated.into());
     }
+    if !super::claims_recorded(&account) {
+        // Signed in before Lore kept the token's claims: rights cannot be
+        // re-derived, so the holder signs in again.
+        return Err(AuthError::Unauthenticated.into());
+    }
 
     let token_life = i64::from(lore.settings.auth.session.token_minutes) * 60;
     let refreshed =

@@ -50,7 +50,10 @@ fn wants_stream(headers: &HeaderMap, request: &AnswerRequest) -> bool {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
         let quality = parts
-            .filter_map(|param| param.trim().strip_prefix("q="))
+            .filter_map(|param| {
+                let param = param.trim();
+                param.strip_prefix("q=").or_else(|| param.strip_prefix("Q="))
+            })
             .find_map(|q| q.trim().parse::<f32>().ok())
             .unwrap_or(1.0);
         match media.as_str() {
@@ -194,6 +197,7 @@ mod tests {
         // A client that takes either gets JSON; one that refuses events too.
         assert!(!wants_stream(&accept("application/json, text/event-stream"), &ask(None)));
         assert!(!wants_stream(&accept("text/event-stream;q=0"), &ask(None)));
+        assert!(!wants_stream(&accept("text/event-stream; Q=0"), &ask(None)));
         assert!(wants_stream(&accept("application/json;q=0.5, Text/Event-Stream"), &ask(None)));
     }
 

@@ -22,6 +22,7 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub data_dir: tempfile::TempDir,
     shutdown: Option<oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     _provider: Option<OidcProvider>,
 }
 
@@ -81,7 +82,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
 
     let lore = Lore::open(settings).await.unwrap();
     let (shutdown, stop) = oneshot::channel::<()>();
-    tokio::spawn(lore_server::serve::serve(listener, lore.clone(), async move {
+    let served = tokio::spawn(lore_server::serve::serve(listener, lore.clone(), async move {
         let _ = stop.await;
     }));
 
@@ -91,7 +92,16 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    TestApp { base_url, lore, jar, client, data_dir, shutdown: Some(shutdown), _provider: provider }
+    TestApp {
+        base_url,
+        lore,
+        jar,
+        client,
+        data_dir,
+        shutdown: Some(shutdown),
+        served: Some(served),
+        _provider: provider,
+    }
 }
 
 impl TestApp {
@@ -115,6 +125,14 @@ impl TestApp {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+        // Its workers stop with it; idle keep-alive connections close at once.
+        if let Some(served) = self.served.take() {
+            tokio::time::timeout(std::time::Duration::from_secs(30), served)
+                .await
+                .expect("the old server stops within 30 s")
+                .unwrap()
+                .unwrap();
+        }
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         self.base_url = format!("http://{addr}");
@@ -124,9 +142,10 @@ impl TestApp {
         change(&mut settings);
         self.lore = Lore::open(settings).await.unwrap();
         let (shutdown, stop) = oneshot::channel::<()>();
-        tokio::spawn(lore_server::serve::serve(listener, self.lore.clone(), async move {
-            let _ = stop.await;
-        }));
+        self.served =
+            Some(tokio::spawn(lore_server::serve::serve(listener, self.lore.clone(), async move {
+                let _ = stop.await;
+            })));
         self.shutdown = Some(shutdown);
     }
 
