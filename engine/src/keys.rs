@@ -23,6 +23,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrde
 use sha2::{Digest, Sha256};
 
 use crate::audit::{self, Actor};
+use crate::store::json_strings;
 use crate::{Error, Lore, Result};
 
 pub const SECRET_PREFIX: &str = "lore_sk_";
@@ -168,13 +169,6 @@ pub fn normalize_origin(raw: &str) -> Result<String> {
         return Err(invalid().into());
     }
     Ok(url.origin().ascii_serialization())
-}
-
-fn json_strings(value: &serde_json::Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
 }
 
 /// Creates a key. Returns the stored row and the raw value, which is never

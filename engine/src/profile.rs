@@ -300,8 +300,8 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
         return invalid("the cache's maximum age must be between 1 second and 90 days");
     }
     let r = &snapshot.retrieval;
-    if r.top_k == 0 || r.top_k > 50 {
-        return invalid("top-k must be between 1 and 50");
+    if !(1..=crate::retrieve::MAX_TOP_K).contains(&r.top_k) {
+        return invalid(&format!("top-k must be between 1 and {}", crate::retrieve::MAX_TOP_K));
     }
     if !(0.0..=1.0).contains(&r.score_cutoff) {
         return invalid("the score cutoff must be between 0 and 1");

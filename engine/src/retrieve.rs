@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::embed::{cosine, EmbedError, Embedder};
 use crate::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
 
+/// The most passages one retrieval may return (a profile's top k, or a
+/// `/retrieve` request's).
+pub const MAX_TOP_K: usize = 50;
+
 /// Answer-time retrieval settings (a ProfileVersion carries its own copy).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalSettings {

@@ -41,14 +41,20 @@ pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> R
 }
 
 /// [`search`] with the active profile version's retrieval settings (the
-/// defaults before a profile exists), `top_k` replacing its top k when
-/// given; returns the settings used beside the results. The profile is read
+/// defaults before a profile exists), `top_k` (1 to [`retrieve::MAX_TOP_K`])
+/// replacing its top k when given; returns the settings used beside the results. The profile is read
 /// beside the gate's facts instead of before them.
 pub async fn search_active(
     lore: &Lore,
     query: &str,
     top_k: Option<usize>,
 ) -> Result<(Retrieval, RetrievalSettings)> {
+    if let Some(k) = top_k.filter(|k| !(1..=retrieve::MAX_TOP_K).contains(k)) {
+        return Err(Error::InvalidInput(format!(
+            "top_k must be between 1 and {}, not {k}",
+            retrieve::MAX_TOP_K
+        )));
+    }
     let settings = async {
         let mut settings =
             crate::profile::active(lore).await?.map(|version| version.snapshot.retrieval).unwrap_or_default();

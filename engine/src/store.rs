@@ -32,6 +32,15 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection> {
     Ok(Database::connect(options).await?)
 }
 
+/// The strings of a JSON array column (key scopes and origins, an account's
+/// groups); anything else in it is skipped.
+pub(crate) fn json_strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
 /// Applies pending migrations. Applying them again changes nothing.
 pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
     Migrator::up(db, None).await?;

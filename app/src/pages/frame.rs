@@ -85,7 +85,7 @@ fn Unavailable(viewer: ViewerInfo) -> impl IntoView {
                 "You are signed in as " <strong>{who}</strong>
                 ", which is not an authorized admin of this Lore. An admin can add your email to "
                 <code>"auth.admins"</code> " or your group to " <code>"auth.admin_groups"</code>
-    ". Lore may also need your identity provider to mark the email as verified."
+                ". Lore may also need your identity provider to mark the email as verified."
             </p>
             <p class="code">"Error code: admin_unavailable"</p>
             <SignOutButton/>

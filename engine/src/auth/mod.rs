@@ -97,11 +97,7 @@ pub fn account_is_admin(settings: &Settings, account: &admin_account::Model) -> 
         .strip_prefix("oidc:")
         .and_then(|rest| rest.strip_prefix(issuer.trim_end_matches('/')))
         .is_some_and(|rest| rest.starts_with('#'));
-    let groups: Vec<String> = account
-        .groups
-        .as_ref()
-        .and_then(|groups| serde_json::from_value(groups.clone()).ok())
-        .unwrap_or_default();
+    let groups = account.groups.as_ref().map(crate::store::json_strings).unwrap_or_default();
     from_this_issuer
         && is_authorized_admin(settings, account.email.as_deref(), account.email_verified, &groups)
 }

@@ -167,11 +167,6 @@ pub async fn retrieve(
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let lore = &state.lore;
     let started = Instant::now();
-    if let Some(k) = request.top_k {
-        if k == 0 || k > 50 {
-            return Err(engine::Error::InvalidInput("top_k must be between 1 and 50".into()).into());
-        }
-    }
     let (found, settings) =
         engine::search::search_active(lore, &request.query, request.top_k).await.map_err(ApiError::public)?;
     let stage = TraceStage {

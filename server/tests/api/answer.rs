@@ -382,7 +382,7 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         schemas["RetrieveRequest"]["properties"]["query"]["maxLength"],
         engine::search::MAX_QUERY_CHARS
     );
-    assert_eq!(schemas["RetrieveRequest"]["properties"]["top_k"]["maximum"], 50);
+    assert_eq!(schemas["RetrieveRequest"]["properties"]["top_k"]["maximum"], engine::retrieve::MAX_TOP_K);
     let retrieve_errors = openapi["paths"]["/retrieve"]["post"]["responses"].as_object().unwrap();
     assert!(!retrieve_errors["503"]["description"].as_str().unwrap().contains("not_answerable"));
     assert!(retrieve_errors.contains_key("413") && retrieve_errors.contains_key("405"));
@@ -418,6 +418,9 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
     assert_eq!(results(&by_request), 3, "{by_request:#}");
     let zero = retrieve(json!({"query": "guide 4", "top_k": 0})).await.unwrap();
     assert_eq!(zero.status(), 422);
+    let over = retrieve(json!({"query": "guide 4", "top_k": engine::retrieve::MAX_TOP_K + 1})).await.unwrap();
+    assert_eq!(over.status(), 422);
+    assert_eq!(over.json::<Value>().await.unwrap()["error"]["code"], "invalid_input");
 
     // The model server goes away. A key's caller learns that the provider
     // did not answer, not where it lives; the Playground's admin sees why.
