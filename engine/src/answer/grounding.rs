@@ -172,7 +172,7 @@ pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32
                 invalid.insert(n);
             }
         }
-        let plain = strip_markers(sentence);
+        let plain = strip_markers(without_list_marker(sentence));
         let words: Vec<String> = content_words(&plain).collect::<BTreeSet<_>>().into_iter().collect();
         let stated: Vec<String> = numbers(&plain).collect();
         let says_something_new =
@@ -271,7 +271,11 @@ fn sentences(text: &str) -> Vec<&str> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     for (i, &(at, c)) in chars.iter().enumerate() {
         let next = chars.get(i + 1).map(|&(_, n)| n);
-        let ends = c == '\n' || (matches!(c, '.' | '!' | '?') && next.is_none_or(char::is_whitespace));
+        // "2." opening a numbered list item is the item's marker, not a sentence.
+        let ends = c == '\n'
+            || (matches!(c, '.' | '!' | '?')
+                && next.is_none_or(char::is_whitespace)
+                && !is_item_number(&text[start..at]));
         if ends {
             let end = at + c.len_utf8();
             if !text[start..end].trim().is_empty() {
@@ -284,6 +288,28 @@ fn sentences(text: &str) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// Whether `text` is only a list item's number ("2" of "2. Copy ...").
+fn is_item_number(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty() && text.len() <= 3 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `sentence` without the marker of a list item ("2. ", "3) ", "- ", "* ",
+/// "• "): a step's number is the list's, not a figure the passage must state.
+fn without_list_marker(sentence: &str) -> &str {
+    let trimmed = sentence.trim_start();
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = if (1..=3).contains(&digits) {
+        trimmed[digits..].strip_prefix(['.', ')'])
+    } else {
+        trimmed.strip_prefix(['-', '*', '•'])
+    };
+    match rest {
+        Some(rest) if rest.starts_with(char::is_whitespace) => rest,
+        _ => sentence,
+    }
 }
 
 /// The numbers in `[n]` and `[n, m]` markers.
@@ -397,6 +423,21 @@ mod tests {
     fn restating_the_question_claims_nothing() {
         let verdict = check("How do I restore a snapshot?", "To restore a snapshot:", &passages(), 0.5);
         assert_eq!(verdict.claims, 0);
+    }
+
+    #[test]
+    fn a_numbered_list_is_judged_by_its_steps_not_their_numbers() {
+        let question = "How do I restore a snapshot?";
+        let steps = "To restore a snapshot:\n1. Stop Lore [1].\n2. Copy the snapshot over the data directory [1].\n3) Start it again [1].";
+        let verdict = check(question, steps, &passages(), 0.5);
+        assert!(verdict.grounded, "{verdict:?}");
+        assert_eq!(verdict.claims, 3, "one claim per step, none for a bare item number");
+        let bullets = "- Stop Lore.\n* Copy the snapshot over the data directory.";
+        assert!(check(question, bullets, &passages(), 0.5).grounded);
+        // A figure inside a step is still a figure the passage must state.
+        let invented = check(question, "1. Stop Lore for 25 minutes [1].", &passages(), 0.5);
+        assert!(!invented.grounded, "{invented:?}");
+        assert_eq!(sentences("1. Stop Lore.\n2. Start it."), vec!["1. Stop Lore.", "2. Start it."]);
     }
 
     #[test]
