@@ -199,6 +199,42 @@ async fn content_hashes_follow_every_write() {
     assert!(!after.contains_key("account:0") && !after.contains_key("billing:0"), "{after:?}");
 }
 
+#[tokio::test]
+async fn another_processs_writes_are_seen_within_the_consistency_interval() {
+    // Two stores on one directory, as `lore serve` and `lore ingest` are.
+    let (server, embedder, dir) = corpus().await;
+    let uri = dir.path().join("lancedb");
+    let ingest = LanceChunkStore::open(uri.to_str().unwrap(), 384).await.unwrap();
+    let ids = vec!["account:0".to_owned(), "faq:0".to_owned()];
+    assert_eq!(server.content_hashes(&ids).await.unwrap()["account:0"].1, "hash-of-account-0");
+
+    let mut changed =
+        rows(&embedder, "help", "account", "# Account\n\nSign in with your company account.\n").await;
+    changed[0].content_hash = "changed elsewhere".into();
+    ingest.replace_document("account", changed).await.unwrap();
+    let faq = "# FAQ\n\n## Hours\n\nSupport answers from nine to five, Monday to Friday.\n";
+    ingest.replace_document("faq", rows(&embedder, "help", "faq", faq).await).await.unwrap();
+
+    tokio::time::sleep(
+        engine::index::lance::OTHER_WRITERS_SEEN_WITHIN + std::time::Duration::from_millis(200),
+    )
+    .await;
+    // The remembered hash is dropped, and the new document is searched.
+    let seen = server.content_hashes(&ids).await.unwrap();
+    assert_eq!(seen["account:0"].1, "changed elsewhere");
+    assert!(seen.contains_key("faq:0"), "{seen:?}");
+    let found = hybrid(
+        &server,
+        &embedder,
+        "When does support answer?",
+        &all_sources(),
+        &RetrievalSettings::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found.results[0].chunk.document_id, "faq", "{:?}", found.results);
+}
+
 /// A deterministic pseudo-random unit vector.
 fn unit_vector(seed: u64, dimensions: usize) -> Vec<f32> {
     let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

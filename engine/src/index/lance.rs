@@ -51,12 +51,22 @@ pub struct LanceChunkStore {
 /// `chunk id → (source id, content hash)` as last read: the answer cache
 /// checks the same few cited chunks on every hit, and a LanceDB query costs
 /// milliseconds of planning. Every write empties it and bumps `generation`,
-/// so a read that overlapped a write never stores what the write changed.
+/// so a read that overlapped a write never stores what the write changed;
+/// so does a new table version written by another process (`lore ingest`
+/// beside `lore serve`), seen within [`OTHER_WRITERS_SEEN_WITHIN`].
 #[derive(Default)]
 struct HashMemo {
     generation: u64,
+    table_version: u64,
     known: HashMap<String, (String, String)>,
 }
+
+/// How soon a read sees what another process wrote to the table (LanceDB's
+/// read consistency interval): `lore ingest` or `lore sources reindex`
+/// beside a running server. Unset, LanceDB never looks, and the server would
+/// search its first snapshot until it wrote itself; checking on every read
+/// would cost a manifest lookup per query.
+pub const OTHER_WRITERS_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub(crate) fn store_error(err: impl std::fmt::Display) -> IndexError {
     IndexError::Store(err.to_string())
@@ -81,7 +91,11 @@ fn schema(dimensions: usize) -> SchemaRef {
 impl LanceChunkStore {
     /// Opens (or creates, with its full-text index) the `chunks` table at `uri`.
     pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
-        let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+        let db = lancedb::connect(uri)
+            .read_consistency_interval(OTHER_WRITERS_SEEN_WITHIN)
+            .execute()
+            .await
+            .map_err(store_error)?;
         let schema = schema(dimensions);
         let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|name| name == TABLE);
         let table = if exists {
@@ -348,8 +362,15 @@ impl ChunkStore for LanceChunkStore {
     }
 
     async fn content_hashes(&self, ids: &[String]) -> Result<HashMap<String, (String, String)>, IndexError> {
+        // Another process's write shows as a new version: forget what was read.
+        let version = self.table.version().await.map_err(store_error)?;
         let (generation, mut found, missing) = {
-            let memo = self.memo();
+            let mut memo = self.memo();
+            if memo.table_version != version {
+                memo.table_version = version;
+                memo.generation += 1;
+                memo.known.clear();
+            }
             let mut found = HashMap::new();
             let mut missing = Vec::new();
             for id in ids {
