@@ -1,6 +1,7 @@
 //! Search over the indexed corpus, as `lore search`, the console and (with
 //! access keys) `POST /retrieve` reach it: the fail-closed gate of the corpus
-//! fingerprint, then hybrid retrieval over the enabled sources.
+//! fingerprint, then hybrid retrieval over the enabled sources, or over the
+//! whole corpus for the Playground's corpus diagnostic.
 
 use std::future::Future;
 
@@ -35,9 +36,24 @@ pub async fn retrieval_state_of(
     Ok(corpus::retrieval_state(configured, None, indexed))
 }
 
-/// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights).
-pub async fn search(lore: &Lore, query: &str, settings: &RetrievalSettings) -> Result<Retrieval> {
-    Ok(search_with(lore, query, async { Ok::<_, Error>(*settings) }).await?.0)
+/// Which chunks a search reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The enabled sources: what answers and `/retrieve` search.
+    Enabled,
+    /// Every source's chunks, disabled ones too: the corpus diagnostic.
+    WholeCorpus,
+}
+
+/// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights)
+/// over the chunks `reach` covers.
+pub async fn search(
+    lore: &Lore,
+    query: &str,
+    settings: &RetrievalSettings,
+    reach: Reach,
+) -> Result<Retrieval> {
+    Ok(search_with(lore, query, async { Ok::<_, Error>(*settings) }, reach).await?.0)
 }
 
 /// [`search`] with the active profile version's retrieval settings (the
@@ -63,13 +79,14 @@ pub async fn search_active(
         }
         Ok::<_, Error>(settings)
     };
-    search_with(lore, query, settings).await
+    search_with(lore, query, settings, Reach::Enabled).await
 }
 
 async fn search_with(
     lore: &Lore,
     query: &str,
     settings: impl Future<Output = Result<RetrievalSettings>>,
+    reach: Reach,
 ) -> Result<(Retrieval, RetrievalSettings)> {
     let query = query.trim();
     if query.is_empty() {
@@ -78,8 +95,13 @@ async fn search_with(
     if query.chars().count() > MAX_QUERY_CHARS {
         return Err(Error::InvalidInput(format!("the query is longer than {MAX_QUERY_CHARS} characters")));
     }
-    let (state, scope, settings) =
-        tokio::try_join!(retrieval_state(lore), crate::sources::search_scope(lore), settings)?;
+    let scope = async {
+        match reach {
+            Reach::Enabled => crate::sources::search_scope(lore).await,
+            Reach::WholeCorpus => crate::sources::whole_corpus(lore).await,
+        }
+    };
+    let (state, scope, settings) = tokio::try_join!(retrieval_state(lore), scope, settings)?;
     if let RetrievalState::FailingClosed(why) = state {
         return Err(Error::RetrievalFailingClosed(why));
     }

@@ -284,6 +284,13 @@ pub async fn search_scope(lore: &Lore) -> Result<Scope> {
     Ok(scope_of(&source::Entity::find().all(&lore.db).await?))
 }
 
+/// Every source, enabled or not: the corpus diagnostic's reach. A disabled
+/// source keeps its chunks, so they are searched too.
+pub async fn whole_corpus(lore: &Lore) -> Result<Scope> {
+    let every: Vec<String> = source::Entity::find().all(&lore.db).await?.into_iter().map(|s| s.id).collect();
+    Ok(Scope { every_source: true, sources: every })
+}
+
 /// The enabled ones of `sources`, noting whether that is all of them.
 pub fn scope_of(sources: &[source::Model]) -> Scope {
     let enabled: Vec<String> = sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use engine::audit::Actor;
 use engine::ingest::{jobs, IngestError};
 use engine::retrieve::RetrievalSettings;
+use engine::search::Reach;
 use engine::sources::{self, NewSource};
 use engine::{search, Error, Lore};
 use support::site::{page_text, Site};
@@ -57,7 +58,9 @@ async fn a_sitemap_sync_indexes_exactly_the_pages_and_re_syncs_only_what_changed
 
     // The boilerplate (navigation, header, footer) is not in any chunk.
     let found =
-        search::search(&lore, "Guide number 12 explains", &RetrievalSettings::default()).await.unwrap();
+        search::search(&lore, "Guide number 12 explains", &RetrievalSettings::default(), Reach::Enabled)
+            .await
+            .unwrap();
     assert_eq!(
         found.results[0].chunk.url.as_deref(),
         Some(format!("{}/docs/page-12", site.base_url).as_str())
@@ -86,9 +89,14 @@ async fn a_sitemap_sync_indexes_exactly_the_pages_and_re_syncs_only_what_changed
     let p = progress(&third);
     assert_eq!(p.unchanged as usize, PAGES - 1, "{p:?}");
     assert!(p.embedded > 0);
-    let found = search::search(&lore, "migrating from the legacy importer", &RetrievalSettings::default())
-        .await
-        .unwrap();
+    let found = search::search(
+        &lore,
+        "migrating from the legacy importer",
+        &RetrievalSettings::default(),
+        Reach::Enabled,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         found.results[0].chunk.url.as_deref(),
         Some(format!("{}/docs/page-4", site.base_url).as_str())

@@ -12,6 +12,7 @@ use engine::corpus::{self, Fingerprint};
 use engine::ingest::upload::{self, Upload};
 use engine::ingest::IngestError;
 use engine::retrieve::RetrievalSettings;
+use engine::search::Reach;
 use engine::sources::{self, NewSource};
 use engine::{search, tuning, Error, Lore};
 use support::{open, open_with, progress, run, run_queued};
@@ -77,7 +78,13 @@ async fn put(lore: &Lore, source: &str, name: &str, bytes: &[u8]) -> Result<(), 
 /// Titles of the results for `query`.
 async fn titles(lore: &Lore, query: &str) -> Vec<String> {
     let settings = RetrievalSettings { score_cutoff: 0.2, ..RetrievalSettings::default() };
-    search::search(lore, query, &settings).await.unwrap().results.into_iter().map(|r| r.chunk.title).collect()
+    search::search(lore, query, &settings, Reach::Enabled)
+        .await
+        .unwrap()
+        .results
+        .into_iter()
+        .map(|r| r.chunk.title)
+        .collect()
 }
 
 async fn chunk_count(lore: &Lore) -> usize {
@@ -102,7 +109,8 @@ async fn every_upload_type_is_indexed_and_found() {
     assert_eq!(titles(&lore, "forward the X-Forwarded-Proto header").await[0], "Proxy setup");
     assert_eq!(titles(&lore, "when are invoices payable").await[0], "invoices.pdf");
     // Boilerplate of the HTML page is not indexed.
-    let found = search::search(&lore, "Proxy setup", &RetrievalSettings::default()).await.unwrap();
+    let found =
+        search::search(&lore, "Proxy setup", &RetrievalSettings::default(), Reach::Enabled).await.unwrap();
     assert!(found.results.iter().all(|r| !r.chunk.text.contains("Home | Docs")));
 
     let listed = sources::get(&lore, &source).await.unwrap();
@@ -169,7 +177,9 @@ async fn reuploading_a_file_replaces_its_document_and_unchanged_files_are_not_re
     assert_eq!((p.unchanged, p.done), (1, 2), "only the replaced file is re-embedded");
     let docs = sources::documents(&lore, &source).await.unwrap();
     assert_eq!(docs.len(), 2, "a re-upload replaces, it does not add");
-    let found = search::search(&lore, "when is support open", &RetrievalSettings::default()).await.unwrap();
+    let found = search::search(&lore, "when is support open", &RetrievalSettings::default(), Reach::Enabled)
+        .await
+        .unwrap();
     assert!(found.results.iter().any(|r| r.chunk.text.contains("around the clock")));
     assert!(found.results.iter().all(|r| !r.chunk.text.contains("Monday to Friday")), "the old text is gone");
 }
@@ -185,6 +195,9 @@ async fn disabling_hides_a_source_and_enabling_restores_it_without_re_embedding(
 
     sources::set_enabled(&lore, &Actor::System, &source, false).await.unwrap();
     assert!(titles(&lore, "nightly snapshots").await.is_empty(), "a disabled source is not searched");
+    let settings = RetrievalSettings { score_cutoff: 0.2, ..RetrievalSettings::default() };
+    let diagnostic = search::search(&lore, "nightly snapshots", &settings, Reach::WholeCorpus).await.unwrap();
+    assert_eq!(diagnostic.results[0].chunk.title, "Backups", "the corpus diagnostic still reaches it");
     assert_eq!(chunk_count(&lore).await, chunks, "its chunks are kept");
     let refused = engine::ingest::jobs::enqueue(&lore, Some(&source), false, "test").await.unwrap_err();
     assert!(matches!(refused, Error::Ingest(IngestError::SourceDisabled)));
@@ -214,12 +227,14 @@ async fn retrieval_fails_closed_on_a_foreign_fingerprint_until_a_full_reindex() 
     // As if the corpus had been embedded by another model.
     let foreign = Fingerprint { embedding_model: "intfloat/e5-small-v2".into(), ..stamp.clone() };
     corpus::set(&lore.db, Some(&foreign)).await.unwrap();
-    let err = search::search(&lore, "nightly snapshots", &RetrievalSettings::default()).await.unwrap_err();
+    let err = search::search(&lore, "nightly snapshots", &RetrievalSettings::default(), Reach::Enabled)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::RetrievalFailingClosed(ref why) if why.contains("e5-small-v2")), "{err:?}");
     // A cleared stamp over existing chunks fails closed too.
     corpus::set(&lore.db, None).await.unwrap();
     assert!(matches!(
-        search::search(&lore, "nightly snapshots", &RetrievalSettings::default()).await,
+        search::search(&lore, "nightly snapshots", &RetrievalSettings::default(), Reach::Enabled).await,
         Err(Error::RetrievalFailingClosed(_))
     ));
 

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::answer::{self, Ask, Surface};
 use engine::keys::{Caller, KeyKind};
+use engine::search::Reach;
 use serde::Deserialize;
 
 use super::admin::Admin;
@@ -117,7 +118,7 @@ pub async fn playground_retrieval(
         .filter(|source| source.enabled)
         .map(|source| (source.name, source.id))
         .collect();
-    let found = engine::search::search(lore, &request.query, &settings).await?;
+    let found = engine::search::search(lore, &request.query, &settings, Reach::Enabled).await?;
     Ok(Json(ProfileRetrievalView {
         profile_version: active.map(|v| v.version),
         settings: RetrievalSettingsView::from(settings),

@@ -21,6 +21,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use engine::audit::Actor;
 use engine::ingest::{jobs, upload, DocumentError, IngestError, Progress};
+use engine::search::Reach;
 use engine::{sources, Lore};
 use serde::Deserialize;
 
@@ -245,7 +246,8 @@ pub struct SearchRequest {
     pub query: String,
     #[serde(default)]
     pub top_k: Option<usize>,
-    /// The Playground's corpus diagnostic: no score cutoff.
+    /// The Playground's corpus diagnostic: no score cutoff, and disabled
+    /// sources searched too.
     #[serde(default)]
     pub raw: bool,
 }
@@ -258,7 +260,8 @@ pub async fn search(
     Ok(Json(run_search(&state.lore, &request.query, request.top_k, request.raw).await?))
 }
 
-/// Search as the console and `lore search` see it (`raw`: no cutoff).
+/// Search as the console and `lore search` see it (`raw`: the corpus
+/// diagnostic, with no cutoff, over the whole corpus).
 pub async fn run_search(
     lore: &Lore,
     query: &str,
@@ -275,7 +278,8 @@ pub async fn run_search(
         }
         settings.top_k = k;
     }
-    let found = engine::search::search(lore, query, &settings).await?;
+    let reach = if raw { Reach::WholeCorpus } else { Reach::Enabled };
+    let found = engine::search::search(lore, query, &settings, reach).await?;
     Ok(search_results(found))
 }
 
