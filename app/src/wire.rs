@@ -533,6 +533,8 @@ pub struct FunnelStageView {
     pub decision: String,
     pub reason: String,
     pub count: i64,
+    /// What the stage's model calls cost (generation and escalation).
+    pub estimated_spend_usd: f64,
 }
 
 /// The Dashboard's aggregates for a range, computed from rollups only.
@@ -848,6 +850,7 @@ mod from_engine {
                         decision: f.decision,
                         reason: f.reason,
                         count: f.count,
+                        estimated_spend_usd: f.spend_usd,
                     })
                     .collect(),
             }

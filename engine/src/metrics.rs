@@ -193,6 +193,9 @@ struct RecordedStage {
     decision: String,
     #[serde(default)]
     reason: String,
+    /// What the stage's model call cost (generation, escalation).
+    #[serde(default)]
+    cost_usd: Option<f64>,
 }
 
 impl Contribution {
@@ -226,7 +229,7 @@ impl Contribution {
         let stages: Vec<RecordedStage> = serde_json::from_value(run.stages.clone()).unwrap_or_default();
         for stage in stages {
             let name = format!("{}/{}", stage.stage, stage.decision);
-            count("funnel", name.clone(), &name, &stage.reason, 0.0);
+            count("funnel", name.clone(), &name, &stage.reason, stage.cost_usd.unwrap_or(0.0));
         }
     }
 
@@ -643,6 +646,8 @@ pub struct FunnelStage {
     /// several, such as candidate counts).
     pub reason: String,
     pub count: i64,
+    /// What the stage's model calls cost in all (0 for stages that call none).
+    pub spend_usd: f64,
 }
 
 /// Everything the Dashboard shows for a range, from the rollups alone.
@@ -782,6 +787,7 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
                         decision: decision.to_owned(),
                         reason: c.detail.clone(),
                         count: c.count,
+                        spend_usd: c.spend_usd,
                     }
                 })
                 .collect();

@@ -36,8 +36,10 @@ struct Run {
     latency_ms: f64,
 }
 
-fn stages(outcome: &str) -> serde_json::Value {
+/// The stages of a run of `outcome` whose generation cost `cost`.
+fn stages(outcome: &str, cost: f64) -> serde_json::Value {
     let stage = |stage: &str, decision: &str, reason: &str| json!({"stage": stage, "decision": decision, "reason": reason, "duration_ms": 1.0});
+    let generation = |reason: &str| json!({"stage": "generation", "decision": "answered", "reason": reason, "duration_ms": 1.0, "cost_usd": cost});
     let mut list = vec![
         stage("normalise", "ok", "12 characters"),
         stage("readiness", "answerable", "profile version 1 serves"),
@@ -62,7 +64,7 @@ fn stages(outcome: &str) -> serde_json::Value {
             stage("exact_cache", "miss", "no cached answer"),
             stage("semantic_cache", "miss", "no cached question"),
             stage("retrieval", "passages", "3 of 40 candidates passed the cutoff 0.35"),
-            stage("generation", "answered", "smollm2 wrote 80 tokens"),
+            generation("smollm2 wrote 80 tokens"),
             stage("grounding", "ungrounded", "no statement is supported"),
             stage("escalation", "disabled", "the escalation target big-model is disabled"),
             stage("answer", "refused", "no grounded answer"),
@@ -71,7 +73,7 @@ fn stages(outcome: &str) -> serde_json::Value {
             stage("exact_cache", "miss", "no cached answer"),
             stage("semantic_cache", "miss", "no cached question"),
             stage("retrieval", "passages", "4 of 40 candidates passed the cutoff 0.35"),
-            stage("generation", "answered", "smollm2 wrote 60 tokens"),
+            generation("smollm2 wrote 60 tokens"),
             stage("grounding", "grounded", "2 statements supported"),
             stage("answer", "answered", "1 citations"),
         ]),
@@ -99,7 +101,7 @@ async fn record(lore: &Lore, run: &Run) {
                 grounded: !refused,
                 escalated: false,
                 model: None,
-                stages: stages(run.outcome),
+                stages: stages(run.outcome, run.cost),
                 input_tokens: 0,
                 output_tokens: 0,
                 estimated_cost_usd: if hit { 0.0 } else { run.cost },
@@ -277,6 +279,11 @@ async fn exercise(lore: &Lore) {
     assert_eq!(funnel("grounding", "ungrounded"), 1);
     assert_eq!(funnel("escalation", "disabled"), 1);
     assert_eq!(funnel("answer", "refused"), 1);
+    // The cost funnel carries what each stage's model calls cost: all of
+    // the day's spend was first-tier generation.
+    let generation = live.funnel.iter().find(|f| f.stage == "generation").unwrap();
+    assert!((generation.spend_usd - spend).abs() < 1e-12, "{}", generation.spend_usd);
+    assert!(live.funnel.iter().filter(|f| f.stage != "generation").all(|f| f.spend_usd == 0.0));
     let disabled = live.funnel.iter().find(|f| f.stage == "escalation").unwrap();
     assert_eq!(disabled.reason, "the escalation target big-model is disabled");
     let order: Vec<&str> = live.funnel.iter().map(|f| f.stage.as_str()).collect();
@@ -322,7 +329,7 @@ fn generated(at: DateTime<Utc>, question: String, refused: bool) -> answer_run::
         grounded: !refused,
         escalated: false,
         model: None,
-        stages: stages(if refused { "nothing" } else { "miss" }),
+        stages: stages(if refused { "nothing" } else { "miss" }, 0.001),
         input_tokens: 0,
         output_tokens: 0,
         estimated_cost_usd: 0.001,

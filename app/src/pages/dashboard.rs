@@ -122,12 +122,13 @@ fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
             <section class="funnel">
                 <h3>"Cache stages and cost funnel"</h3>
                 <table>
-                    <thead><tr><th>"Stage"</th><th>"Decision"</th><th>"Questions"</th><th>"Reason (example)"</th></tr></thead>
+                    <thead><tr><th>"Stage"</th><th>"Decision"</th><th>"Questions"</th><th>"Spend"</th><th>"Reason (example)"</th></tr></thead>
                     <tbody>
                         {data.funnel.iter().map(|f| view! {
                             <tr class="funnel-stage" data-stage=f.stage.clone() data-decision=f.decision.clone()>
                                 <td>{f.stage.replace('_', " ")}</td><td>{f.decision.clone()}</td>
-                                <td>{f.count}</td><td class="reason">{f.reason.clone()}</td>
+                                <td>{f.count}</td><td class="spend">{usd(f.estimated_spend_usd)}</td>
+                                <td class="reason">{f.reason.clone()}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>
