@@ -324,6 +324,10 @@ pub struct Version {
     pub created_at: chrono::DateTime<Utc>,
     pub evals: Option<serde_json::Value>,
     pub active: bool,
+    /// When this version last became the active one: set by [`active`]. A
+    /// cached answer made before then (under an earlier activation of the
+    /// same version, since restored) no longer serves.
+    pub activated_at: Option<chrono::DateTime<Utc>>,
 }
 
 fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
@@ -339,6 +343,7 @@ fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
         created_by: row.created_by,
         created_at: row.created_at,
         evals: row.evals,
+        activated_at: None,
     })
 }
 
@@ -405,7 +410,10 @@ pub async fn active(lore: &Lore) -> Result<Option<Version>> {
         .one(&lore.db)
         .await?
         .ok_or_else(|| Error::Internal("the active profile version is missing".into()))?;
-    Ok(Some(version_of(row, &profile.active_version_id)?))
+    let mut version = version_of(row, &profile.active_version_id)?;
+    // Every change of the active version (save, restore) stamps `updated_at`.
+    version.activated_at = Some(profile.updated_at);
+    Ok(Some(version))
 }
 
 /// Every version, newest first.

@@ -25,10 +25,13 @@
 //!   its cosine similarity reaches the version's gate.
 //!
 //! Either way an entry serves only while it is valid: younger than its
-//! maximum age (scaled by the volatility of the sources it cites, fixed when
-//! it is stored), grounded when the gates want that, and every cited chunk
-//! still stored with the same content hash. An invalid entry found on lookup
-//! is deleted. A new profile version never sees an older version's entries.
+//! maximum age (the gate's, scaled by the volatility the sources it cites
+//! have now: the answer pipeline decides it at lookup), grounded when the
+//! gates want that, and every cited chunk still stored with the same
+//! content hash. An invalid entry found on lookup
+//! is deleted. A new profile version never sees an older version's entries,
+//! nor a restored version those it made before it was restored; each new
+//! entry prunes the ones that can never serve again ([`AnswerCache::prune`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -74,18 +77,11 @@ pub struct Entry {
     pub question: String,
     pub profile_version: i32,
     pub created_at: DateTime<Utc>,
-    pub max_age_seconds: i64,
     pub grounded: bool,
     /// The answer as served (text, citations, model), as JSON.
     pub payload: serde_json::Value,
     pub cited: Vec<CitedChunk>,
     pub vector: Vec<f32>,
-}
-
-impl Entry {
-    pub fn expired(&self, now: DateTime<Utc>) -> bool {
-        (now - self.created_at).num_seconds() > self.max_age_seconds
-    }
 }
 
 pub struct AnswerCache {
@@ -102,6 +98,7 @@ pub struct AnswerCache {
 enum Write {
     Insert(Box<Entry>),
     Delete(String),
+    DeleteMany(Vec<String>),
     /// Answered once every write queued before it is applied.
     Flush(oneshot::Sender<()>),
 }
@@ -113,7 +110,6 @@ fn schema(dimensions: usize) -> SchemaRef {
         Field::new("question", DataType::Utf8, false),
         Field::new("profile_version", DataType::Int32, false),
         Field::new("created_at_ms", DataType::Int64, false),
-        Field::new("max_age_seconds", DataType::Int64, false),
         Field::new("grounded", DataType::Boolean, false),
         Field::new("payload", DataType::Utf8, false),
         Field::new("cited", DataType::Utf8, false),
@@ -123,8 +119,9 @@ fn schema(dimensions: usize) -> SchemaRef {
 
 impl AnswerCache {
     /// Opens the cache table at `uri`, creating it; a table of another vector
-    /// size (the embedding model changed) is dropped and made anew: a cache
-    /// loses nothing it cannot rebuild. Starts the table's writer task.
+    /// size (the embedding model changed) or another layout (an older Lore)
+    /// is dropped and made anew: a cache loses nothing it cannot rebuild.
+    /// Starts the table's writer task.
     pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
         let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
         let schema = schema(dimensions);
@@ -133,11 +130,12 @@ impl AnswerCache {
         if exists {
             let table = db.open_table(TABLE).execute().await.map_err(store_error)?;
             let stored = table.schema().await.map_err(store_error)?;
-            let same_size = matches!(
-                stored.field_with_name("vector").map(|f| f.data_type().clone()),
-                Ok(DataType::FixedSizeList(_, size)) if size as usize == dimensions
-            );
-            if same_size {
+            // Same columns of the same types (the vector's size among them).
+            let same_layout = stored.fields().len() == schema.fields().len()
+                && stored.fields().iter().zip(schema.fields()).all(|(found, wanted)| {
+                    found.name() == wanted.name() && found.data_type() == wanted.data_type()
+                });
+            if same_layout {
                 let stream = table.query().execute().await.map_err(store_error)?;
                 let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
                 let mut entries = Vec::new();
@@ -222,6 +220,27 @@ impl AnswerCache {
         self.queue(Write::Delete(id.to_owned())).await
     }
 
+    /// Drops every entry made before `before`: the pipeline passes the later
+    /// of the active version's activation (no entry made before it can serve
+    /// again, whatever its version) and the oldest age any source's
+    /// volatility allows. Lookups refuse such entries anyway; this bounds
+    /// what memory and the table keep. Returns how many went.
+    pub async fn prune(&self, before: DateTime<Utc>) -> Result<usize, IndexError> {
+        let mut dead = Vec::new();
+        self.write().retain(|entry| {
+            let live = entry.created_at >= before;
+            if !live {
+                dead.push(entry.id.clone());
+            }
+            live
+        });
+        let pruned = dead.len();
+        if !dead.is_empty() {
+            self.queue(Write::DeleteMany(dead)).await?;
+        }
+        Ok(pruned)
+    }
+
     /// Waits until every insert and delete made so far is in the table.
     pub async fn flush(&self) -> Result<(), IndexError> {
         let (done, applied) = oneshot::channel();
@@ -254,6 +273,7 @@ impl Writer {
                 Write::Delete(id) => {
                     self.table.delete(&format!("id = {}", quote(&id))).await.map(|_| ()).map_err(store_error)
                 }
+                Write::DeleteMany(ids) => self.delete_many(&ids).await,
                 Write::Flush(done) => {
                     let _ = done.send(());
                     continue;
@@ -272,6 +292,14 @@ impl Writer {
         }
     }
 
+    async fn delete_many(&self, ids: &[String]) -> Result<(), IndexError> {
+        for some in ids.chunks(500) {
+            let listed = some.iter().map(|id| quote(id)).collect::<Vec<_>>().join(", ");
+            self.table.delete(&format!("id IN ({listed})")).await.map_err(store_error)?;
+        }
+        Ok(())
+    }
+
     async fn append(&self, entry: &Entry) -> Result<(), IndexError> {
         let cited = serde_json::to_string(&entry.cited).map_err(store_error)?;
         let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
@@ -285,7 +313,6 @@ impl Writer {
                 Arc::new(StringArray::from(vec![entry.question.clone()])),
                 Arc::new(Int32Array::from(vec![entry.profile_version])),
                 Arc::new(Int64Array::from(vec![entry.created_at.timestamp_millis()])),
-                Arc::new(Int64Array::from(vec![entry.max_age_seconds])),
                 Arc::new(BooleanArray::from(vec![entry.grounded])),
                 Arc::new(StringArray::from(vec![entry.payload.to_string()])),
                 Arc::new(StringArray::from(vec![cited])),
@@ -310,7 +337,6 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
     let (id, question, payload, cited) = (text("id")?, text("question")?, text("payload")?, text("cited")?);
     let version = column::<Int32Array>(batch, "profile_version")?;
     let created = column::<Int64Array>(batch, "created_at_ms")?;
-    let max_age = column::<Int64Array>(batch, "max_age_seconds")?;
     let grounded = column::<BooleanArray>(batch, "grounded")?;
     let vectors = column::<FixedSizeListArray>(batch, "vector")?;
     (0..batch.num_rows())
@@ -327,7 +353,6 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
                 question: question.value(i).to_owned(),
                 profile_version: version.value(i),
                 created_at: DateTime::from_timestamp_millis(created.value(i)).unwrap_or_default(),
-                max_age_seconds: max_age.value(i),
                 grounded: grounded.value(i),
                 payload: serde_json::from_str(payload.value(i)).map_err(store_error)?,
                 cited: serde_json::from_str(cited.value(i)).map_err(store_error)?,
@@ -348,7 +373,6 @@ mod tests {
             question: question.into(),
             profile_version: version,
             created_at: Utc::now(),
-            max_age_seconds: 3600,
             grounded: true,
             payload: serde_json::json!({"answer": "stop, copy, start"}),
             cited: vec![CitedChunk { chunk_id: "d:0".into(), content_hash: "h1".into() }],
@@ -409,6 +433,46 @@ mod tests {
 
         let reopened = AnswerCache::open(&uri, 3).await.unwrap();
         assert_eq!(reopened.read().len(), writes);
+    }
+
+    #[tokio::test]
+    async fn pruning_drops_what_can_never_serve_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_string_lossy().to_string();
+        let cache = AnswerCache::open(&uri, 3).await.unwrap();
+        let now = Utc::now();
+        let minutes_ago = |minutes: i64| now - chrono::Duration::minutes(minutes);
+        let made = |question: &str, version: i32, minutes: i64| Entry {
+            created_at: minutes_ago(minutes),
+            ..entry(question, version, vec![1.0, 0.0, 0.0])
+        };
+        for entry in [
+            made("current", 2, 1),
+            made("a newer version's", 3, 2),
+            made("another version", 1, 15),
+            made("before the restore", 2, 20),
+            made("too old", 2, 90),
+        ] {
+            cache.insert(&entry).await.unwrap();
+        }
+
+        // Version 2 was made active 10 minutes ago.
+        assert_eq!(cache.prune(minutes_ago(10)).await.unwrap(), 3);
+        let mut left: Vec<String> = cache.read().iter().map(|e| e.question.clone()).collect();
+        left.sort();
+        assert_eq!(left, ["a newer version's", "current"]);
+        assert_eq!(cache.count().await.unwrap(), 2, "the table lost them too");
+        assert_eq!(cache.prune(minutes_ago(10)).await.unwrap(), 0);
+
+        // A table of an older layout (without a column) starts over.
+        drop(cache);
+        let db = lancedb::connect(&uri).execute().await.unwrap();
+        db.drop_table(TABLE, &[]).await.unwrap();
+        let older = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
+        db.create_empty_table(TABLE, older).execute().await.unwrap();
+        let reopened = AnswerCache::open(&uri, 3).await.unwrap();
+        reopened.insert(&made("current", 2, 1)).await.unwrap();
+        assert_eq!(reopened.count().await.unwrap(), 1);
     }
 
     #[test]

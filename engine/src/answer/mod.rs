@@ -19,7 +19,7 @@ pub mod runs;
 use std::collections::HashMap;
 use std::time::Instant;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::RetrievalState;
@@ -238,6 +238,7 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
         question: &question,
         snapshot: &version.snapshot,
         version: version.version,
+        activated_at: version.activated_at,
         enabled: &scope.sources,
         sources: assessment.sources(),
     };
@@ -272,10 +273,13 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
     let mut nearest = None;
     if gates.enabled {
         let found = answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES);
-        nearest = found.first().map(|(_, similarity)| *similarity);
         let mut decided = None;
+        // Why the first candidate above the gate could not serve, if one could not.
+        let mut invalid = None;
         for (entry, similarity) in found {
             if similarity < gates.min_similarity {
+                // The nearest entry still cached: the similarity to report.
+                nearest = Some(similarity);
                 break;
             }
             match run.validate(&entry).await? {
@@ -283,7 +287,12 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
                     decided = Some((entry, similarity));
                     break;
                 }
-                Err(_) => answer_cache.delete(&entry.id).await?,
+                Err(why) => {
+                    answer_cache.delete(&entry.id).await?;
+                    invalid.get_or_insert(format!(
+                        "a cached question {similarity:.3} similar was invalid: {why}"
+                    ));
+                }
             }
         }
         if let Some((entry, similarity)) = decided {
@@ -294,12 +303,17 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
             );
             return run.serve_cached(entry, "semantic", similarity, trace, started).await;
         }
-        let reason = match nearest {
+        let below = match nearest {
             Some(s) => format!(
-                "the nearest valid cached question is below the gate ({s:.3} < {:.2})",
+                "the nearest cached question is below the gate ({s:.3} < {:.2})",
                 gates.min_similarity
             ),
+            None if invalid.is_some() => "no valid one among the nearest".to_owned(),
             None => "no cached question under this version".to_owned(),
+        };
+        let reason = match invalid {
+            Some(invalid) => format!("{invalid}; {below}"),
+            None => below,
         };
         trace.stage("semantic_cache", "miss", reason);
     } else {
@@ -354,7 +368,24 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
         .await?
         .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
     let mut usage = Usage::default();
-    let first = run.generate(&generation, &messages).await?;
+    let first = match run.generate(&generation, &messages).await {
+        Ok(first) => first,
+        Err(err) => {
+            // The provider's reply and address stay in the log: the trace
+            // reaches API and widget callers.
+            tracing::warn!(error = %err, model = %generation.target.model, "the generation call failed");
+            trace.stage("generation", "failed", format!("{} did not answer", generation.target.model));
+            run.record_failure(
+                trace,
+                trace_passages,
+                cache_outcome,
+                generation.target.model.clone(),
+                started,
+            )
+            .await;
+            return Err(err);
+        }
+    };
     let cost = first.cost(&generation);
     usage.add(&first.completion, cost);
     trace.stage_costing(
@@ -392,21 +423,36 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
                 "disabled",
                 format!("the escalation target {} is {}", escalation.target.model, escalation.state.key()),
             ),
-            Some(escalation) => {
-                let second = run.generate(&escalation, &messages).await?;
-                let cost = second.cost(&escalation);
-                usage.add(&second.completion, cost);
-                let again =
-                    grounding::check(&question.text, &second.completion.text, &passage_texts, min_support);
-                trace.stage_costing(
-                    "escalation",
-                    if again.grounded { "grounded" } else { "ungrounded" },
-                    format!("{}: {}", escalation.target.model, again.reason),
-                    Some(cost),
-                );
-                served = (escalation.target.model.clone(), second.completion.text);
-                verdict = again;
-            }
+            Some(escalation) => match run.generate(&escalation, &messages).await {
+                Ok(second) => {
+                    let cost = second.cost(&escalation);
+                    usage.add(&second.completion, cost);
+                    let again = grounding::check(
+                        &question.text,
+                        &second.completion.text,
+                        &passage_texts,
+                        min_support,
+                    );
+                    trace.stage_costing(
+                        "escalation",
+                        if again.grounded { "grounded" } else { "ungrounded" },
+                        format!("{}: {}", escalation.target.model, again.reason),
+                        Some(cost),
+                    );
+                    served = (escalation.target.model.clone(), second.completion.text);
+                    verdict = again;
+                }
+                // The first tier's answer already failed the check: with no
+                // second opinion, the question is refused, as when unbound.
+                Err(err) => {
+                    tracing::warn!(error = %err, model = %escalation.target.model, "the escalation call failed");
+                    trace.stage(
+                        "escalation",
+                        "failed",
+                        format!("the escalation target {} did not answer", escalation.target.model),
+                    );
+                }
+            },
         }
     }
 
@@ -451,6 +497,8 @@ struct Run<'a> {
     question: &'a Normalised,
     snapshot: &'a Snapshot,
     version: i32,
+    /// When `version` last became active.
+    activated_at: Option<DateTime<Utc>>,
     /// The enabled sources, as the readiness assessment read them.
     enabled: &'a [String],
     /// Every source, as read with them.
@@ -509,23 +557,38 @@ impl Run<'_> {
         if entry.profile_version != self.version {
             return Ok(Err("it was made under another profile version".into()));
         }
-        if entry.expired(Utc::now()) {
-            return Ok(Err(format!("it is older than its {} s maximum age", entry.max_age_seconds)));
+        if self.activated_at.is_some_and(|activated| entry.created_at < activated) {
+            return Ok(Err("it was made before this version was last made active".into()));
         }
         if gates.grounded_only && !entry.grounded {
             return Ok(Err("it was not grounded".into()));
         }
         let ids: Vec<String> = entry.cited.iter().map(|c| c.chunk_id.clone()).collect();
         let stored = self.lore.chunks().await?.content_hashes(&ids).await?;
-        let current: HashMap<String, String> = stored
-            .into_iter()
-            .filter(|(_, (source, _))| self.enabled.contains(source))
-            .map(|(id, (_, hash))| (id, hash))
-            .collect();
-        if !cache::citations_current(&entry.cited, &current) {
+        let current: HashMap<String, (String, String)> =
+            stored.into_iter().filter(|(_, (source, _))| self.enabled.contains(source)).collect();
+        let hashes: HashMap<String, String> =
+            current.iter().map(|(id, (_, hash))| (id.clone(), hash.clone())).collect();
+        if !cache::citations_current(&entry.cited, &hashes) {
             return Ok(Err("a cited passage changed or disappeared".into()));
         }
+        // The cited sources' volatility as set now: turning a source to
+        // `high` shortens the life of the answers already cached from it.
+        let max_age =
+            cited_max_age(gates.max_age_seconds, current.values().map(|(source, _)| self.volatility(source)));
+        if (Utc::now() - entry.created_at).num_milliseconds() > max_age.saturating_mul(1000) {
+            return Ok(Err(format!("it is older than its {max_age} s maximum age")));
+        }
         Ok(Ok(()))
+    }
+
+    /// A source's volatility, as read with the readiness verdict.
+    fn volatility(&self, source_id: &str) -> sources::Volatility {
+        self.sources
+            .iter()
+            .find(|s| s.id == source_id)
+            .and_then(|s| sources::Volatility::parse(&s.volatility).ok())
+            .unwrap_or(sources::Volatility::Medium)
     }
 
     async fn serve_cached(
@@ -583,8 +646,40 @@ impl Run<'_> {
         self.record(answer, trace, started, 0.0, Some(gap)).await
     }
 
-    /// Caches a grounded answer, valid for the shortest maximum age among
-    /// the sources it cites.
+    /// Records a run whose first-tier model call failed: neither answered
+    /// nor refused (not a content gap), but counted, with its trace, so the
+    /// Dashboard shows the outage. The caller gets the error, so a failure
+    /// to record is only logged.
+    async fn record_failure(
+        &self,
+        trace: Tracer,
+        retrieval: Vec<TracePassage>,
+        cache: CacheOutcome,
+        model: String,
+        started: Instant,
+    ) {
+        let failed = Answer {
+            answer: String::new(),
+            refused: false,
+            grounded: false,
+            citations: Vec::new(),
+            cache,
+            profile_version: self.version,
+            trace: Trace {
+                id: String::new(),
+                stages: Vec::new(),
+                retrieval,
+                model: Some(model),
+                usage: Usage::default(),
+            },
+        };
+        if let Err(err) = self.record(failed, trace, started, 0.0, None).await {
+            tracing::warn!(error = %err, "could not record a failed run");
+        }
+    }
+
+    /// Caches a grounded answer (its maximum age is decided at each lookup,
+    /// from the cited sources' volatility then).
     async fn store(
         &self,
         answer_cache: &AnswerCache,
@@ -596,13 +691,18 @@ impl Run<'_> {
         if gates.grounded_only && !answer.grounded {
             return Ok(());
         }
+        // Entries that can never serve again go as this one comes: those
+        // made before this version was last made active (whatever their
+        // version), and those older than any source's volatility lets an
+        // answer live (a static one's). An entry made after this run read
+        // the profile belongs to a version activated since: it stays.
+        let longest = scaled_max_age(gates.max_age_seconds, sources::Volatility::Static);
+        let oldest = chrono::Duration::try_seconds(longest)
+            .and_then(|age| Utc::now().checked_sub_signed(age))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        answer_cache.prune(self.activated_at.map_or(oldest, |activated| activated.max(oldest))).await?;
         let cited: Vec<&Retrieved> =
             answer.citations.iter().filter_map(|c| passages.get(c.index - 1)).collect();
-        let volatilities = cited.iter().filter_map(|p| {
-            let source = self.sources.iter().find(|s| s.id == p.chunk.source_id)?;
-            Some(sources::Volatility::parse(&source.volatility).unwrap_or(sources::Volatility::Medium))
-        });
-        let max_age = cited_max_age(gates.max_age_seconds, volatilities);
         let payload = serde_json::to_value(CachedPayload {
             answer: answer.answer.clone(),
             citations: answer.citations.clone(),
@@ -615,7 +715,6 @@ impl Run<'_> {
             question: self.question.key.clone(),
             profile_version: self.version,
             created_at: Utc::now(),
-            max_age_seconds: max_age,
             grounded: answer.grounded,
             payload,
             cited: cited
