@@ -19,7 +19,7 @@ mod browser {
         }
         let status = response.status();
         match response.json::<ErrorBody>().await {
-            Ok(body) => Err(format!("{} ({})", body.error.message, body.error.code)),
+            Ok(body) => Err(body.error.shown()),
             Err(_) => Err(format!("The request failed with status {status}.")),
         }
     }

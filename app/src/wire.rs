@@ -169,6 +169,27 @@ pub struct ErrorDetail {
     pub details: Option<serde_json::Value>,
 }
 
+impl ErrorDetail {
+    /// What a `not_answerable` error lists as missing (`details.reasons`).
+    pub fn reasons(&self) -> Vec<String> {
+        let listed = self.details.as_ref().and_then(|d| d.get("reasons")).and_then(|r| r.as_array());
+        listed
+            .map(|list| list.iter().filter_map(|r| r.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The error as the console shows it: the message, the stable code and,
+    /// when it lists them, what is missing.
+    pub fn shown(&self) -> String {
+        let reasons = self.reasons();
+        if reasons.is_empty() {
+            format!("{} ({})", self.message, self.code)
+        } else {
+            format!("{} ({}): {}", self.message, self.code, reasons.join(" "))
+        }
+    }
+}
+
 /// A provider type the console offers (`GET /admin/providers/`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProviderPresetView {
@@ -271,6 +292,10 @@ pub struct KeyView {
 pub struct CreatedKey {
     pub key: KeyView,
     pub raw_key: String,
+    /// For a widget key: the `<script>` tag to paste into a page, loading
+    /// the widget from `server.base_url` (the address visitors reach).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
 }
 
 /// A persona of the catalogue.

@@ -10,7 +10,7 @@ use engine::settings::Secret;
 use engine::{Lore, Settings};
 
 use crate::cli::{KeysCommand, ProvidersCommand};
-use crate::http::access::key_view;
+use crate::http::access::{created_key, key_view};
 use crate::http::error::ApiError;
 use crate::http::providers::{account_view, overview, target_view};
 
@@ -122,14 +122,18 @@ pub async fn keys(settings: Settings, command: KeysCommand) -> anyhow::Result<()
             )
             .await
             .map_err(fail)?;
+            let created = created_key(&lore, key, raw);
             if json {
-                print_json(&serde_json::json!({
-                    "key": key_view(keys::KeySummary::of(key, 0, 0.0)),
-                    "raw_key": raw,
-                }));
+                print_json(&created);
             } else {
-                println!("{raw}");
-                eprintln!("This is the only time the key is shown; store it now. Its id is {}.", key.id);
+                println!("{}", created.raw_key);
+                eprintln!(
+                    "This is the only time the key is shown; store it now. Its id is {}.",
+                    created.key.id
+                );
+                if let Some(snippet) = &created.snippet {
+                    eprintln!("Paste this into a page of an allowed origin:\n{snippet}");
+                }
             }
         }
         KeysCommand::List { json } => {

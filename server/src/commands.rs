@@ -24,10 +24,18 @@ async fn open(settings: Settings) -> anyhow::Result<Lore> {
     Lore::open(settings).await.context("opening Lore")
 }
 
-/// An engine error as the CLI shows it: the stable code and the message.
+/// An engine error as the CLI shows it: the message, the stable code and,
+/// for `not_answerable`, what is missing, one reason a line.
 fn fail(err: impl Into<ApiError>) -> anyhow::Error {
-    let (_, code, message) = err.into().parts();
-    anyhow::anyhow!("{message} [{code}]")
+    let err = err.into();
+    let (_, code, message) = err.parts();
+    let shown = app::wire::ErrorDetail { code: code.to_owned(), message, details: err.details() };
+    let mut text = format!("{} [{}]", shown.message, shown.code);
+    for reason in shown.reasons() {
+        text.push_str("\n  - ");
+        text.push_str(&reason);
+    }
+    anyhow::anyhow!(text)
 }
 
 fn print_json(value: &impl serde::Serialize) {

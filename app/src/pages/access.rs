@@ -54,45 +54,36 @@ pub fn Access() -> impl IntoView {
 /// The one time a raw key is visible.
 #[component]
 fn OnceShown(created: CreatedKey, dismiss: impl Fn() + Send + Sync + 'static) -> impl IntoView {
-    let raw = created.raw_key.clone();
-    let copied = RwSignal::new(false);
-    let copy = move |_| {
-        #[cfg(feature = "hydrate")]
-        if let Some(window) = web_sys::window() {
-            let _ = window.navigator().clipboard().write_text(&raw);
-            copied.set(true);
+    let copied = RwSignal::new(None::<&'static str>);
+    // Copies `text` and says which of the two was copied.
+    let copy = move |what: &'static str, text: String| {
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            if let Some(window) = web_sys::window() {
+                let _ = window.navigator().clipboard().write_text(&text);
+                copied.set(Some(what));
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (what, &text);
         }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = &raw;
     };
-    let snippet = (created.key.kind == "widget").then(|| {
-        format!(
-            "<script src=\"{}/widget.js\" data-key=\"{}\" async></script>",
-            lore_origin(),
-            created.raw_key
-        )
-    });
+    let label = move |what: &'static str, idle: &'static str| {
+        move || if copied.get() == Some(what) { "Copied" } else { idle }
+    };
     view! {
         <div class="panel once-shown" role="alert">
             <h2>{format!("Your new key “{}”", created.key.name)}</h2>
             <p>"Copy it now: it is shown only this once and cannot be retrieved later."</p>
             <code class="raw-key">{created.raw_key.clone()}</code>
-            <button type="button" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
-            {snippet.map(|s| view! { <p>"Widget snippet: paste it into a page of one of the key's allowed origins."</p><pre class="snippet">{s}</pre> })}
+            <button type="button" on:click=copy("key", created.raw_key.clone())>{label("key", "Copy")}</button>
+            {created.snippet.clone().map(|s| view! {
+                <p>"Widget snippet: paste it into a page of one of the key's allowed origins."</p>
+                <pre class="snippet">{s.clone()}</pre>
+                <button type="button" class="copy-snippet" on:click=copy("snippet", s)>{label("snippet", "Copy snippet")}</button>
+            })}
             <button type="button" class="secondary" on:click=move |_| dismiss()>"Done"</button>
         </div>
     }
-}
-
-/// This server's origin as the browser reached it: where a widget snippet
-/// loads the script from. Keys are created from the hydrated page, so the
-/// server-rendered fallback is never shown.
-fn lore_origin() -> String {
-    #[cfg(feature = "hydrate")]
-    if let Some(origin) = web_sys::window().and_then(|window| window.location().origin().ok()) {
-        return origin;
-    }
-    "https://lore.example".to_owned()
 }
 
 #[component]

@@ -65,8 +65,25 @@ pub async fn create(
         origins: r.origins,
         rate_limit_per_minute: r.rate_limit_per_minute,
     };
-    let (key, raw_key) = keys::create(&state.lore, &Actor::Account(admin.0.account_id.clone()), new).await?;
-    Ok((StatusCode::CREATED, Json(CreatedKey { key: key_view(KeySummary::of(key, 0, 0.0)), raw_key })))
+    let lore = &state.lore;
+    let (key, raw_key) = keys::create(lore, &Actor::Account(admin.0.account_id.clone()), new).await?;
+    Ok((StatusCode::CREATED, Json(created_key(lore, key, raw_key))))
+}
+
+/// The creation reply: the key, its raw value and, for a widget key, the
+/// snippet that embeds the widget.
+pub fn created_key(
+    lore: &engine::Lore,
+    key: engine::entities::access_key::Model,
+    raw_key: String,
+) -> CreatedKey {
+    let snippet = (key.kind == keys::KeyKind::Widget.key()).then(|| {
+        format!(
+            "<script src=\"{}/widget.js\" data-key=\"{raw_key}\" async></script>",
+            lore.settings.base_url()
+        )
+    });
+    CreatedKey { key: key_view(KeySummary::of(key, 0, 0.0)), raw_key, snippet }
 }
 
 pub async fn revoke(

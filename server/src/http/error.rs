@@ -48,12 +48,13 @@ impl From<AuthError> for ApiError {
 impl ApiError {
     /// For callers outside the console (API keys, the widget, whose key any
     /// visitor of the page can read): a failed provider call's message names
-    /// the provider's address and repeats its reply, and the readiness
-    /// reasons name accounts, models, paths and probe errors; all of that is
-    /// for the admin. Such callers get the same codes with a plain message
-    /// and, for `not_answerable`, the concerns that fail (`provider`,
-    /// `indexing`, ...: the key each reason starts with) without their
-    /// details; the log keeps the rest. Used by `/answer` and `/retrieve`.
+    /// the provider's address and repeats its reply, the readiness reasons
+    /// name accounts, models, paths and probe errors, and a failing-closed
+    /// reason names the embedding models; all of that is for the admin.
+    /// Such callers get the same codes with a plain message and, for
+    /// `not_answerable`, the concerns that fail (`provider`, `indexing`, ...:
+    /// the key each reason starts with) without their details; the log
+    /// keeps the rest. Used by `/answer` and `/retrieve`.
     pub fn public(err: engine::Error) -> Self {
         match err {
             engine::Error::Provider(ProviderError::Call(call)) => {
@@ -67,6 +68,13 @@ impl ApiError {
                     .map(str::to_owned)
                     .collect();
                 ApiError::Engine(engine::Error::NotAnswerable(concerns))
+            }
+            // The reason names the embedding models: the admin's to read.
+            engine::Error::RetrievalFailingClosed(why) => {
+                tracing::warn!(reason = %why, "retrieval is failing closed");
+                ApiError::Engine(engine::Error::RetrievalFailingClosed(
+                    "the index must be rebuilt before Lore can search it".into(),
+                ))
             }
             other => ApiError::Engine(other),
         }

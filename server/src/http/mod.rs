@@ -94,12 +94,14 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed);
 
     // Key-authenticated, no cookie: outside the cross-origin guard (see
-    // `public`), behind the one x-api-key layer.
+    // `public`), behind the one x-api-key layer. A route layer: a method a
+    // path does not take is 405 before any key is asked for. OPTIONS on
+    // /answer is the widget's CORS preflight, which the layer answers.
     let public = Router::new()
         .route("/retrieve", post(public::retrieve))
         .route("/answer", post(answer::public_answer).options(|| async {}))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), public::api_key));
+        .route_layer(middleware::from_fn_with_state(state.clone(), public::api_key));
 
     let app = api
         .merge(crate::console::routes(&state))

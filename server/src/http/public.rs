@@ -4,9 +4,9 @@
 //! path, lets `engine::keys::authenticate` decide (known, active, in scope,
 //! widget origin and rate), puts the [`Caller`] on the request, records the
 //! key's usage after the handler ran, and sends CORS headers only to origins
-//! an active widget key allows. These routes sit outside the console's
-//! cross-origin guard: they carry no cookie, so a foreign page cannot ride
-//! an admin's session through them.
+//! an active widget key allows, and on a success only for a widget key.
+//! These routes sit outside the console's cross-origin guard: they carry no
+//! cookie, so a foreign page cannot ride an admin's session through them.
 
 use std::time::Instant;
 
@@ -65,9 +65,10 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
     let (mut response, allowed_origin) =
         match keys::authenticate(&lore, raw.as_deref(), scope, origin.as_deref()).await {
             Ok(caller) => {
-                // A widget key passed only from an origin it lists.
-                let allowed_origin =
-                    caller.kind == keys::KeyKind::Widget || listed(&lore, origin.as_deref()).await;
+                // A widget key passed only from an origin it lists. A secret
+                // key is never for a web page: no browser may read its
+                // answers, whatever origin asked.
+                let allowed_origin = caller.kind == keys::KeyKind::Widget;
                 let key_id = caller.key_id.clone();
                 request.extensions_mut().insert(caller);
                 let response = next.run(request).await;
@@ -89,7 +90,7 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
 }
 
 /// Whether some active widget key lists `origin`. A query, so the layer asks
-/// only when the key check has not already answered it.
+/// only for preflights and errors (the widget reads its errors too).
 async fn listed(lore: &engine::Lore, origin: Option<&str>) -> bool {
     match origin {
         Some(origin) => keys::origin_allowed(lore, origin).await.unwrap_or(false),
@@ -144,12 +145,23 @@ pub struct TraceStage {
     pub duration_ms: f64,
 }
 
+/// One result's scores: the fused one and each mode's.
+#[derive(Debug, schemars::JsonSchema, Serialize)]
+pub struct ResultScores {
+    pub chunk_id: String,
+    pub score: f32,
+    /// Cosine similarity of the query's and the chunk's embeddings.
+    pub vector_score: f32,
+    /// BM25 score of the full-text search, when the chunk matched it.
+    pub text_score: Option<f32>,
+}
+
 #[derive(Debug, schemars::JsonSchema, Serialize)]
 pub struct RetrieveTrace {
     pub id: String,
     pub stages: Vec<TraceStage>,
-    /// Per result: the fused score and the score of each mode.
-    pub retrieval: Vec<serde_json::Value>,
+    /// Per result, in order: the fused score and the score of each mode.
+    pub retrieval: Vec<ResultScores>,
 }
 
 #[derive(Debug, schemars::JsonSchema, Serialize)]
@@ -181,13 +193,11 @@ pub async fn retrieve(
     let retrieval = found
         .results
         .iter()
-        .map(|r| {
-            serde_json::json!({
-                "chunk_id": r.chunk.id,
-                "score": r.score,
-                "vector_score": r.vector_score,
-                "text_score": r.text_score,
-            })
+        .map(|r| ResultScores {
+            chunk_id: r.chunk.id.clone(),
+            score: r.score,
+            vector_score: r.vector_score,
+            text_score: r.text_score,
         })
         .collect();
     let results = found

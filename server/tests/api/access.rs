@@ -87,6 +87,10 @@ async fn a_key_is_shown_once_and_the_public_layer_enforces_status_and_scope() {
     let wrong_method = public.get(app.url("/retrieve")).header("x-api-key", spare).send().await.unwrap();
     assert_eq!(wrong_method.status(), 405);
     assert_eq!(wrong_method.json::<Value>().await.unwrap()["error"]["code"], "method_not_allowed");
+    // The method is wrong whoever asks: no key check stands before that answer.
+    let keyless = public.get(app.url("/answer")).send().await.unwrap();
+    assert_eq!(keyless.status(), 405);
+    assert_eq!(keyless.json::<Value>().await.unwrap()["error"]["code"], "method_not_allowed");
     // In-process: over TCP the server's early reply races the rest of the upload.
     let huge = json!({"query": "x".repeat(3 * 1024 * 1024)}).to_string();
     let request = axum::http::Request::post("/retrieve")
@@ -194,6 +198,68 @@ async fn widget_keys_get_cors_only_for_their_origins() {
         .unwrap();
     assert_eq!(passed.status(), 422);
     assert_eq!(passed.headers()["access-control-allow-origin"], "https://docs.example.com");
+
+    // Outside a web page (no Origin) a widget key is refused.
+    let pageless = public
+        .post(app.url("/answer"))
+        .header("x-api-key", &raw)
+        .json(&json!({"question": 42}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pageless.status(), 403);
+    assert_eq!(pageless.json::<Value>().await.unwrap()["error"]["code"], "origin_not_allowed");
+
+    // A secret key pasted into a page, even one a widget key lists, is let
+    // through the key check but gets no CORS: no browser may read it.
+    let secret: Value = app
+        .post_json("/admin/keys", json!({"name": "backend", "kind": "secret", "scopes": ["answer"]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let embedded = public
+        .post(app.url("/answer"))
+        .header("origin", "https://docs.example.com")
+        .header("x-api-key", secret["raw_key"].as_str().unwrap())
+        .json(&json!({"question": 42}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(embedded.status(), 422, "the key check passed");
+    assert!(embedded.headers().get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn a_widget_key_over_its_rate_gets_429_with_cors_so_the_widget_can_say_so() {
+    let app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    let created: Value = app
+        .post_json(
+            "/admin/keys",
+            json!({"name": "docs widget", "kind": "widget", "origins": ["https://docs.example.com"],
+                   "rate_limit_per_minute": 2}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let raw = created["raw_key"].as_str().unwrap().to_owned();
+    let ask = || {
+        reqwest::Client::new()
+            .post(app.url("/answer"))
+            .header("origin", "https://docs.example.com")
+            .header("x-api-key", &raw)
+            .json(&json!({"question": 42}))
+            .send()
+    };
+    for _ in 0..2 {
+        assert_eq!(ask().await.unwrap().status(), 422, "within the rate: the handler answers");
+    }
+    let over = ask().await.unwrap();
+    assert_eq!(over.status(), 429);
+    assert_eq!(over.headers()["access-control-allow-origin"], "https://docs.example.com");
+    assert_eq!(over.json::<Value>().await.unwrap()["error"]["code"], "rate_limited");
 }
 
 #[tokio::test]
