@@ -62,6 +62,71 @@ mod browser {
         }
     }
 
+    /// POSTs `body` asking for server-sent events, and calls
+    /// `on_event(name, data)` for each event as it arrives. A refusal before
+    /// the stream starts (an HTTP error) comes back as the error sentence.
+    pub async fn stream<B: Serialize>(
+        url: &str,
+        body: &B,
+        mut on_event: impl FnMut(&str, &str),
+    ) -> Result<(), String> {
+        use wasm_bindgen::{JsCast, JsValue};
+        const UNREADABLE: &str = "This browser cannot read a streamed reply.";
+        let request = Request::post(url)
+            .header("accept", "text/event-stream")
+            .json(body)
+            .map_err(|err| format!("The request could not be built: {err}"))?;
+        let response = request.send().await.map_err(unreachable)?;
+        if !response.ok() {
+            return read::<serde_json::Value>(response).await.map(|_| ());
+        }
+        let body: JsValue = response.body().ok_or(UNREADABLE)?.into();
+        // The stream's reader, called by name: its web-sys types change
+        // between releases, the JavaScript API does not.
+        let call = |target: &JsValue, method: &str| -> Result<JsValue, String> {
+            let function = js_sys::Reflect::get(target, &JsValue::from_str(method))
+                .ok()
+                .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+                .ok_or(UNREADABLE)?;
+            function.call0(target).map_err(|_| UNREADABLE.to_owned())
+        };
+        let reader = call(&body, "getReader")?;
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let read =
+                call(&reader, "read")?.dyn_into::<js_sys::Promise>().map_err(|_| UNREADABLE.to_owned())?;
+            let chunk = wasm_bindgen_futures::JsFuture::from(read)
+                .await
+                .map_err(|_| "The reply broke off; please try again.".to_owned())?;
+            let field = |name: &str| {
+                js_sys::Reflect::get(&chunk, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
+            };
+            let value = field("value");
+            if !value.is_undefined() {
+                pending.extend(js_sys::Uint8Array::new(&value).to_vec());
+            }
+            while let Some(end) = pending.windows(2).position(|pair| pair == b"\n\n") {
+                let block: Vec<u8> = pending.drain(..end + 2).collect();
+                let block = String::from_utf8_lossy(&block);
+                let mut name = "message";
+                let mut data = Vec::new();
+                for line in block.lines() {
+                    if let Some(event) = line.strip_prefix("event:") {
+                        name = event.trim();
+                    } else if let Some(line) = line.strip_prefix("data:") {
+                        data.push(line.strip_prefix(' ').unwrap_or(line));
+                    }
+                }
+                if !data.is_empty() {
+                    on_event(name, &data.join("\n"));
+                }
+            }
+            if field("done").as_bool().unwrap_or(true) {
+                return Ok(());
+            }
+        }
+    }
+
     /// DELETE without a body; success has no content.
     pub async fn delete(url: &str) -> Result<(), String> {
         let response = Request::delete(url).send().await.map_err(unreachable)?;
@@ -119,6 +184,14 @@ mod server {
     }
 
     pub async fn delete(_url: &str) -> Result<(), String> {
+        Err(BROWSER_ONLY.into())
+    }
+
+    pub async fn stream<B: Serialize>(
+        _url: &str,
+        _body: &B,
+        _on_event: impl FnMut(&str, &str),
+    ) -> Result<(), String> {
         Err(BROWSER_ONLY.into())
     }
 

@@ -738,6 +738,18 @@ mod from_engine {
         }
     }
 
+    impl From<engine::answer::Stage> for StageView {
+        fn from(s: engine::answer::Stage) -> Self {
+            Self {
+                stage: s.stage,
+                decision: s.decision,
+                reason: s.reason,
+                duration_ms: s.duration_ms,
+                cost_usd: s.cost_usd,
+            }
+        }
+    }
+
     impl From<engine::answer::Answer> for AnswerResponse {
         fn from(a: engine::answer::Answer) -> Self {
             use engine::answer::CacheStatus;
@@ -772,18 +784,7 @@ mod from_engine {
                 profile_version: a.profile_version,
                 trace: TraceView {
                     id: a.trace.id,
-                    stages: a
-                        .trace
-                        .stages
-                        .into_iter()
-                        .map(|s| StageView {
-                            stage: s.stage,
-                            decision: s.decision,
-                            reason: s.reason,
-                            duration_ms: s.duration_ms,
-                            cost_usd: s.cost_usd,
-                        })
-                        .collect(),
+                    stages: a.trace.stages.into_iter().map(StageView::from).collect(),
                     retrieval: a
                         .trace
                         .retrieval

@@ -73,6 +73,8 @@ test('the Playground answers with citations and a trace, and the corpus diagnost
   await hydrated(page);
   await page.fill('textarea[name=question]', 'What does guide 4 explain?');
   await page.getByRole('button', { name: 'Ask' }).click();
+  // While the model writes, the stages already done show as they end.
+  await page.locator('ol.live-stages li[data-stage="retrieval"]').waitFor({ timeout: 60_000 });
   const panel = page.locator('.panel.answer');
   await panel.waitFor({ timeout: 120_000 });
   assert.equal(await panel.getAttribute('data-refused'), 'false', await panel.innerText());
@@ -107,6 +109,7 @@ test('the widget snippet from the Access screen answers on a page of an allowed 
   await page.selectOption('select[name=kind]', 'widget');
   await page.fill('input[name=origins]', origin);
   await page.getByRole('button', { name: 'Create key' }).click();
+  // The snippet loads the widget from server.base_url (here the address the admin uses too).
   const snippet = (await page.locator('pre.snippet').innerText()).trim();
   const raw = (await page.locator('code.raw-key').innerText()).trim();
   assert.equal(snippet, `<script src="${lore.baseUrl}/widget.js" data-key="${raw}" async></script>`);
@@ -124,7 +127,17 @@ test('the widget snippet from the Access screen answers on a page of an allowed 
   const cite = widget.locator('ol.cites li a', { hasText: 'Guide 4' });
   await cite.waitFor({ timeout: 120_000 });
   assert.equal(await cite.getAttribute('href'), `${site.url}/docs/page-4`);
-  assert.notEqual(await widget.locator('p.a').last().textContent(), '…');
+  // Numbered as the answer cites its passages, not 1, 2, 3 by position.
+  assert.match(await cite.locator('xpath=..').getAttribute('value'), /^[1-9]\d*$/);
+  const answer = widget.locator('p.a').last();
+  assert.equal(await answer.getAttribute('class'), 'a');
+  assert.ok((await answer.textContent()).length > 20);
+  // Ready for the next question once the stream has closed.
+  await widget.locator('button.ask:not([disabled])').waitFor();
+  // Escape closes the panel and gives the focus back to the launcher.
+  await widget.locator('input[name=question]').press('Escape');
+  assert.equal(await widget.locator('section.panel').isVisible(), false);
+  assert.equal(await widget.locator('button.launcher').getAttribute('aria-expanded'), 'false');
   await visitor.close();
 });
 

@@ -8,6 +8,11 @@
  * The key is a widget key: it may only answer, only from the origins it
  * lists, at its rate limit. Everything renders inside a shadow root, so the
  * host page's styles do not leak in and ours do not leak out.
+ *
+ * The answer is streamed (server-sent events over fetch): while Lore works,
+ * each stage it finishes updates the status line (searching, writing,
+ * checking); the answer's text follows once it has passed the grounding
+ * check, then its citations, numbered as the text cites them.
  */
 (function () {
   'use strict';
@@ -24,26 +29,31 @@
   root.innerHTML =
     '<style>' +
     ':host{all:initial}' +
+    '.launcher,.panel{z-index:2147483000}' +
     '.launcher{position:fixed;right:20px;bottom:20px;border:0;border-radius:24px;padding:12px 18px;' +
     'background:#1f4e79;color:#fff;font:600 14px system-ui,sans-serif;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.25)}' +
     '.panel{position:fixed;right:20px;bottom:76px;width:360px;max-width:calc(100vw - 40px);max-height:70vh;display:none;' +
     'flex-direction:column;background:#fff;color:#1b1b1b;border-radius:10px;box-shadow:0 4px 24px rgba(0,0,0,.25);' +
     'font:14px/1.45 system-ui,sans-serif;overflow:hidden}' +
     '.panel.open{display:flex}' +
-    'header{padding:10px 14px;background:#1f4e79;color:#fff;font-weight:600}' +
+    'header{display:flex;align-items:center;justify-content:space-between;padding:10px 14px;background:#1f4e79;color:#fff;font-weight:600}' +
+    'button.close{border:0;background:transparent;color:#fff;font:600 18px/1 system-ui,sans-serif;cursor:pointer;padding:0 2px}' +
     '.log{flex:1;overflow:auto;padding:10px 14px}' +
     '.q{font-weight:600;margin:10px 0 4px}' +
     '.a{white-space:pre-wrap}' +
+    '.a.pending{color:#6b6b6b;font-style:italic}' +
     '.a.refused{color:#6b6b6b}' +
-    '.cites{margin:6px 0 0;padding-left:18px;font-size:13px}' +
+    '.cites{margin:6px 0 0;padding-left:26px;font-size:13px}' +
     '.error{color:#a4262c}' +
     'form{display:flex;gap:6px;padding:10px;border-top:1px solid #e3e3e3}' +
     'input{flex:1;padding:8px;border:1px solid #c8c8c8;border-radius:6px;font:inherit}' +
     'button.ask{padding:8px 12px;border:0;border-radius:6px;background:#1f4e79;color:#fff;font:inherit;cursor:pointer}' +
+    'button:disabled,input:read-only{opacity:.6;cursor:progress}' +
     '</style>' +
     '<button class="launcher" type="button" aria-expanded="false"></button>' +
-    '<section class="panel" role="dialog" aria-label="">' +
-    '<header></header><div class="log" aria-live="polite"></div>' +
+    '<section class="panel" aria-label="">' +
+    '<header><span class="title"></span><button class="close" type="button" aria-label="Close">×</button></header>' +
+    '<div class="log" aria-live="polite"></div>' +
     '<form><input name="question" autocomplete="off" placeholder="Type your question" aria-label="Your question">' +
     '<button class="ask" type="submit">Ask</button></form></section>';
 
@@ -52,14 +62,25 @@
   var log = root.querySelector('.log');
   var form = root.querySelector('form');
   var input = root.querySelector('input');
+  var ask = root.querySelector('button.ask');
   launcher.textContent = title;
   panel.setAttribute('aria-label', title);
-  root.querySelector('header').textContent = title;
+  root.querySelector('.title').textContent = title;
 
-  launcher.addEventListener('click', function () {
-    var open = panel.classList.toggle('open');
+  function setOpen(open) {
+    panel.classList.toggle('open', open);
     launcher.setAttribute('aria-expanded', String(open));
     if (open) input.focus();
+    else launcher.focus();
+  }
+  launcher.addEventListener('click', function () {
+    setOpen(!panel.classList.contains('open'));
+  });
+  root.querySelector('button.close').addEventListener('click', function () {
+    setOpen(false);
+  });
+  panel.addEventListener('keydown', function (event) {
+    if (event.key === 'Escape') setOpen(false);
   });
 
   function add(tag, className, text) {
@@ -80,50 +101,135 @@
     }
   }
 
+  // What the visitor reads while a stage of the run is under way.
+  var STATUS = {
+    readiness: 'Searching the documentation…',
+    semantic_cache: 'Searching the documentation…',
+    retrieval: 'Reading what was found…',
+    prompt: 'Writing an answer…',
+    generation: 'Checking the answer against the sources…',
+    grounding: 'Checking the answer against the sources…',
+    escalation: 'Checking the answer against the sources…',
+  };
+
+  function showCitations(citations) {
+    if (!citations || !citations.length) return;
+    var list = add('ol', 'cites');
+    citations.forEach(function (c) {
+      var item = document.createElement('li');
+      // Numbered as the answer's text cites it: [2] is item 2.
+      item.value = c.index;
+      var href = c.url && safeUrl(c.url);
+      var label = c.title || c.url || 'Source';
+      if (href) {
+        var link = document.createElement('a');
+        link.href = href;
+        link.target = '_blank';
+        link.rel = 'noopener noreferrer';
+        link.textContent = label;
+        item.appendChild(link);
+      } else {
+        item.textContent = label;
+      }
+      list.appendChild(item);
+    });
+  }
+
+  /** Reads server-sent events from `response`, calling `on(event, data)`. */
+  function readEvents(response, on) {
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    var buffered = '';
+    function dispatch(block) {
+      var name = 'message';
+      var data = [];
+      block.split('\n').forEach(function (line) {
+        if (line.indexOf('event:') === 0) name = line.slice(6).trim();
+        else if (line.indexOf('data:') === 0) data.push(line.slice(5).replace(/^ /, ''));
+      });
+      if (data.length) on(name, JSON.parse(data.join('\n')));
+    }
+    function pump() {
+      return reader.read().then(function (chunk) {
+        buffered += decoder.decode(chunk.value || new Uint8Array(), { stream: !chunk.done });
+        var blocks = buffered.split(/\r?\n\r?\n/);
+        buffered = chunk.done ? '' : blocks.pop();
+        blocks.forEach(function (block) {
+          if (block.trim()) dispatch(block);
+        });
+        if (!chunk.done) return pump();
+      });
+    }
+    return pump();
+  }
+
+  /** The error a failed reply carries, whatever its body is. */
+  function failure(response) {
+    return response
+      .json()
+      .then(
+        function (body) {
+          return (body && body.error && body.error.message) || null;
+        },
+        function () {
+          return null;
+        }
+      )
+      .then(function (message) {
+        throw new Error(message || 'Lore could not answer (status ' + response.status + ').');
+      });
+  }
+
+  // While an answer is on its way the field is read-only (not disabled, so
+  // it keeps the focus and Escape still closes the panel).
+  function setBusy(busy) {
+    input.readOnly = busy;
+    ask.disabled = busy;
+  }
+
   form.addEventListener('submit', function (event) {
     event.preventDefault();
     var question = input.value.trim();
-    if (!question) return;
+    if (!question || input.readOnly) return;
     input.value = '';
     add('p', 'q', question);
-    var pending = add('p', 'a', '…');
+    var pending = add('p', 'a pending', 'Searching the documentation…');
+    var streamed = '';
+    var finished = false;
+    setBusy(true);
     fetch(base + '/answer', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify({ question: question }),
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': key },
+      body: JSON.stringify({ question: question, stream: true }),
     })
       .then(function (response) {
-        return response.json().then(function (body) {
-          if (!response.ok) throw new Error((body.error && body.error.message) || 'Lore could not answer.');
-          return body;
+        if (!response.ok) return failure(response);
+        return readEvents(response, function (name, data) {
+          if (name === 'stage' && !streamed && STATUS[data.stage]) {
+            pending.textContent = STATUS[data.stage];
+          } else if (name === 'token') {
+            streamed += data.text;
+            pending.className = 'a';
+            pending.textContent = streamed;
+          } else if (name === 'answer') {
+            finished = true;
+            pending.className = data.refused ? 'a refused' : 'a';
+            pending.textContent = data.answer;
+            showCitations(data.citations);
+          } else if (name === 'error') {
+            throw new Error((data.error && data.error.message) || 'Lore could not answer.');
+          }
+          log.scrollTop = log.scrollHeight;
+        }).then(function () {
+          if (!finished) throw new Error('The answer was cut off; please ask again.');
         });
-      })
-      .then(function (body) {
-        pending.textContent = body.answer;
-        if (body.refused) pending.classList.add('refused');
-        if (body.citations && body.citations.length) {
-          var list = add('ol', 'cites');
-          body.citations.forEach(function (c) {
-            var item = document.createElement('li');
-            var href = c.url && safeUrl(c.url);
-            var label = c.title || c.url || 'Source';
-            if (href) {
-              var link = document.createElement('a');
-              link.href = href;
-              link.target = '_blank';
-              link.rel = 'noopener noreferrer';
-              link.textContent = label;
-              item.appendChild(link);
-            } else {
-              item.textContent = label;
-            }
-            list.appendChild(item);
-          });
-        }
       })
       .catch(function (error) {
         pending.className = 'a error';
         pending.textContent = error.message;
+      })
+      .then(function () {
+        setBusy(false);
       });
   });
 

@@ -4,13 +4,13 @@
 //!   citations, cache hit or miss, the full trace with the cost funnel.
 //! - **Profile retrieval**: what the active profile version retrieves, with
 //!   its resolved scope (the enabled sources) and settings.
-//! - **Corpus diagnostic**: the whole corpus searched directly, no cutoff,
-//!   with each mode's raw score.
+//! - **Corpus diagnostic**: the whole corpus (disabled sources too) searched
+//!   directly, no cutoff, with each mode's raw score.
 
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{AnswerResponse, ProfileRetrievalView, SearchResults};
+use crate::wire::{AnswerResponse, ErrorBody, ProfileRetrievalView, SearchResults, StageView};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -32,6 +32,11 @@ pub fn Playground() -> impl IntoView {
     let question = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let outcome = RwSignal::new(None::<Result<Outcome, String>>);
+    // Bumped by every question and every change of mode: a reply that comes
+    // back after either is stale and is not shown.
+    let asked = RwSignal::new(0_u64);
+    // The answer run's stages as they end, shown while it works.
+    let live = RwSignal::new(Vec::<StageView>::new());
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -39,13 +44,16 @@ pub fn Playground() -> impl IntoView {
         let chosen = mode.get();
         busy.set(true);
         outcome.set(None);
+        asked.update(|n| *n += 1);
+        live.set(Vec::new());
+        let this = asked.get_untracked();
         leptos::task::spawn_local(async move {
             let result = match chosen {
-                Mode::Answer => client::send::<_, AnswerResponse>(
-                    "POST",
-                    "/admin/playground/answer",
-                    &serde_json::json!({ "question": text }),
-                )
+                Mode::Answer => stream_answer(&text, move |stage| {
+                    if asked.get_untracked() == this {
+                        live.update(|stages| stages.push(stage));
+                    }
+                })
                 .await
                 .map(Outcome::Answer),
                 Mode::Profile => client::send::<_, ProfileRetrievalView>(
@@ -64,14 +72,16 @@ pub fn Playground() -> impl IntoView {
                 .map(Outcome::Corpus),
             };
             busy.set(false);
-            outcome.set(Some(result));
+            if asked.get_untracked() == this {
+                outcome.set(Some(result));
+            }
         });
     };
 
     let tab = move |which: Mode, label: &'static str| {
         view! {
             <label class="tab">
-                <input type="radio" name="mode" checked=move || mode.get() == which on:change=move |_| { mode.set(which); outcome.set(None); }/>
+                <input type="radio" name="mode" checked=move || mode.get() == which on:change=move |_| { mode.set(which); outcome.set(None); asked.update(|n| *n += 1); }/>
                 {label}
             </label>
         }
@@ -91,14 +101,60 @@ pub fn Playground() -> impl IntoView {
                 <textarea name="question" rows="2" required bind:value=question placeholder="How do I restore a snapshot?"></textarea>
                 <button type="submit" disabled=move || busy.get()>{move || if busy.get() { "Asking…" } else { "Ask" }}</button>
             </form>
+            {move || (busy.get() && !live.get().is_empty()).then(|| view! {
+                <div class="panel live" aria-live="polite">
+                    <h2>"Working…"</h2>
+                    <ol class="live-stages">
+                        {live.get().into_iter().map(|s| view! {
+                            <li data-stage=s.stage.clone() data-decision=s.decision.clone()>
+                                {format!("{} · {} · {:.0} ms", s.stage.replace('_', " "), s.decision, s.duration_ms)}
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                </div>
+            })}
             {move || outcome.get().map(|result| match result {
-                Err(message) => view! { <p class="flash error" role="status">{message}</p> }.into_any(),
+                Err(message) => view! { <p class="flash error" role="alert">{message}</p> }.into_any(),
                 Ok(Outcome::Answer(answer)) => view! { <AnswerPanel answer/> }.into_any(),
                 Ok(Outcome::Profile(view)) => view! { <ProfilePanel view/> }.into_any(),
-                Ok(Outcome::Corpus(results)) => view! { <Hits results title="Corpus diagnostic (no cutoff)"/> }.into_any(),
+                Ok(Outcome::Corpus(results)) => view! { <Hits results title="Corpus diagnostic: every source, no cutoff" empty="Nothing in the corpus matches"/> }.into_any(),
             })}
         </section>
     }
+}
+
+/// Asks through the streaming answer route, calling `on_stage` as each stage
+/// of the run ends; the final object, or the error the stream ended with.
+async fn stream_answer(
+    question: &str,
+    mut on_stage: impl FnMut(StageView),
+) -> Result<AnswerResponse, String> {
+    let mut finished = None;
+    client::stream(
+        "/admin/playground/answer",
+        &serde_json::json!({ "question": question, "stream": true }),
+        |event, data| match event {
+            "stage" => {
+                if let Ok(stage) = serde_json::from_str::<StageView>(data) {
+                    on_stage(stage);
+                }
+            }
+            "answer" => {
+                finished = Some(
+                    serde_json::from_str::<AnswerResponse>(data)
+                        .map_err(|err| format!("Lore answered nonsense: {err}")),
+                );
+            }
+            "error" => {
+                finished = Some(Err(serde_json::from_str::<ErrorBody>(data)
+                    .map(|body| body.error.shown())
+                    .unwrap_or_else(|_| "The answer failed.".to_owned())));
+            }
+            _ => {}
+        },
+    )
+    .await?;
+    finished.unwrap_or_else(|| Err("The answer was cut off; please ask again.".to_owned()))
 }
 
 #[component]
@@ -110,12 +166,13 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
     };
     let usage = &answer.trace.usage;
     let usage_line = format!(
-        "{} · {} input + {} output tokens · ${:.6} · profile version {}",
+        "{} · {} input + {} output tokens · ${:.6} · profile version {} · trace {}",
         answer.trace.model.clone().unwrap_or_else(|| "no model call".into()),
         usage.input_tokens,
         usage.output_tokens,
         usage.estimated_cost_usd,
-        answer.profile_version
+        answer.profile_version,
+        answer.trace.id
     );
     view! {
         <div class="panel answer" data-refused=answer.refused.to_string() data-cache=answer.cache.status.clone()>
@@ -193,17 +250,17 @@ fn ProfilePanel(view: ProfileRetrievalView) -> impl IntoView {
                 s.top_k, s.score_cutoff, s.vector_weight, s.text_weight
             )}</p>
         </div>
-        <Hits results=view.results title="What this profile retrieves"/>
+        <Hits results=view.results title="What this profile retrieves" empty="Nothing passed the cutoff"/>
     }
 }
 
 #[component]
-fn Hits(results: SearchResults, title: &'static str) -> impl IntoView {
+fn Hits(results: SearchResults, title: &'static str, empty: &'static str) -> impl IntoView {
     view! {
         <div class="panel hits-panel">
             <h2>{title}</h2>
             {if results.results.is_empty() {
-                view! { <p class="empty">{format!("Nothing passed the cutoff ({} candidates considered).", results.candidates)}</p> }.into_any()
+                view! { <p class="empty">{format!("{empty} ({} candidates considered).", results.candidates)}</p> }.into_any()
             } else {
                 view! {
                     <ol class="hits">

@@ -150,16 +150,21 @@ pub struct Answer {
     pub trace: Trace,
 }
 
+/// Where a run reports each stage as it ends, for a caller that shows
+/// progress (the streaming `/answer`).
+pub type StageSink = tokio::sync::mpsc::UnboundedSender<Stage>;
+
 /// The trace being written: each stage's duration runs from the end of the
 /// one before.
 struct Tracer {
     stages: Vec<Stage>,
     last: Instant,
+    sink: Option<StageSink>,
 }
 
 impl Tracer {
-    fn new() -> Self {
-        Self { stages: Vec::new(), last: Instant::now() }
+    fn new(sink: Option<StageSink>) -> Self {
+        Self { stages: Vec::new(), last: Instant::now(), sink }
     }
 
     fn stage(&mut self, stage: &str, decision: &str, reason: impl Into<String>) {
@@ -168,13 +173,18 @@ impl Tracer {
 
     fn stage_costing(&mut self, stage: &str, decision: &str, reason: impl Into<String>, cost: Option<f64>) {
         let now = Instant::now();
-        self.stages.push(Stage {
+        let stage = Stage {
             stage: stage.to_owned(),
             decision: decision.to_owned(),
             reason: reason.into(),
             duration_ms: (now - self.last).as_secs_f64() * 1000.0,
             cost_usd: cost,
-        });
+        };
+        if let Some(sink) = &self.sink {
+            // A caller that stopped listening does not stop the run.
+            let _ = sink.send(stage.clone());
+        }
+        self.stages.push(stage);
         self.last = now;
     }
 }
@@ -203,8 +213,14 @@ pub fn normalise(question: &str) -> Result<Normalised> {
 
 /// Answers `ask`: the one pipeline every surface uses.
 pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
+    answer_reporting(lore, ask, None).await
+}
+
+/// [`answer`], sending each stage to `sink` as it ends: the run is the same,
+/// the caller only sees it progress.
+pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) -> Result<Answer> {
     let started = Instant::now();
-    let mut trace = Tracer::new();
+    let mut trace = Tracer::new(sink);
     let question = normalise(&ask.question)?;
     trace.stage("normalise", "ok", format!("{} characters", question.text.chars().count()));
 

@@ -3,23 +3,37 @@
 //! pipeline, `engine::answer::answer`, and return the same object.
 //!
 //! With `Accept: text/event-stream` (or `"stream": true`) the answer comes as
-//! server-sent events: `token` events carrying the answer's text piece by
-//! piece, then one `answer` event with the final object. Tokens are sent only
-//! for an answer that passed the grounding check: Lore never streams words it
-//! would then retract, so a refusal streams its refusal text.
+//! server-sent events: a `stage` event as each stage of the run ends (the
+//! same objects as the trace's stages), then `token` events carrying the
+//! answer's text piece by piece, then one `answer` event with the final
+//! object. Tokens are sent only for an answer that passed the grounding
+//! check: Lore never streams words it would then retract, so a refusal
+//! streams its refusal text. The stage events are what a client shows
+//! while it waits (searching, writing, checking).
+//!
+//! The reply starts once the readiness gate has passed: until then a failure
+//! (bad input, not answerable) is the request's HTTP status, as without
+//! streaming. A failure after it (the model provider fails) ends the stream
+//! with an `error` event in the one error shape.
 
 use std::convert::Infallible;
 
-use app::wire::{AnswerResponse, ProfileRetrievalView, RetrievalSettingsView};
+use app::wire::{
+    AnswerResponse, ErrorBody, ErrorDetail, ProfileRetrievalView, RetrievalSettingsView, StageView,
+};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::answer::{self, Ask, Surface};
 use engine::keys::{Caller, KeyKind};
 use engine::search::Reach;
+use engine::Lore;
+use futures::future::Either;
+use futures::StreamExt;
 use serde::Deserialize;
+use tokio::sync::{mpsc, watch};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -76,10 +90,13 @@ pub async fn public_answer(
     let surface = if caller.kind == KeyKind::Widget { Surface::Widget } else { Surface::Api };
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
+    if stream {
+        return stream_answer(state.lore.clone(), ask, ApiError::public).await;
+    }
     let answered = answer::answer(&state.lore, ask).await.map_err(ApiError::public)?;
     let cost = answered.trace.usage.estimated_cost_usd;
-    let mut response = respond(AnswerResponse::from(answered), stream);
-    response.extensions_mut().insert(EstimatedCost(cost));
+    let mut response = Json(AnswerResponse::from(answered)).into_response();
+    response.extensions_mut().insert(EstimatedCost::Known(cost));
     Ok(response)
 }
 
@@ -92,8 +109,100 @@ pub async fn playground_answer(
 ) -> Result<Response, ApiError> {
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None };
+    if stream {
+        return stream_answer(state.lore.clone(), ask, ApiError::from).await;
+    }
     let answered = answer::answer(&state.lore, ask).await?;
-    Ok(respond(AnswerResponse::from(answered), stream))
+    Ok(Json(AnswerResponse::from(answered)).into_response())
+}
+
+/// Runs `ask` and streams it (see the module docs). `shown` turns an engine
+/// error into what this caller may see.
+async fn stream_answer(
+    lore: Lore,
+    ask: Ask,
+    shown: fn(engine::Error) -> ApiError,
+) -> Result<Response, ApiError> {
+    let (sink, mut stages) = mpsc::unbounded_channel();
+    // The run goes on to its end (and is recorded) even if the client leaves.
+    let run = tokio::spawn(async move { answer::answer_reporting(&lore, ask, Some(sink)).await });
+    let mut passed = Vec::new();
+    while let Some(stage) = stages.recv().await {
+        let gate = stage.stage == "readiness";
+        passed.push(stage);
+        if gate {
+            break;
+        }
+    }
+    let result = if passed.last().is_some_and(|stage| stage.stage == "readiness") {
+        Either::Left(ended(run))
+    } else {
+        // The run ended before the gate: its error is the request's.
+        Either::Right(std::future::ready(Ok(ended(run).await.map_err(shown)?)))
+    };
+    let (events, mut sent) = mpsc::unbounded_channel::<Event>();
+    let (cost, cost_known) = watch::channel(None);
+    tokio::spawn(async move {
+        for stage in passed {
+            let _ = events.send(stage_event(&stage));
+        }
+        while let Some(stage) = stages.recv().await {
+            let _ = events.send(stage_event(&stage));
+        }
+        match result.await {
+            Ok(answered) => {
+                let _ = cost.send(Some(answered.trace.usage.estimated_cost_usd));
+                for event in final_events(AnswerResponse::from(answered)) {
+                    let _ = events.send(event);
+                }
+            }
+            Err(err) => {
+                let _ = cost.send(Some(0.0));
+                let _ = events.send(error_event(shown(err)));
+            }
+        }
+    });
+    let stream = futures::stream::poll_fn(move |cx| sent.poll_recv(cx)).map(Ok::<_, Infallible>);
+    // A comment every 15 s keeps proxies from cutting a slow generation.
+    let mut response = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
+    response.extensions_mut().insert(EstimatedCost::Later(cost_known));
+    Ok(response)
+}
+
+/// The run's result, a panic inside it included.
+async fn ended(
+    run: tokio::task::JoinHandle<engine::Result<answer::Answer>>,
+) -> engine::Result<answer::Answer> {
+    run.await.unwrap_or_else(|err| Err(engine::Error::Internal(format!("the answer run failed: {err}"))))
+}
+
+fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
+    Event::default().event(name).data(serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned()))
+}
+
+fn stage_event(stage: &answer::Stage) -> Event {
+    json_event("stage", &StageView::from(stage.clone()))
+}
+
+/// A failure after the reply started, in the one error shape (logged as
+/// the error responses are).
+fn error_event(err: ApiError) -> Event {
+    let (status, code, message) = err.parts();
+    if status.is_server_error() {
+        tracing::warn!(code, error = ?err, "a streamed answer failed");
+    }
+    let details = err.details();
+    json_event("error", &ErrorBody { error: ErrorDetail { code: code.to_owned(), message, details } })
+}
+
+/// The answer's tokens, then the final object.
+fn final_events(answer: AnswerResponse) -> Vec<Event> {
+    let mut events: Vec<Event> = pieces(&answer.answer)
+        .into_iter()
+        .map(|piece| json_event("token", &serde_json::json!({ "text": piece })))
+        .collect();
+    events.push(json_event("answer", &answer));
+    events
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,21 +246,6 @@ pub async fn widget_script() -> Response {
         include_str!("../../assets/widget.js"),
     )
         .into_response()
-}
-
-fn respond(answer: AnswerResponse, stream: bool) -> Response {
-    if !stream {
-        return Json(answer).into_response();
-    }
-    let mut events: Vec<Result<Event, Infallible>> = pieces(&answer.answer)
-        .into_iter()
-        .map(|piece| {
-            Ok(Event::default().event("token").data(serde_json::json!({ "text": piece }).to_string()))
-        })
-        .collect();
-    let last = serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned());
-    events.push(Ok(Event::default().event("answer").data(last)));
-    Sse::new(futures::stream::iter(events)).into_response()
 }
 
 /// The answer split into word tokens, each with the whitespace before it, so

@@ -96,7 +96,7 @@ pub fn document(base_url: &str) -> Value {
             "/answer": {"post": {
                 "operationId": "answer",
                 "summary": "Answer a question from the indexed content, with citations and a trace; or refuse.",
-                "description": "Needs the `answer` scope. With `stream: true` (or, when `stream` is absent, an `Accept` that prefers `text/event-stream` to JSON) the response is server-sent events: `token` events (`{\"text\"}`) with the answer's text, then one `answer` event with the object below.",
+                "description": "Needs the `answer` scope. With `stream: true` (or, when `stream` is absent, an `Accept` that prefers `text/event-stream` to JSON) the response is server-sent events: a `stage` event as each stage of the run ends (the trace's stage objects, live), then `token` events (`{\"text\"}`) with the answer's text, sent only once it passed the grounding check, then one `answer` event with the object below. The stream starts once the readiness gate has passed; a failure after that ends it with an `error` event carrying the error body (for example `provider_unavailable`).",
                 "requestBody": {"required": true, "content": {"application/json": {"schema": answer_request}}},
                 "responses": with_ok(json!({
                     "description": "The answer (or refusal).",

@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::keys::{self, Caller, Scope};
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use super::error::ApiError;
 use super::json::ApiJson;
@@ -26,8 +27,13 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 
 /// The estimated cost of a request, set by a handler on its response so the
 /// layer can add it to the key's usage.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct EstimatedCost(pub f64);
+#[derive(Clone, Debug)]
+pub enum EstimatedCost {
+    Known(f64),
+    /// A streamed answer's, known once its run ends (0 if it failed): the
+    /// layer counts the request then.
+    Later(watch::Receiver<Option<f64>>),
+}
 
 fn scope_for(path: &str) -> Option<Scope> {
     match path.trim_end_matches('/') {
@@ -72,11 +78,17 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
                 let key_id = caller.key_id.clone();
                 request.extensions_mut().insert(caller);
                 let response = next.run(request).await;
-                let cost = response.extensions().get::<EstimatedCost>().copied().unwrap_or_default().0;
                 // Counted behind the response: it must not slow the answer
                 // down, nor fail it.
-                if let Err(err) = lore.recorder().key_usage(&key_id, cost).await {
-                    tracing::warn!(error = %err, "could not record key usage");
+                match response.extensions().get::<EstimatedCost>().cloned() {
+                    Some(EstimatedCost::Later(mut ended)) => {
+                        tokio::spawn(async move {
+                            let cost = ended.wait_for(Option::is_some).await.ok().and_then(|cost| *cost);
+                            record_usage(&lore, &key_id, cost.unwrap_or_default()).await;
+                        });
+                    }
+                    Some(EstimatedCost::Known(cost)) => record_usage(&lore, &key_id, cost).await,
+                    None => record_usage(&lore, &key_id, 0.0).await,
                 }
                 (response, allowed_origin)
             }
@@ -87,6 +99,12 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
         add_cors(response.headers_mut(), origin);
     }
     response
+}
+
+async fn record_usage(lore: &engine::Lore, key_id: &str, cost: f64) {
+    if let Err(err) = lore.recorder().key_usage(key_id, cost).await {
+        tracing::warn!(error = %err, "could not record key usage");
+    }
 }
 
 /// Whether some active widget key lists `origin`. A query, so the layer asks

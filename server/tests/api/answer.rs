@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use sea_orm::EntityTrait;
 use serde_json::{json, Value};
 
 use super::helpers::{finished, spawn_app_with, Options, TestApp};
@@ -56,6 +57,42 @@ async fn setup() -> Setup {
         json!(["provider", "indexing", "content", "profile_version"]),
         "{body}"
     );
+    // Streamed too: the gate fails before the reply starts.
+    let streamed = reqwest::Client::new()
+        .post(setup.app.url("/answer"))
+        .header("x-api-key", &setup.key)
+        .header("accept", "text/event-stream")
+        .json(&json!({ "question": "What does guide 4 explain?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 503);
+    assert_eq!(streamed.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
+    // From a page, through a widget key.
+    let widget: Value = setup
+        .app
+        .post_json(
+            "/admin/keys",
+            json!({"name": "docs", "kind": "widget", "origins": ["https://docs.example.com"]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let from_page = reqwest::Client::new()
+        .post(setup.app.url("/answer"))
+        .header("x-api-key", widget["raw_key"].as_str().unwrap())
+        .header("origin", "https://docs.example.com")
+        .json(&json!({ "question": "What does guide 4 explain?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_page.status(), 503);
+    assert_eq!(from_page.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
+    // At the terminal: the code, then what is missing, one reason a line.
+    let (ok, _, stderr) = setup.lore_ask("What does guide 4 explain?").await;
+    assert!(!ok && stderr.contains("[not_answerable]"), "{stderr}");
+    assert!(stderr.contains("\n  - provider: "), "{stderr}");
     let playground = setup.app.post_json("/admin/playground/answer", json!({"question": "x y z"})).await;
     assert_eq!(playground.status(), 503);
     let playground: Value = playground.json().await.unwrap();
@@ -99,6 +136,29 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
+    /// `lore ask --json QUESTION` on the app's data directory: (success, stdout, stderr).
+    async fn lore_ask(&self, question: &str) -> (bool, String, String) {
+        // Not std's blocking call: the app serves on this test's runtime.
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
+        for (name, _) in std::env::vars() {
+            if name.starts_with("LORE_") {
+                command.env_remove(name);
+            }
+        }
+        let output = command
+            .env("LORE_DATA_DIR", self.app.data_dir.path())
+            .env("LORE_MODELS__DIR", super::helpers::models_dir())
+            .args(["ask", "--json", question])
+            .output()
+            .await
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
     async fn ask(&self, question: &str) -> reqwest::Response {
         reqwest::Client::new()
             .post(self.app.url("/answer"))
@@ -204,11 +264,64 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         assert_eq!(refused.status(), 422, "{bad}");
     }
 
+    // Each API run is recorded server-side with what the Dashboard needs.
+    let runs = engine::entities::answer_run::Entity::find().all(&s.app.lore.db).await.unwrap();
+    let answered_run = runs.iter().find(|r| r.id == answered["trace"]["id"].as_str().unwrap()).unwrap();
+    assert_eq!(answered_run.surface, "api");
+    assert_eq!(answered_run.key_id.as_deref(), Some(dashboard["keys"][0]["key_id"].as_str().unwrap()));
+    assert_eq!((answered_run.profile_version, answered_run.cache_status.as_str()), (1, "miss"));
+    assert!(!answered_run.refused && answered_run.grounded && answered_run.output_tokens > 0);
+    assert!(answered_run.latency_ms > 0.0);
+    assert_eq!(answered_run.model.as_deref(), Some("smollm2-135m-instruct"));
+    assert_eq!(answered_run.stages, answered["trace"]["stages"]);
+
+    // `lore ask` runs the same pipeline at the terminal, recorded as `cli`.
+    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?").await;
+    assert!(ok, "{stderr}");
+    let asked: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(asked["refused"], false, "{asked:#}");
+    assert!(asked["citations"].as_array().unwrap().iter().any(|c| c["url"] == page_4.as_str()), "{asked:#}");
+    let cli_run = engine::entities::answer_run::Entity::find_by_id(asked["trace"]["id"].as_str().unwrap())
+        .one(&s.app.lore.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((cli_run.surface.as_str(), cli_run.key_id.as_deref()), ("cli", None));
+
     // Retrieval failing closed → 503 retrieval_failing_closed.
-    engine::corpus::set(&s.app.lore.db, None).await.unwrap();
+    // A stamp from another embedding model (its name is the admin's to read).
+    let stamp = engine::corpus::Fingerprint {
+        embedding_model: "other/embedder-v9".into(),
+        dimensions: 384,
+        chunking: engine::chunk::ChunkingParams::default(),
+    };
+    engine::corpus::set(&s.app.lore.db, Some(&stamp)).await.unwrap();
     let closed = s.ask("What does guide 4 explain?").await;
     assert_eq!(closed.status(), 503);
-    assert_eq!(closed.json::<Value>().await.unwrap()["error"]["code"], "retrieval_failing_closed");
+    let closed: Value = closed.json().await.unwrap();
+    assert_eq!(closed["error"]["code"], "retrieval_failing_closed");
+    assert!(!closed.to_string().contains("embedder-v9"), "the models are the admin's to know: {closed}");
+    let retrieve = reqwest::Client::new()
+        .post(s.app.url("/retrieve"))
+        .header("x-api-key", &s.key)
+        .json(&json!({"query": "guide 4"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retrieve.status(), 503);
+    assert_eq!(retrieve.json::<Value>().await.unwrap()["error"]["code"], "retrieval_failing_closed");
+    let admin: Value = s
+        .app
+        .post_json("/admin/playground/answer", json!({"question": "What does guide 4 explain?"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(admin["error"]["code"], "retrieval_failing_closed");
+    assert!(
+        admin["error"]["message"].as_str().unwrap().contains("embedder-v9"),
+        "the admin learns why: {admin}"
+    );
 }
 
 #[tokio::test]
@@ -267,14 +380,17 @@ async fn the_cache_hits_for_the_same_or_a_close_question_and_invalidates_itself(
     assert!(stage(&far, "semantic_cache").unwrap()["reason"].as_str().unwrap().contains("below the gate"));
 
     // The cited page changes and is re-synced → the entry is invalid.
-    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
     let source = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap()[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let synced: Value =
-        s.app.post_json(&format!("/admin/sources/{source}/sync"), json!({})).await.json().await.unwrap();
-    assert_eq!(finished(&s.app, synced["id"].as_str().unwrap()).await["status"], "succeeded");
+    let resync = || async {
+        let synced: Value =
+            s.app.post_json(&format!("/admin/sources/{source}/sync"), json!({})).await.json().await.unwrap();
+        assert_eq!(finished(&s.app, synced["id"].as_str().unwrap()).await["status"], "succeeded");
+    };
+    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
+    resync().await;
     let after_change = s.answer(question).await;
     assert_eq!(after_change["cache"]["status"], "miss", "{after_change:#}");
     assert!(
@@ -284,24 +400,97 @@ async fn the_cache_hits_for_the_same_or_a_close_question_and_invalidates_itself(
             .contains("changed or disappeared"),
         "{after_change:#}"
     );
-
-    // A new profile version → entries of the old one never serve.
+    // The answer from the changed page is cached in its turn.
     let cached_now = s.answer(question).await;
+    assert_eq!(cached_now["cache"]["status"], "hit", "{cached_now:#} after {after_change:#}");
+
+    // Changed once more, the page invalidates that entry on the semantic
+    // path too: a close paraphrase finds it above the gate, and not valid.
+    s.site.change_page(
+        4,
+        "Guide number 4 now explains pruning stale build caches. Step one for guide 4: open the amber panel.",
+    );
+    resync().await;
+    let paraphrase = "What does guide number 4 explain?";
+    let after_second_change = s.answer(paraphrase).await;
+    assert_eq!(after_second_change["cache"]["status"], "miss", "{after_second_change:#}");
+    let semantic = stage(&after_second_change, "semantic_cache").unwrap()["reason"].as_str().unwrap();
+    assert!(
+        semantic.contains("was invalid") && semantic.contains("changed or disappeared"),
+        "{after_second_change:#}"
+    );
+
+    // Another version was active since → the entries made before it was
+    // restored never serve, even under the same version number.
+    let cached_again = s.answer(paraphrase).await;
+    assert_eq!(cached_again["cache"]["status"], "hit", "{cached_again:#}");
     let overview: Value = s.app.get("/admin/profile").await.json().await.unwrap();
     let active = overview["active"]["version"].as_i64().unwrap();
-    let mut snapshot = overview["active"]["snapshot"].clone();
-    snapshot["prompt"] = format!("{} Be concise.", snapshot["prompt"].as_str().unwrap()).into();
-    let saved = s
+    let app = &s.app;
+    // A new version that writes the same answers (its prompt and retrieval
+    // unchanged), so that only the version can make the difference.
+    let save = |note: &'static str, min_similarity: f64| {
+        let mut snapshot = overview["active"]["snapshot"].clone();
+        snapshot["cache"]["min_similarity"] = min_similarity.into();
+        async move {
+            let base = engine::profile::active(&app.lore).await.unwrap().unwrap().version;
+            let saved = app
+                .post_json(
+                    "/admin/profile/versions",
+                    json!({"base_version": base, "snapshot": snapshot, "note": note}),
+                )
+                .await;
+            assert_eq!(saved.status(), 201, "{:?}", saved.text().await);
+        }
+    };
+    save("stricter gate", 0.93).await;
+    let restored = s
         .app
         .post_json(
-            "/admin/profile/versions",
-            json!({"base_version": active, "snapshot": snapshot, "note": "concise"}),
+            &format!("/admin/profile/versions/{active}/restore"),
+            json!({"expected_active": active + 1}),
         )
         .await;
-    assert_eq!(saved.status(), 201, "{:?}", saved.text().await);
-    let under_new_version = s.answer(question).await;
-    assert_eq!(under_new_version["cache"]["status"], "miss", "{under_new_version:#} after {cached_now:#}");
-    assert_eq!(under_new_version["profile_version"], active + 1);
+    assert_eq!(restored.status(), 200);
+    let after_restore = s.answer(paraphrase).await;
+    assert_eq!(after_restore["cache"]["status"], "miss", "{after_restore:#}");
+    assert_eq!(after_restore["profile_version"], active);
+    assert!(
+        stage(&after_restore, "exact_cache").unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("last made active"),
+        "{after_restore:#}"
+    );
+
+    // A new profile version → entries of the old one never serve.
+    save("stricter still", 0.94).await;
+    let under_new_version = s.answer(paraphrase).await;
+    assert_eq!(under_new_version["cache"]["status"], "miss", "{under_new_version:#}");
+    assert_eq!(under_new_version["profile_version"], active + 2);
+
+    // The maximum age follows the cited source's volatility as set now: an
+    // 8 s gate keeps a medium source's answer 8 s, a high one's 2 s.
+    let put = |path: String, body: Value| s.app.client.put(s.app.url(&path)).json(&body).send();
+    let tuned = put("/admin/tuning".into(), json!({"cache_max_age_seconds": 8})).await.unwrap();
+    assert_eq!(tuned.status(), 200);
+    let fresh = s.answer(paraphrase).await;
+    assert_eq!(fresh["cache"]["status"], "miss", "{fresh:#}");
+    let hit = s.answer(paraphrase).await;
+    assert_eq!(hit["cache"]["status"], "hit", "{hit:#}");
+    let volatile =
+        put(format!("/admin/sources/{source}/volatility"), json!({"volatility": "high"})).await.unwrap();
+    assert_eq!(volatile.status(), 200);
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let aged = s.answer(paraphrase).await;
+    assert_eq!(aged["cache"]["status"], "miss", "{aged:#}");
+    assert!(
+        stage(&aged, "exact_cache").unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("older than its 2 s maximum age"),
+        "{aged:#}"
+    );
 }
 
 #[tokio::test]
@@ -336,6 +525,25 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         .collect();
     assert!(events.iter().filter(|(e, _)| *e == "token").count() > 1, "{body}");
     assert_eq!(tokens, last["answer"].as_str().unwrap());
+    // Each stage as it ended, before any token: the trace, live.
+    let first_token = events.iter().position(|(e, _)| *e == "token").unwrap();
+    let live: Vec<Value> =
+        events.iter().filter(|(e, _)| *e == "stage").map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
+    assert!(events[..first_token].iter().all(|(e, _)| *e == "stage"), "{body}");
+    assert_eq!(Value::from(live), last["trace"]["stages"], "{body}");
+    // The streamed run counts for its key, once it has ended (after the
+    // setup's two refused requests).
+    let mut counted = Value::Null;
+    for _ in 0..50 {
+        let keys: Value = s.app.get("/admin/keys").await.json().await.unwrap();
+        let backend = keys.as_array().unwrap().iter().find(|k| k["name"] == "backend").unwrap();
+        counted = backend["queries_7d"].clone();
+        if counted == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(counted, 3);
 
     let post = |body: String, content_type: &'static str| {
         reqwest::Client::new()
@@ -416,6 +624,10 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         .await
         .unwrap();
     assert_eq!(results(&by_request), 3, "{by_request:#}");
+    let scores = &by_request["trace"]["retrieval"];
+    assert_eq!(scores[0]["chunk_id"], by_request["results"][0]["chunk_id"]);
+    assert!(scores[0]["vector_score"].is_number(), "{by_request:#}");
+    assert!(schemas["ResultScores"]["properties"]["text_score"].is_object(), "typed in the document");
     let zero = retrieve(json!({"query": "guide 4", "top_k": 0})).await.unwrap();
     assert_eq!(zero.status(), 422);
     let over = retrieve(json!({"query": "guide 4", "top_k": engine::retrieve::MAX_TOP_K + 1})).await.unwrap();
@@ -449,4 +661,34 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
     let admin: Value = admin.json().await.unwrap();
     assert_eq!(admin["error"]["code"], "provider_unavailable");
     assert!(admin["error"]["message"].as_str().unwrap().contains("127.0.0.1"), "{admin}");
+
+    // Streamed, the failure comes after the gate passed: the stream ends
+    // with an error event in the same shape, and the same plain message.
+    let streamed = reqwest::Client::new()
+        .post(s.app.url("/answer"))
+        .header("x-api-key", &s.key)
+        .json(&json!({"question": "What does guide 9 explain?", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 200);
+    let body = streamed.text().await.unwrap();
+    let last = body.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error"), "{body}");
+    assert!(body.contains("\"decision\":\"failed\""), "the failed stage is streamed: {body}");
+    let error: Value =
+        serde_json::from_str(last.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "provider_unavailable");
+    assert!(!body.contains(&endpoint), "{body}");
+
+    // Each failed call is a run on the Dashboard: the outage shows in the funnel.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    let failed = dashboard["funnel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["stage"] == "generation" && f["decision"] == "failed")
+        .cloned();
+    assert_eq!(failed.map(|f| f["count"].clone()), Some(json!(3)), "{dashboard:#}");
 }
