@@ -16,7 +16,7 @@
 //! claim is supported to `min_support`, and no citation points outside the
 //! passages.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 const STOP_WORDS: &[&str] = &[
     "the",
@@ -137,6 +137,11 @@ const STOP_WORDS: &[&str] = &[
     "question",
 ];
 
+/// A statement made this often (as the same content words) means the model
+/// is looping: the answer is not grounded, however well each copy is
+/// supported.
+const MAX_REPEATS: usize = 3;
+
 /// What the check found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
@@ -164,6 +169,9 @@ pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32
     let mut invalid = BTreeSet::new();
     let mut unsupported = Vec::new();
     let mut claims = 0;
+    // How often each claim was made, as its words: a small model that loops
+    // writes one supported step over and over, which answers nothing.
+    let mut said: HashMap<Vec<String>, usize> = HashMap::new();
 
     for sentence in sentences(answer) {
         let markers = citation_markers(sentence);
@@ -183,6 +191,7 @@ pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32
             continue;
         }
         claims += 1;
+        *said.entry(words.clone()).or_default() += 1;
         let candidates: Vec<usize> = {
             let valid: Vec<usize> =
                 markers.iter().copied().filter(|&n| n >= 1 && n <= passages.len()).collect();
@@ -211,9 +220,13 @@ pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32
         }
     }
 
-    let grounded = claims > 0 && unsupported.is_empty() && invalid.is_empty();
+    let repeats = said.values().copied().max().unwrap_or(0);
+    let looping = repeats >= MAX_REPEATS;
+    let grounded = claims > 0 && unsupported.is_empty() && invalid.is_empty() && !looping;
     let reason = if !invalid.is_empty() {
         format!("citations {:?} point to no given passage", invalid.iter().collect::<Vec<_>>())
+    } else if looping {
+        format!("the answer makes the same statement {repeats} times: it loops instead of answering")
     } else if claims == 0 {
         "the answer makes no claim the passages could support".to_owned()
     } else if !unsupported.is_empty() {
@@ -438,6 +451,18 @@ mod tests {
         let invented = check(question, "1. Stop Lore for 25 minutes [1].", &passages(), 0.5);
         assert!(!invented.grounded, "{invented:?}");
         assert_eq!(sentences("1. Stop Lore.\n2. Start it."), vec!["1. Stop Lore.", "2. Start it."]);
+    }
+
+    #[test]
+    fn an_answer_that_loops_is_not_grounded() {
+        let question = "How do I back up the database?";
+        let looping = "1. Open the panel and copy the snapshot [1].\n2. Copy the snapshot.\n3. Copy the snapshot.\n4. Copy the snapshot.";
+        let verdict = check(question, looping, &passages(), 0.5);
+        assert!(!verdict.grounded, "{verdict:?}");
+        assert!(verdict.reason.contains("3 times"), "{}", verdict.reason);
+        // Twice is emphasis, not a loop.
+        let twice = "Copy the snapshot [1].\nThen start Lore again [1].\nCopy the snapshot.";
+        assert!(check(question, twice, &passages(), 0.5).grounded);
     }
 
     #[test]
