@@ -94,14 +94,15 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed);
 
     // Key-authenticated, no cookie: outside the cross-origin guard (see
-    // `public`), behind the one x-api-key layer. A route layer: a method a
-    // path does not take is 405 before any key is asked for. OPTIONS on
-    // /answer is the widget's CORS preflight, which the layer answers.
+    // `public`), behind the one x-api-key layer, on each route's methods
+    // only: a method a path does not take is 405 before any key is asked
+    // for. OPTIONS on /answer is the widget's CORS preflight, which the
+    // layer answers.
+    let keyed = middleware::from_fn_with_state(state.clone(), public::api_key);
     let public = Router::new()
-        .route("/retrieve", post(public::retrieve))
-        .route("/answer", post(answer::public_answer).options(|| async {}))
-        .method_not_allowed_fallback(method_not_allowed)
-        .route_layer(middleware::from_fn_with_state(state.clone(), public::api_key));
+        .route("/retrieve", post(public::retrieve).route_layer(keyed.clone()))
+        .route("/answer", post(answer::public_answer).options(|| async {}).route_layer(keyed))
+        .method_not_allowed_fallback(method_not_allowed);
 
     let app = api
         .merge(crate::console::routes(&state))
