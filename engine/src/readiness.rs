@@ -96,6 +96,8 @@ pub struct Assessment {
     sources: Vec<source::Model>,
     stamp: Option<corpus::Fingerprint>,
     configured_model: String,
+    /// The generation target the provider check passed, as read for it.
+    generation: Option<Resolved>,
 }
 
 impl Assessment {
@@ -140,7 +142,13 @@ impl Assessment {
             checks,
             active_profile_version: profile.as_ref().map(|v| i64::from(v.version)),
         };
-        Ok(Self { state, profile, sources, stamp, configured_model })
+        Ok(Self { state, profile, sources, stamp, configured_model, generation: generation_binding })
+    }
+
+    /// The generation target the verdict was made on: what an answer calls,
+    /// so that the call and the verdict cannot see different bindings.
+    pub fn generation(&self) -> Option<&Resolved> {
+        self.generation.as_ref()
     }
 
     /// Whether retrieval may run (see [`crate::search::retrieval_state`]).

@@ -380,11 +380,12 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     );
 
     // First tier.
-    let generation = providers::resolve(lore, Role::Generation)
-        .await?
+    // The target the readiness gate passed, not a second read of the binding.
+    let generation = assessment
+        .generation()
         .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
     let mut usage = Usage::default();
-    let first = match run.generate(&generation, &messages).await {
+    let first = match run.generate(generation, &messages).await {
         Ok(first) => first,
         Err(err) => {
             // The provider's reply and address stay in the log: the trace
@@ -402,7 +403,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             return Err(err);
         }
     };
-    let cost = first.cost(&generation);
+    let cost = first.cost(generation);
     usage.add(&first.completion, cost);
     trace.stage_costing(
         "generation",
