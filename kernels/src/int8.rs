@@ -21,10 +21,12 @@
 //! second multiply to widen to `i32`, so it does no more work per multiply
 //! port.
 //!
-//! The SIMD goes through `safe_arch`, which wraps each intrinsic in a safe
-//! function compiled only when the build enables its CPU feature (the
-//! workspace builds for x86-64-v3). Other targets get the same arithmetic in
-//! plain Rust, on the same packed layout.
+//! The AVX2 code goes through `safe_arch`, which wraps each intrinsic in a
+//! safe function compiled only when the build enables its CPU feature (the
+//! workspace builds for x86-64-v3). A CPU with AVX-512 VNNI, found at run
+//! time, gets the same sums from `std::arch`'s `vpdpwssd` (see `avx512`).
+//! Other targets get the same arithmetic in plain Rust, on the same packed
+//! layout.
 
 use rayon::prelude::*;
 
@@ -281,20 +283,17 @@ mod avx512 {
         __m256i, _mm256_set_m128i, _mm512_castsi512_si256, _mm512_cvtepi8_epi16, _mm512_dpwssd_epi32,
         _mm512_extracti64x4_epi64, _mm512_set1_epi32, _mm512_setzero_si512,
     };
-    use std::sync::OnceLock;
 
     use safe_arch::{m128i, m256i};
 
     use super::{Block, PANEL, TILE};
 
-    /// Whether this CPU has AVX-512 F, BW and VNNI (read once).
+    /// Whether this CPU has AVX-512 F, BW and VNNI (std reads the CPU once
+    /// and keeps the answer).
     pub(super) fn available() -> bool {
-        static AVAILABLE: OnceLock<bool> = OnceLock::new();
-        *AVAILABLE.get_or_init(|| {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
-        })
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
     }
 
     /// The tile's sums, or `None` on a CPU without AVX-512 VNNI.
