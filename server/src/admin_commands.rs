@@ -10,20 +10,11 @@ use engine::settings::Secret;
 use engine::{Lore, Settings};
 
 use crate::cli::{KeysCommand, ProvidersCommand};
+use crate::command_output::{fail, invalid, print_json, CommandError};
 use crate::http::access::{created_key, key_view};
-use crate::http::error::ApiError;
 use crate::http::providers::{account_view, overview, target_view};
 
 const ACTOR: Actor = Actor::System;
-
-fn fail(err: impl Into<ApiError>) -> anyhow::Error {
-    let (_, code, message) = err.into().parts();
-    anyhow::anyhow!("{message} [{code}]")
-}
-
-fn print_json(value: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
-}
 
 async fn open(settings: Settings) -> anyhow::Result<Lore> {
     Lore::open(settings).await.context("opening Lore")
@@ -36,7 +27,7 @@ pub async fn providers(settings: Settings, command: ProvidersCommand) -> anyhow:
             let api_key = match api_key_env {
                 Some(var) => Some(Secret::new(
                     std::env::var(&var)
-                        .with_context(|| format!("the environment variable {var} is not set"))?,
+                        .map_err(|_| invalid(format!("the environment variable {var} is not set")))?,
                 )),
                 None => None,
             };
@@ -96,16 +87,21 @@ pub async fn providers(settings: Settings, command: ProvidersCommand) -> anyhow:
         ProvidersCommand::Probe { target, json } => {
             let (probed, probe) = providers::probe(&lore, &ACTOR, &target).await.map_err(fail)?;
             let view = target_view(&lore, probed);
-            if json {
-                print_json(&view);
-            } else if probe.ok {
-                println!("{} answered in {} ms: {}.", view.model, probe.latency_ms, view.state);
-            } else {
-                println!("{} failed its probe: {}", view.model, probe.error.unwrap_or_default());
+            if probe.ok {
+                if json {
+                    print_json(&view);
+                } else {
+                    println!("{} answered in {} ms: {}.", view.model, probe.latency_ms, view.state);
+                }
+                return Ok(());
             }
-            if !probe.ok {
-                anyhow::bail!("the probe failed");
-            }
+            // The probe's error is the provider's reply: the operator's to read.
+            let mut failed = CommandError::new(
+                "probe_failed",
+                format!("{} failed its probe: {}", view.model, probe.error.unwrap_or_default()),
+            );
+            failed.0.details = serde_json::to_value(&view).ok();
+            return Err(failed.into());
         }
     }
     Ok(())

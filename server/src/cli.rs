@@ -99,6 +99,40 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// Whether the command was asked for machine-readable output; its
+    /// failure is then printed as JSON too.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Serve | Command::Bench { .. } => false,
+            Command::Migrate { json }
+            | Command::Config { json }
+            | Command::Ingest { json, .. }
+            | Command::Ask { json, .. }
+            | Command::Search { json, .. }
+            | Command::Rollups { command: RollupsCommand::Rebuild { json } } => *json,
+            Command::Sources { command } => match command {
+                SourcesCommand::Add { json, .. }
+                | SourcesCommand::List { json }
+                | SourcesCommand::Enable { json, .. }
+                | SourcesCommand::Disable { json, .. }
+                | SourcesCommand::Reindex { json, .. }
+                | SourcesCommand::Rm { json, .. } => *json,
+            },
+            Command::Providers { command } => match command {
+                ProvidersCommand::Add { json, .. }
+                | ProvidersCommand::List { json }
+                | ProvidersCommand::Probe { json, .. } => *json,
+            },
+            Command::Keys { command } => match command {
+                KeysCommand::Create { json, .. }
+                | KeysCommand::List { json }
+                | KeysCommand::Revoke { json, .. } => *json,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum RollupsCommand {
     /// Recompute every rollup from the recorded answer runs (replaces what

@@ -14,7 +14,7 @@ use engine::{sources, Lore, Settings};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::SourcesCommand;
-use crate::http::error::ApiError;
+use crate::command_output::{fail, invalid, print_json, CommandError};
 use crate::http::sources::{job_view, run_search, source_view};
 
 /// The CLI acts as the system (audit entries say `system`).
@@ -22,24 +22,6 @@ const ACTOR: Actor = Actor::System;
 
 async fn open(settings: Settings) -> anyhow::Result<Lore> {
     Lore::open(settings).await.context("opening Lore")
-}
-
-/// An engine error as the CLI shows it: the message, the stable code and,
-/// for `not_answerable`, what is missing, one reason a line.
-fn fail(err: impl Into<ApiError>) -> anyhow::Error {
-    let err = err.into();
-    let (_, code, message) = err.parts();
-    let shown = app::wire::ErrorDetail { code: code.to_owned(), message, details: err.details() };
-    let mut text = format!("{} [{}]", shown.message, shown.code);
-    for reason in shown.reasons() {
-        text.push_str("\n  - ");
-        text.push_str(&reason);
-    }
-    anyhow::anyhow!(text)
-}
-
-fn print_json(value: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
 pub async fn sources(settings: Settings, command: SourcesCommand) -> anyhow::Result<()> {
@@ -124,7 +106,9 @@ pub async fn sources(settings: Settings, command: SourcesCommand) -> anyhow::Res
             let source_id = match &source {
                 Some(name) => Some(sources::find(&lore, name).await.map_err(fail)?.id),
                 None if full => None,
-                None => anyhow::bail!("name a source, or pass --full to re-embed every source"),
+                None => {
+                    return Err(invalid("name a source, or pass --full to re-embed every source"));
+                }
             };
             run_job(&lore, source_id.as_deref(), full, json).await?;
         }
@@ -199,7 +183,7 @@ async fn upload_files(lore: &Lore, target: &str, name: Option<String>, json: boo
     let mut files = Vec::new();
     collect_files(path, &mut files).with_context(|| format!("reading {target}"))?;
     if files.is_empty() {
-        anyhow::bail!("{target} holds no files");
+        return Err(invalid(format!("{target} holds no files")));
     }
     let name = name.unwrap_or_else(|| {
         std::fs::canonicalize(path)
@@ -209,7 +193,11 @@ async fn upload_files(lore: &Lore, target: &str, name: Option<String>, json: boo
     });
     let source = match sources::find(lore, &name).await {
         Ok(found) if found.kind == "upload" => found,
-        Ok(_) => anyhow::bail!("a source named {name:?} exists and is not an upload source; pass --name"),
+        Ok(_) => {
+            return Err(invalid(format!(
+                "a source named {name:?} exists and is not an upload source; pass --name"
+            )))
+        }
         Err(_) => sources::create(
             lore,
             &ACTOR,
@@ -285,9 +273,25 @@ async fn run_job(lore: &Lore, source_id: Option<&str>, full: bool, json: bool) -
     };
     bar.finish_and_clear();
     let view = job_view(ended);
+    let failed = (view.status != jobs::SUCCEEDED).then(|| {
+        let message =
+            format!("the run ended {}: {}", view.status, view.message.as_deref().unwrap_or_default());
+        CommandError::new("job_failed", message)
+    });
     if json {
-        print_json(&view);
-    } else {
+        // One JSON document either way: a failed run is the error, with the run as its details.
+        return match failed {
+            None => {
+                print_json(&view);
+                Ok(())
+            }
+            Some(CommandError(mut detail)) => {
+                detail.details = serde_json::to_value(&view).ok();
+                Err(CommandError(detail).into())
+            }
+        };
+    }
+    {
         let p = &view.progress;
         println!(
             "{}: {} documents ({} unchanged, {} failed, {} duplicates, {} skipped, {} removed), {} chunks embedded.",
@@ -297,10 +301,10 @@ async fn run_job(lore: &Lore, source_id: Option<&str>, full: bool, json: bool) -
             println!("  failed {}: {}", error.uri, error.error);
         }
     }
-    if view.status != jobs::SUCCEEDED {
-        anyhow::bail!("the run ended {}: {}", view.status, view.message.unwrap_or_default());
+    match failed {
+        Some(failed) => Err(failed.into()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn show(bar: &ProgressBar, p: &Progress) {

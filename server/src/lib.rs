@@ -5,6 +5,7 @@
 pub mod admin_commands;
 pub mod bench;
 pub mod cli;
+pub mod command_output;
 pub mod commands;
 pub mod config;
 pub mod console;

@@ -1,12 +1,30 @@
 //! `lore`: the server and its admin commands.
 
+use std::process::ExitCode;
+
 use clap::Parser;
 use lore_server::cli::{BenchCommand, Cli, Command, RollupsCommand};
-use lore_server::{admin_commands, bench, commands, config, serve, telemetry};
+use lore_server::{admin_commands, bench, command_output, commands, config, serve, telemetry};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.command.json();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        // Under --json, stdout holds one JSON document, the error included.
+        Err(err) if json => {
+            command_output::print_json(&command_output::error_body(&err));
+            ExitCode::FAILURE
+        }
+        Err(err) => {
+            eprintln!("Error: {err:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = config::load(cli.config.as_deref())?;
     telemetry::init(settings.log_format);
     match cli.command {

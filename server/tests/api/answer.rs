@@ -89,10 +89,13 @@ async fn setup() -> Setup {
         .unwrap();
     assert_eq!(from_page.status(), 503);
     assert_eq!(from_page.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
-    // At the terminal: the code, then what is missing, one reason a line.
-    let (ok, _, stderr) = setup.lore_ask("What does guide 4 explain?").await;
-    assert!(!ok && stderr.contains("[not_answerable]"), "{stderr}");
-    assert!(stderr.contains("\n  - provider: "), "{stderr}");
+    // At the terminal under --json: the API's error body, what is missing included.
+    let (ok, stdout, stderr) = setup.lore_ask("What does guide 4 explain?").await;
+    assert!(!ok, "{stdout}");
+    let failed: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("not JSON: {stdout}\n{stderr}"));
+    assert_eq!(failed["error"]["code"], "not_answerable", "{failed}");
+    assert!(failed["error"]["details"]["reasons"][0].as_str().unwrap().starts_with("provider: "), "{failed}");
     let playground = setup.app.post_json("/admin/playground/answer", json!({"question": "x y z"})).await;
     assert_eq!(playground.status(), 503);
     let playground: Value = playground.json().await.unwrap();
@@ -322,6 +325,13 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         admin["error"]["message"].as_str().unwrap().contains("embedder-v9"),
         "the admin learns why: {admin}"
     );
+    // So does the operator at the terminal, in the API's error body under --json.
+    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?").await;
+    assert!(!ok, "{stdout}");
+    let failed: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("not JSON: {stdout}\n{stderr}"));
+    assert_eq!(failed["error"]["code"], "retrieval_failing_closed", "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("embedder-v9"), "{failed}");
 }
 
 #[tokio::test]

@@ -51,6 +51,12 @@ fn keys_create_prints_the_raw_key_once_and_revoke_takes_effect() {
     let (ok, _, err) = run(lore(dir.path()).args(["keys", "create", "--name", "w", "--kind", "widget"]));
     assert!(!ok);
     assert!(err.contains("invalid_key_request"), "{err}");
+    // Under --json the failure is the API's error body, on stdout.
+    let (ok, out, _) =
+        run(lore(dir.path()).args(["keys", "create", "--name", "w", "--kind", "widget", "--json"]));
+    assert!(!ok);
+    let failed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("not JSON: {out}"));
+    assert_eq!(failed["error"]["code"], "invalid_key_request", "{failed}");
 }
 
 #[tokio::test]

@@ -1,0 +1,88 @@
+//! How a command speaks: JSON under `--json`, text otherwise, and failures
+//! with the same stable codes as the HTTP API. Under `--json` a failure is
+//! the API's error body on stdout (`{"error": {"code", "message",
+//! "details"?}}`), so a script reads one JSON document whatever happened;
+//! the exit status is 1 either way.
+
+use std::fmt;
+
+use app::wire::{ErrorBody, ErrorDetail};
+
+use crate::http::error::ApiError;
+
+/// A command's failure, with the stable code the API would give.
+#[derive(Debug)]
+pub struct CommandError(pub ErrorDetail);
+
+impl CommandError {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        CommandError(ErrorDetail { code: code.to_owned(), message: message.into(), details: None })
+    }
+}
+
+impl fmt::Display for CommandError {
+    /// The message and the code and, for `not_answerable`, what is missing,
+    /// one reason a line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]", self.0.message, self.0.code)?;
+        for reason in self.0.reasons() {
+            write!(f, "\n  - {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+/// An engine or edge error as a command's failure.
+pub fn fail(err: impl Into<ApiError>) -> anyhow::Error {
+    let err = err.into();
+    let (_, code, message) = err.parts();
+    anyhow::Error::new(CommandError(ErrorDetail { code: code.to_owned(), message, details: err.details() }))
+}
+
+/// A request the operator must fix (`invalid_input`, as the API says it).
+pub fn invalid(message: impl Into<String>) -> anyhow::Error {
+    CommandError::new("invalid_input", message).into()
+}
+
+/// The error body a failed `--json` command prints. A failure that carries
+/// no code (the configuration or the database cannot be opened, a file
+/// cannot be read) is `internal`, with its whole chain as the message: the
+/// operator running the command is the one who must read it.
+pub fn error_body(err: &anyhow::Error) -> ErrorBody {
+    let error = match err.downcast_ref::<CommandError>() {
+        Some(CommandError(detail)) => detail.clone(),
+        None => ErrorDetail { code: "internal".into(), message: format!("{err:#}"), details: None },
+    };
+    ErrorBody { error }
+}
+
+pub fn print_json(value: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_coded_failure_keeps_its_code_through_context_and_others_are_internal() {
+        let missing = fail(engine::Error::NotAnswerable(vec!["provider: no generation target".into()]));
+        assert_eq!(
+            missing.to_string(),
+            "Lore cannot answer yet; details.reasons says what is missing. [not_answerable]\n  - provider: no generation target"
+        );
+        let wrapped = missing.context("asking");
+        let body = error_body(&wrapped);
+        assert_eq!(body.error.code, "not_answerable");
+        assert_eq!(body.error.reasons(), ["provider: no generation target"]);
+
+        let plain = anyhow::anyhow!("no such file").context("reading lore.toml");
+        let body = error_body(&plain);
+        assert_eq!(
+            (body.error.code.as_str(), body.error.message.as_str()),
+            ("internal", "reading lore.toml: no such file")
+        );
+    }
+}
