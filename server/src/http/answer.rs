@@ -20,6 +20,7 @@ use std::convert::Infallible;
 
 use app::wire::{
     AnswerResponse, ErrorBody, ErrorDetail, ProfileRetrievalView, RetrievalSettingsView, StageView,
+    TraceView, UsageView,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
@@ -87,15 +88,18 @@ pub async fn public_answer(
     headers: HeaderMap,
     ApiJson(request): ApiJson<AnswerRequest>,
 ) -> Result<Response, ApiError> {
-    let surface = if caller.kind == KeyKind::Widget { Surface::Widget } else { Surface::Api };
+    let (surface, shown) = match caller.kind {
+        KeyKind::Widget => (Surface::Widget, Shown::ToVisitors),
+        _ => (Surface::Api, Shown::Whole),
+    };
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
     if stream {
-        return stream_answer(state.lore.clone(), ask, ApiError::public).await;
+        return stream_answer(state.lore.clone(), ask, ApiError::public, shown).await;
     }
     let answered = answer::answer(&state.lore, ask).await.map_err(ApiError::public)?;
     let cost = answered.trace.usage.estimated_cost_usd;
-    let mut response = Json(AnswerResponse::from(answered)).into_response();
+    let mut response = Json(shown.answer(AnswerResponse::from(answered))).into_response();
     response.extensions_mut().insert(EstimatedCost::Known(cost));
     Ok(response)
 }
@@ -110,18 +114,58 @@ pub async fn playground_answer(
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None };
     if stream {
-        return stream_answer(state.lore.clone(), ask, ApiError::from).await;
+        return stream_answer(state.lore.clone(), ask, ApiError::from, Shown::Whole).await;
     }
     let answered = answer::answer(&state.lore, ask).await?;
     Ok(Json(AnswerResponse::from(answered)).into_response())
 }
 
+/// What a caller is shown of a run's trace. A widget key is public (any
+/// visitor of the page can read it), so its callers get the trace's id and
+/// each stage's name, decision and duration. The rest is the admin's: the
+/// reasons (they name models, gates and the escalation target's state), the
+/// passages and their scores, the model, the tokens and the cost. The
+/// Playground and the recorded run keep all of it, under the same trace id.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Shown {
+    Whole,
+    ToVisitors,
+}
+
+impl Shown {
+    fn stage(self, mut stage: StageView) -> StageView {
+        if self == Shown::ToVisitors {
+            stage.reason.clear();
+            stage.cost_usd = None;
+        }
+        stage
+    }
+
+    fn answer(self, answer: AnswerResponse) -> AnswerResponse {
+        match self {
+            Shown::Whole => answer,
+            Shown::ToVisitors => {
+                let TraceView { id, stages, .. } = answer.trace;
+                let trace = TraceView {
+                    id,
+                    stages: stages.into_iter().map(|stage| self.stage(stage)).collect(),
+                    retrieval: Vec::new(),
+                    model: None,
+                    usage: UsageView::default(),
+                };
+                AnswerResponse { trace, ..answer }
+            }
+        }
+    }
+}
+
 /// Runs `ask` and streams it (see the module docs). `shown` turns an engine
-/// error into what this caller may see.
+/// error into what this caller may see, `trace` what of the run it sees.
 async fn stream_answer(
     lore: Lore,
     ask: Ask,
     shown: fn(engine::Error) -> ApiError,
+    trace: Shown,
 ) -> Result<Response, ApiError> {
     let (sink, mut stages) = mpsc::unbounded_channel();
     // The run goes on to its end (and is recorded) even if the client leaves.
@@ -144,15 +188,15 @@ async fn stream_answer(
     let (cost, cost_known) = watch::channel(None);
     tokio::spawn(async move {
         for stage in passed {
-            let _ = events.send(stage_event(&stage));
+            let _ = events.send(stage_event(&stage, trace));
         }
         while let Some(stage) = stages.recv().await {
-            let _ = events.send(stage_event(&stage));
+            let _ = events.send(stage_event(&stage, trace));
         }
         match result.await {
             Ok(answered) => {
                 let _ = cost.send(Some(answered.trace.usage.estimated_cost_usd));
-                for event in final_events(AnswerResponse::from(answered)) {
+                for event in final_events(trace.answer(AnswerResponse::from(answered))) {
                     let _ = events.send(event);
                 }
             }
@@ -180,8 +224,8 @@ fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
     Event::default().event(name).data(serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned()))
 }
 
-fn stage_event(stage: &answer::Stage) -> Event {
-    json_event("stage", &StageView::from(stage.clone()))
+fn stage_event(stage: &answer::Stage, shown: Shown) -> Event {
+    json_event("stage", &shown.stage(StageView::from(stage.clone())))
 }
 
 /// A failure after the reply started, in the one error shape (logged as

@@ -20,6 +20,8 @@ struct Setup {
     app: TestApp,
     site: Site,
     key: String,
+    /// A widget key for `https://docs.example.com`.
+    widget_key: String,
     _llama: LlamaServer,
 }
 
@@ -44,7 +46,7 @@ async fn setup() -> Setup {
         .await
         .unwrap();
     let key = key["raw_key"].as_str().unwrap().to_owned();
-    let setup = Setup { app, site, key, _llama: llama };
+    let mut setup = Setup { app, site, key, widget_key: String::new(), _llama: llama };
 
     // Nothing indexed, no provider: not answerable, on every surface.
     let refused = setup.ask("What does guide 4 explain?").await;
@@ -79,14 +81,8 @@ async fn setup() -> Setup {
         .json()
         .await
         .unwrap();
-    let from_page = reqwest::Client::new()
-        .post(setup.app.url("/answer"))
-        .header("x-api-key", widget["raw_key"].as_str().unwrap())
-        .header("origin", "https://docs.example.com")
-        .json(&json!({ "question": "What does guide 4 explain?" }))
-        .send()
-        .await
-        .unwrap();
+    setup.widget_key = widget["raw_key"].as_str().unwrap().to_owned();
+    let from_page = setup.ask_from_page("What does guide 4 explain?", "application/json").await;
     assert_eq!(from_page.status(), 503);
     assert_eq!(from_page.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
     // At the terminal under --json: the API's error body, what is missing included.
@@ -160,6 +156,19 @@ impl Setup {
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
+    }
+
+    /// Asks through the widget key, from a page of its origin.
+    async fn ask_from_page(&self, question: &str, accept: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(self.app.url("/answer"))
+            .header("x-api-key", &self.widget_key)
+            .header("origin", "https://docs.example.com")
+            .header("accept", accept)
+            .json(&json!({ "question": question }))
+            .send()
+            .await
+            .unwrap()
     }
 
     async fn ask(&self, question: &str) -> reqwest::Response {
@@ -277,6 +286,35 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     assert!(answered_run.latency_ms > 0.0);
     assert_eq!(answered_run.model.as_deref(), Some("smollm2-135m-instruct"));
     assert_eq!(answered_run.stages, answered["trace"]["stages"]);
+
+    // A page's visitor, through the widget key, sees the trace's id and
+    // its stages' names, decisions and durations; the rest is the admin's,
+    // kept in the recorded run under the same id.
+    let visited = s.ask_from_page("What does guide 2 explain?", "application/json").await;
+    assert_eq!(visited.status(), 200);
+    let visited: Value = visited.json().await.unwrap();
+    let trace = &visited["trace"];
+    assert!(trace["stages"].as_array().unwrap().len() >= 3, "{visited:#}");
+    assert!(trace["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["reason"] == "" && s.get("cost_usd").is_none()));
+    assert_eq!((&trace["model"], &trace["retrieval"]), (&Value::Null, &json!([])), "{visited:#}");
+    assert_eq!(
+        (&trace["usage"]["input_tokens"], &trace["usage"]["estimated_cost_usd"]),
+        (&json!(0), &json!(0.0))
+    );
+    s.app.lore.flush_writes().await;
+    let kept = engine::entities::answer_run::Entity::find_by_id(trace["id"].as_str().unwrap())
+        .one(&s.app.lore.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.surface, "widget");
+    let kept_stages = kept.stages.as_array().unwrap();
+    assert_eq!(kept_stages.len(), trace["stages"].as_array().unwrap().len());
+    assert!(kept_stages.iter().all(|s| !s["reason"].as_str().unwrap().is_empty()), "{:#}", kept.stages);
 
     // `lore ask` runs the same pipeline at the terminal, recorded as `cli`.
     let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?").await;
@@ -534,6 +572,19 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(counted, 3);
+    // Streamed to a page's visitor (now a cache hit): the stages, live, without their reasons.
+    let visited = s.ask_from_page("What does guide 4 explain?", "text/event-stream").await;
+    assert_eq!(visited.status(), 200);
+    let body = visited.text().await.unwrap();
+    let data: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let (last, live) = data.split_last().unwrap();
+    let live: Vec<&Value> = live.iter().filter(|d| d.get("stage").is_some()).collect();
+    assert!(live.len() >= 3 && live.iter().all(|s| s["reason"] == ""), "{body}");
+    assert_eq!(last["trace"]["model"], Value::Null, "{body}");
 
     let post = |body: String, content_type: &'static str| {
         reqwest::Client::new()
