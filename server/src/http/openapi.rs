@@ -13,7 +13,9 @@ use super::public::{RetrieveRequest, RetrieveResponse};
 use crate::AppState;
 use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse};
 
-/// The stable error codes `POST /answer` can answer with, by status.
+/// The stable error codes `POST /answer` can answer with, by status. These
+/// tables are prose; a test holds every code they name to the status
+/// `ApiError::parts` answers it with.
 const ANSWER_ERRORS: &[(&str, &str)] = &[
     ("400", "Malformed JSON (`malformed_json`)."),
     ("401", "No key, an unknown key or a revoked key (`missing_api_key`, `invalid_api_key`, `key_revoked`)."),
@@ -141,4 +143,91 @@ pub fn document(base_url: &str) -> Value {
 /// `GET /openapi.json`.
 pub async fn openapi(State(state): State<AppState>) -> Json<Value> {
     Json(document(&state.lore.settings.base_url()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use axum::body::Body;
+    use axum::extract::FromRequest;
+    use axum::http::{header, Request};
+    use engine::auth::AuthError;
+    use engine::embed::EmbedError;
+    use engine::keys::KeyError;
+    use engine::Error as E;
+
+    use super::*;
+    use crate::http::error::ApiError;
+
+    /// What axum's JSON extractor rejects `body` (sent as `content_type`) with.
+    async fn rejected(content_type: &str, body: Vec<u8>) -> ApiError {
+        let request =
+            Request::post("/").header(header::CONTENT_TYPE, content_type).body(Body::from(body)).unwrap();
+        let rejection = Json::<AnswerRequest>::from_request(request, &()).await.err().unwrap();
+        ApiError::Json(rejection)
+    }
+
+    /// The codes a table's description names: each is written as `code`
+    /// inside parentheses (outside them, backticks mark fields and scopes).
+    fn codes(description: &str) -> Vec<&str> {
+        description
+            .split('(')
+            .skip(1)
+            .filter_map(|group| group.split(')').next())
+            .flat_map(|group| group.split('`').skip(1).step_by(2))
+            .collect()
+    }
+
+    /// The tables are prose, so this checks them against the one status and
+    /// code table, `ApiError::parts`: every code a table lists is under the
+    /// status the code is answered with. A code with no example here fails,
+    /// so a new code cannot be documented without being checked.
+    #[tokio::test]
+    async fn every_documented_code_is_under_the_status_it_is_answered_with() {
+        let examples = vec![
+            rejected("application/json", b"{\"question\":".to_vec()).await,
+            rejected("application/json", b"{\"question\": 42}".to_vec()).await,
+            rejected("text/plain", b"{}".to_vec()).await,
+            // Over axum's default 2 MB body limit, which the router keeps.
+            rejected("application/json", vec![b' '; 3 * 1024 * 1024]).await,
+            ApiError::MethodNotAllowed,
+            ApiError::ProviderUnavailable,
+            ApiError::CrossOriginRejected,
+            ApiError::Engine(E::Key(KeyError::Missing)),
+            ApiError::Engine(E::Key(KeyError::Unknown)),
+            ApiError::Engine(E::Key(KeyError::Revoked)),
+            ApiError::Engine(E::Key(KeyError::Scope("answer"))),
+            ApiError::Engine(E::Key(KeyError::Origin("https://elsewhere.example".into()))),
+            ApiError::Engine(E::Key(KeyError::RateLimited(30))),
+            ApiError::Engine(E::Auth(AuthError::Unauthenticated)),
+            ApiError::Engine(E::Auth(AuthError::AdminUnavailable)),
+            ApiError::Engine(E::InvalidInput("the question is empty".into())),
+            ApiError::Engine(E::Internal("a bug".into())),
+            ApiError::Engine(E::NotAnswerable(vec!["provider".into()])),
+            ApiError::Engine(E::RetrievalFailingClosed("a reindex is needed".into())),
+            ApiError::Engine(E::Embedding(EmbedError::Model("no files".into()))),
+        ];
+        let mut answered: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for example in &examples {
+            let (status, code, _) = example.parts();
+            answered.entry(code).or_default().push(status.as_str().to_owned());
+        }
+        for (route, table) in
+            [("/answer", ANSWER_ERRORS), ("/retrieve", RETRIEVE_ERRORS), ("admin", ADMIN_ERRORS)]
+        {
+            for (status, description) in table {
+                let listed = codes(description);
+                assert!(!listed.is_empty(), "{route} {status} names no code");
+                for code in listed {
+                    let statuses =
+                        answered.get(code).unwrap_or_else(|| panic!("{route}: no example of `{code}`"));
+                    assert!(
+                        statuses.iter().all(|answered| answered == status),
+                        "{route}: `{code}` is documented under {status} but answered with {statuses:?}"
+                    );
+                }
+            }
+        }
+    }
 }
