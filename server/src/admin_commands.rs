@@ -96,12 +96,8 @@ pub async fn providers(settings: Settings, command: ProvidersCommand) -> anyhow:
                 return Ok(());
             }
             // The probe's error is the provider's reply: the operator's to read.
-            let mut failed = CommandError::new(
-                "probe_failed",
-                format!("{} failed its probe: {}", view.model, probe.error.unwrap_or_default()),
-            );
-            failed.0.details = serde_json::to_value(&view).ok();
-            return Err(failed.into());
+            let message = format!("{} failed its probe: {}", view.model, probe.error.unwrap_or_default());
+            return Err(CommandError::new("probe_failed", message).with_details(&view).into());
         }
     }
     Ok(())

@@ -18,6 +18,12 @@ impl CommandError {
     pub fn new(code: &str, message: impl Into<String>) -> Self {
         CommandError(ErrorDetail { code: code.to_owned(), message: message.into(), details: None })
     }
+
+    /// The same failure with `value` (what the command had made of it) as its details.
+    pub fn with_details(mut self, value: &impl serde::Serialize) -> Self {
+        self.0.details = serde_json::to_value(value).ok();
+        self
+    }
 }
 
 impl fmt::Display for CommandError {

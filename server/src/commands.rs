@@ -285,26 +285,18 @@ async fn run_job(lore: &Lore, source_id: Option<&str>, full: bool, json: bool) -
                 print_json(&view);
                 Ok(())
             }
-            Some(CommandError(mut detail)) => {
-                detail.details = serde_json::to_value(&view).ok();
-                Err(CommandError(detail).into())
-            }
+            Some(failed) => Err(failed.with_details(&view).into()),
         };
     }
-    {
-        let p = &view.progress;
-        println!(
-            "{}: {} documents ({} unchanged, {} failed, {} duplicates, {} skipped, {} removed), {} chunks embedded.",
-            view.status, p.done, p.unchanged, p.failed, p.duplicates, p.skipped, p.removed, p.embedded
-        );
-        for error in view.errors.iter().take(20) {
-            println!("  failed {}: {}", error.uri, error.error);
-        }
+    let p = &view.progress;
+    println!(
+        "{}: {} documents ({} unchanged, {} failed, {} duplicates, {} skipped, {} removed), {} chunks embedded.",
+        view.status, p.done, p.unchanged, p.failed, p.duplicates, p.skipped, p.removed, p.embedded
+    );
+    for error in view.errors.iter().take(20) {
+        println!("  failed {}: {}", error.uri, error.error);
     }
-    match failed {
-        Some(failed) => Err(failed.into()),
-        None => Ok(()),
-    }
+    failed.map_or(Ok(()), |failed| Err(failed.into()))
 }
 
 fn show(bar: &ProgressBar, p: &Progress) {

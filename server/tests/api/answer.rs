@@ -46,7 +46,17 @@ async fn setup() -> Setup {
         .await
         .unwrap();
     let key = key["raw_key"].as_str().unwrap().to_owned();
-    let mut setup = Setup { app, site, key, widget_key: String::new(), _llama: llama };
+    let widget: Value = app
+        .post_json(
+            "/admin/keys",
+            json!({"name": "docs", "kind": "widget", "origins": ["https://docs.example.com"]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let widget_key = widget["raw_key"].as_str().unwrap().to_owned();
+    let setup = Setup { app, site, key, widget_key, _llama: llama };
 
     // Nothing indexed, no provider: not answerable, on every surface.
     let refused = setup.ask("What does guide 4 explain?").await;
@@ -71,22 +81,15 @@ async fn setup() -> Setup {
     assert_eq!(streamed.status(), 503);
     assert_eq!(streamed.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
     // From a page, through a widget key.
-    let widget: Value = setup
-        .app
-        .post_json(
-            "/admin/keys",
-            json!({"name": "docs", "kind": "widget", "origins": ["https://docs.example.com"]}),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
-    setup.widget_key = widget["raw_key"].as_str().unwrap().to_owned();
     let from_page = setup.ask_from_page("What does guide 4 explain?", "application/json").await;
     assert_eq!(from_page.status(), 503);
     assert_eq!(from_page.json::<Value>().await.unwrap()["error"]["code"], "not_answerable");
-    // At the terminal under --json: the API's error body, what is missing included.
-    let (ok, stdout, stderr) = setup.lore_ask("What does guide 4 explain?").await;
+    // At the terminal: the code, then what is missing, one reason a line.
+    let (ok, _, stderr) = setup.lore_ask("What does guide 4 explain?", false).await;
+    assert!(!ok && stderr.contains("[not_answerable]"), "{stderr}");
+    assert!(stderr.contains("\n  - provider: "), "{stderr}");
+    // Under --json: the API's error body, what is missing included.
+    let (ok, stdout, stderr) = setup.lore_ask("What does guide 4 explain?", true).await;
     assert!(!ok, "{stdout}");
     let failed: Value =
         serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("not JSON: {stdout}\n{stderr}"));
@@ -135,8 +138,8 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
-    /// `lore ask --json QUESTION` on the app's data directory: (success, stdout, stderr).
-    async fn lore_ask(&self, question: &str) -> (bool, String, String) {
+    /// `lore ask [--json] QUESTION` on the app's data directory: (success, stdout, stderr).
+    async fn lore_ask(&self, question: &str, json: bool) -> (bool, String, String) {
         // Not std's blocking call: the app serves on this test's runtime.
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
         for (name, _) in std::env::vars() {
@@ -147,7 +150,9 @@ impl Setup {
         let output = command
             .env("LORE_DATA_DIR", self.app.data_dir.path())
             .env("LORE_MODELS__DIR", super::helpers::models_dir())
-            .args(["ask", "--json", question])
+            .arg("ask")
+            .args(json.then_some("--json"))
+            .arg(question)
             .output()
             .await
             .unwrap();
@@ -317,7 +322,7 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     assert!(kept_stages.iter().all(|s| !s["reason"].as_str().unwrap().is_empty()), "{:#}", kept.stages);
 
     // `lore ask` runs the same pipeline at the terminal, recorded as `cli`.
-    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?").await;
+    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?", true).await;
     assert!(ok, "{stderr}");
     let asked: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(asked["refused"], false, "{asked:#}");
@@ -364,7 +369,7 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         "the admin learns why: {admin}"
     );
     // So does the operator at the terminal, in the API's error body under --json.
-    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?").await;
+    let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?", true).await;
     assert!(!ok, "{stdout}");
     let failed: Value =
         serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("not JSON: {stdout}\n{stderr}"));

@@ -95,6 +95,22 @@ async fn providers_add_reads_the_key_from_the_environment_and_never_prints_it() 
         overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "generation").unwrap();
     assert_eq!(generation["state"], "ready");
 
+    // Probing again once the server is gone: under --json the failure is one
+    // JSON document, the error with the target's view as its details.
+    llama.stop().await;
+    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+    let data = dir.path().to_owned();
+    let (ok, probed, _) =
+        tokio::task::spawn_blocking(move || run(lore(&data).args(["providers", "probe", &target, "--json"])))
+            .await
+            .unwrap();
+    assert!(!ok);
+    let failed: serde_json::Value =
+        serde_json::from_str(&probed).unwrap_or_else(|_| panic!("one JSON document: {probed}"));
+    assert_eq!(failed["error"]["code"], "probe_failed", "{failed}");
+    assert_eq!(failed["details"], serde_json::Value::Null, "the details are inside the error: {failed}");
+    assert_eq!(failed["error"]["details"]["model"], "smollm2", "{failed}");
+
     // A dead endpoint: the probe fails, the command fails with the code, nothing is stored.
     let data = dir.path().to_owned();
     let (ok, _, err) = tokio::task::spawn_blocking(move || {

@@ -9,7 +9,7 @@ use super::helpers::models_dir;
 /// generation server of the provider tests. Killed on drop.
 pub struct LlamaServer {
     pub endpoint: String,
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
 }
 
 impl LlamaServer {
@@ -64,7 +64,12 @@ impl LlamaServer {
             assert!(std::time::Instant::now() < deadline, "llama-server did not become healthy within 120 s");
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
-        Self { endpoint: format!("{base}/v1"), _child: child }
+        Self { endpoint: format!("{base}/v1"), child }
+    }
+
+    /// Stops the server and waits until it has exited: its port refuses from then on.
+    pub async fn stop(mut self) {
+        self.child.kill().await.unwrap();
     }
 }
 
