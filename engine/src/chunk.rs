@@ -8,6 +8,10 @@ use text_splitter::{ChunkConfig, ChunkSizer, TextSplitter};
 
 use crate::embed::Embedder;
 
+/// Sections and the Markdown splitter live with the other parsers of
+/// untrusted input, in `lore-extract`.
+pub use lore_extract::{markdown_sections, Section};
+
 /// Chunk size and overlap, in tokens of the embedding model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkingParams {
@@ -35,14 +39,6 @@ impl ChunkingParams {
     }
 }
 
-/// A stretch of a document under one heading.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Section {
-    /// The heading path, outermost first, joined with " › " (`None` before the first heading).
-    pub heading: Option<String>,
-    pub text: String,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chunk {
     pub heading: Option<String>,
@@ -52,46 +48,6 @@ pub struct Chunk {
     pub embed_text: String,
     /// 0-based position within the document.
     pub position: usize,
-}
-
-/// Splits Markdown into sections at ATX headings (`#` … `######`), keeping the
-/// path of enclosing headings. Headings inside fenced code blocks are text.
-pub fn markdown_sections(markdown: &str) -> Vec<Section> {
-    let mut sections = Vec::new();
-    let mut path: Vec<(usize, String)> = Vec::new();
-    let mut current = String::new();
-    let mut in_fence = false;
-    let flush = |path: &[(usize, String)], text: &mut String, sections: &mut Vec<Section>| {
-        let body = text.trim();
-        if !body.is_empty() {
-            let heading = (!path.is_empty())
-                .then(|| path.iter().map(|(_, title)| title.as_str()).collect::<Vec<_>>().join(" › "));
-            sections.push(Section { heading, text: body.to_owned() });
-        }
-        text.clear();
-    };
-    for line in markdown.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_fence = !in_fence;
-        }
-        let level = trimmed.chars().take_while(|&c| c == '#').count();
-        let is_heading = !in_fence
-            && (1..=6).contains(&level)
-            && trimmed[level..].starts_with(' ')
-            && !trimmed[level..].trim().is_empty();
-        if is_heading {
-            flush(&path, &mut current, &mut sections);
-            let title = trimmed[level..].trim().trim_end_matches('#').trim().to_owned();
-            path.retain(|(outer, _)| *outer < level);
-            path.push((level, title));
-        } else {
-            current.push_str(line);
-            current.push('\n');
-        }
-    }
-    flush(&path, &mut current, &mut sections);
-    sections
 }
 
 /// Measures text in the embedding model's tokens.
@@ -137,18 +93,6 @@ pub fn chunk_sections(sections: &[Section], params: ChunkingParams, embedder: &d
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn markdown_sections_keep_their_heading_path() {
-        let doc = "Intro line.\n\n# Guide\n\nGuide text.\n\n## Install\n\nRun it.\n\n```sh\n# not a heading\n```\n\n## Configure\n\nSet it.\n\n# Reference\n\nAll of it.\n";
-        let sections = markdown_sections(doc);
-        let headings: Vec<Option<&str>> = sections.iter().map(|s| s.heading.as_deref()).collect();
-        assert_eq!(
-            headings,
-            [None, Some("Guide"), Some("Guide › Install"), Some("Guide › Configure"), Some("Reference")]
-        );
-        assert!(sections[2].text.contains("# not a heading"));
-    }
 
     #[test]
     fn chunking_parameters_are_validated() {

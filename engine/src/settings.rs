@@ -154,6 +154,11 @@ impl Settings {
             if let Some(models) = map.get_mut("models").and_then(|v| v.as_object_mut()) {
                 models.insert("dir".into(), self.models_dir().display().to_string().into());
             }
+            if let (Some(ingest), Some(proxy)) =
+                (map.get_mut("ingest").and_then(|v| v.as_object_mut()), &self.ingest.proxy)
+            {
+                ingest.insert("proxy".into(), redact_url_password(proxy.expose()).into());
+            }
         }
         view
     }
@@ -348,6 +353,13 @@ pub struct IngestSettings {
     /// Lets crawls reach private, loopback and link-local addresses (tests).
     #[serde(default)]
     pub allow_private_addresses: bool,
+    /// An HTTP(S) proxy every crawl request goes through, such as
+    /// `http://proxy.internal:3128`. Unset (the default), crawls connect
+    /// directly and ignore `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`, which would
+    /// otherwise hide the targets from the private-address check. With a
+    /// proxy, Lore still resolves and checks every target itself.
+    #[serde(default)]
+    pub proxy: Option<Secret>,
     /// The largest file an upload source accepts (default 50 MiB).
     #[serde(default = "default_upload_max_bytes")]
     pub upload_max_bytes: u64,
@@ -364,6 +376,7 @@ impl Default for IngestSettings {
     fn default() -> Self {
         Self {
             allow_private_addresses: false,
+            proxy: None,
             upload_max_bytes: default_upload_max_bytes(),
             crawl_concurrency: default_crawl_concurrency(),
             job_lease_seconds: default_job_lease_seconds(),
@@ -550,12 +563,15 @@ mod tests {
         settings.database.url = Some(Secret::new("postgres://lore:hunter2@db/lore"));
         settings.auth.oidc.client_secret = Some(Secret::new("s3cret"));
         settings.master_key = Some(Secret::new("bWFzdGVy"));
+        settings.ingest.proxy = Some(Secret::new("http://crawler:pr0xypass@proxy.internal:3128"));
         let shown = settings.effective_view().to_string();
+        assert!(!shown.contains("pr0xypass"), "{shown}");
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(!shown.contains("bWFzdGVy"), "{shown}");
         assert!(shown.contains("postgres://lore:%5Bredacted%5D@db/lore"), "{shown}");
         assert!(!format!("{settings:?}").contains("hunter2"));
+        assert!(!format!("{settings:?}").contains("pr0xypass"));
     }
 
     #[test]

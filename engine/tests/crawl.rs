@@ -224,3 +224,48 @@ async fn a_source_deleted_while_a_run_embeds_its_page_leaves_no_chunk_behind() {
     // The page the run wrote after the deletion went with the source.
     assert_eq!(lore.chunks().await.unwrap().count(None).await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_crawled_page_that_passes_a_limit_fails_alone_and_the_rest_of_the_site_indexes() {
+    use axum::response::IntoResponse;
+    let deep = format!("<html><body>{}word{}</body></html>", "<div>".repeat(10_000), "</div>".repeat(10_000));
+    let bomb = support::pdf_bomb(256);
+    let app = axum::Router::new()
+        .route(
+            "/docs/",
+            axum::routing::get(|| async {
+                axum::response::Html(
+                    r#"<h1>Manual</h1><p>The index of the manual.</p><a href="/docs/deep">Deep</a> <a href="/docs/bomb.pdf">Bomb</a> <a href="/docs/ok">Fine</a>"#,
+                )
+            }),
+        )
+        .route(
+            "/docs/ok",
+            axum::routing::get(|| async {
+                axum::response::Html("<h1>Backups</h1><p>Snapshots are kept for fourteen days.</p>")
+            }),
+        )
+        .route("/docs/deep", axum::routing::get(move || async move { axum::response::Html(deep) }))
+        .route(
+            "/docs/bomb.pdf",
+            axum::routing::get(move || async move {
+                ([(axum::http::header::CONTENT_TYPE, "application/pdf")], bomb).into_response()
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let (lore, _dir) = open().await;
+    let source =
+        website(&lore, serde_json::json!({"start_url": format!("{base}/docs/"), "discovery": "crawl"})).await;
+    let job = run(&lore, Some(&source), false).await;
+    assert_eq!(job.status, "succeeded", "{:?}", job.message);
+    assert_eq!(indexed_uris(&lore, &source).await, [format!("{base}/docs/"), format!("{base}/docs/ok")]);
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    for (page, reason) in [("deep", "512 deep"), ("bomb.pdf", "expand to more than")] {
+        let doc = docs.iter().find(|d| d.uri.ends_with(page)).unwrap();
+        assert_eq!(doc.status, "failed");
+        assert!(doc.error.as_deref().unwrap().contains(reason), "{page}: {:?}", doc.error);
+    }
+}

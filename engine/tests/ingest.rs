@@ -15,7 +15,7 @@ use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
 use engine::sources::{self, NewSource};
 use engine::{search, tuning, Error, Lore};
-use support::{open, open_with, progress, run, run_queued};
+use support::{open, open_with, pdf_bomb, progress, run, run_queued};
 
 const MARKDOWN: &str = "# Backups\n\n## Nightly snapshots\n\nLore writes a snapshot of the database every night at two o'clock and keeps fourteen of them.\n";
 const TEXT: &str =
@@ -282,4 +282,152 @@ async fn a_chunking_change_needs_the_reindex_acknowledgement() {
     let done = run_queued(&lore, &job.id).await;
     assert_eq!(done.status, "succeeded");
     assert_eq!(corpus::stamped(&lore.db).await.unwrap().unwrap().chunking, smaller);
+}
+
+#[tokio::test]
+async fn hostile_documents_are_refused_by_the_limit_they_pass_and_lose_nothing() {
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "invoices.pdf", &pdf(PDF_LINE)).await.unwrap();
+    run(&lore, Some(&source), false).await;
+    let before = chunk_count(&lore).await;
+
+    // 10,000 nested <div> overflowed a worker thread's stack and killed the
+    // process; a million pinned a core for minutes.
+    for levels in [10_000, 1_000_000] {
+        let deep = format!("{}word{}", "<div>".repeat(levels), "</div>".repeat(levels));
+        let err = put(&lore, &source, "deep.html", deep.as_bytes()).await.unwrap_err();
+        assert!(
+            matches!(err, Error::Ingest(IngestError::DocumentOverLimit(ref why)) if why.contains("512 deep")),
+            "{levels}: {err:?}"
+        );
+    }
+    // 1 GiB of zeros in a 1 MB PDF took the process from 319 MB to 2.4 GB.
+    let err = put(&lore, &source, "bomb.pdf", &pdf_bomb(1024)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Ingest(IngestError::DocumentOverLimit(ref why)) if why.contains("expand to more than")),
+        "{err:?}"
+    );
+    assert_eq!(chunk_count(&lore).await, before);
+    assert_eq!(titles(&lore, "when are invoices payable").await[0], "invoices.pdf");
+}
+
+#[tokio::test]
+async fn a_document_a_process_died_on_twice_is_quarantined_and_the_rest_of_the_source_indexes() {
+    use engine::ingest::jobs::{self, InFlight};
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    put(&lore, &source, "hours.txt", TEXT.as_bytes()).await.unwrap();
+    put(&lore, &source, "proxy.html", HTML.as_bytes()).await.unwrap();
+
+    // An attempt starts extracting hours.txt and its process dies: no
+    // heartbeat, so past a lease of zero the job is stale. One death makes
+    // the document a suspect only (processes also die of deploys and kills).
+    let job = jobs::enqueue(&lore, Some(&source), false, "test").await.unwrap();
+    let reading = InFlight {
+        source_id: source.clone(),
+        uri: "hours.txt".into(),
+        hash: engine::ingest::bytes_hash(TEXT.as_bytes()),
+        deaths: 0,
+    };
+    let held = jobs::claim(&lore, &job.id, "dead-process").await.unwrap().unwrap();
+    jobs::mark_in_flight(&lore, &held.id, Some(&reading)).await.unwrap();
+    assert_eq!(jobs::requeue_stale(&lore, std::time::Duration::ZERO).await.unwrap(), 1);
+    let suspected = jobs::in_flight(&jobs::get(&lore, &job.id).await.unwrap()).unwrap();
+    assert_eq!(suspected.deaths, 1);
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    assert_ne!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "quarantined");
+    // The next attempt reads it again (marked with the death it carries) and
+    // dies on it again: now it is quarantined.
+    let held = jobs::claim(&lore, &job.id, "dead-again").await.unwrap().unwrap();
+    jobs::mark_in_flight(&lore, &held.id, Some(&suspected)).await.unwrap();
+    assert_eq!(jobs::requeue_stale(&lore, std::time::Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(jobs::in_flight(&jobs::get(&lore, &job.id).await.unwrap()), None);
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    let hours = docs.iter().find(|d| d.uri == "hours.txt").unwrap();
+    assert_eq!(hours.status, "quarantined");
+    assert!(hours.error.as_deref().unwrap().contains("stopped twice while reading this document"));
+
+    // The resumed run skips it with that reason and indexes the rest.
+    let ended = run_queued(&lore, &job.id).await;
+    assert_eq!(ended.status, "succeeded", "{:?}", ended.message);
+    assert_eq!(ended.attempts, 3);
+    assert_eq!(ended.in_flight, None, "nothing is being read once the run ended");
+    let done = progress(&ended);
+    assert_eq!((done.done, done.failed), (3, 1));
+    let errors = ended.errors.to_string();
+    assert!(errors.contains("hours.txt") && errors.contains("quarantined"), "{errors}");
+    assert_eq!(titles(&lore, "how many nightly database snapshots are kept").await[0], "Backups");
+    assert!(!titles(&lore, "when is support open").await.contains(&"hours.txt".to_owned()));
+    // Skipped again while its bytes are the same...
+    let again = run(&lore, Some(&source), false).await;
+    assert_eq!(progress(&again).failed, 1);
+    // ...and tried again once they change.
+    put(&lore, &source, "hours.txt", b"Support hours are nine to five on weekdays.").await.unwrap();
+    let changed = run(&lore, Some(&source), false).await;
+    assert_eq!(progress(&changed).failed, 0);
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    let hours = docs.iter().find(|d| d.uri == "hours.txt").unwrap();
+    assert_eq!((hours.status.as_str(), hours.quarantined_hash.as_deref()), ("indexed", None));
+}
+
+#[tokio::test]
+async fn a_job_whose_process_keeps_dying_ends_failed_after_its_last_attempt() {
+    use engine::ingest::jobs;
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    let job = jobs::enqueue(&lore, Some(&source), false, "test").await.unwrap();
+    for attempt in 1..=jobs::MAX_ATTEMPTS {
+        let held = jobs::claim(&lore, &job.id, "dying-process").await.unwrap().expect("queued again");
+        assert_eq!(held.attempts, attempt);
+        jobs::requeue_stale(&lore, std::time::Duration::ZERO).await.unwrap();
+    }
+    let ended = jobs::get(&lore, &job.id).await.unwrap();
+    assert_eq!(ended.status, "failed");
+    let message = ended.message.unwrap();
+    assert!(message.contains(&format!("stopped {} times", jobs::MAX_ATTEMPTS)), "{message}");
+    assert!(jobs::claim(&lore, &job.id, "another").await.unwrap().is_none(), "it is not started again");
+    let listed = sources::get(&lore, &source).await.unwrap();
+    assert_eq!(listed.status, "failed");
+    assert_eq!(listed.last_error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn a_full_reindex_retries_a_quarantined_document_once_not_in_every_attempt() {
+    use engine::ingest::jobs::{self, InFlight};
+    let (lore, _dir) = open().await;
+    let source = upload_source(&lore).await;
+    put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
+    put(&lore, &source, "hours.txt", TEXT.as_bytes()).await.unwrap();
+    run(&lore, Some(&source), false).await;
+
+    // A full reindex dies twice extracting hours.txt: this job quarantines it.
+    let job = jobs::enqueue(&lore, None, true, "test").await.unwrap();
+    let mut reading = InFlight {
+        source_id: source.clone(),
+        uri: "hours.txt".into(),
+        hash: engine::ingest::bytes_hash(TEXT.as_bytes()),
+        deaths: 0,
+    };
+    for death in 0..2 {
+        let held = jobs::claim(&lore, &job.id, "dying").await.unwrap().unwrap();
+        reading.deaths = death;
+        jobs::mark_in_flight(&lore, &held.id, Some(&reading)).await.unwrap();
+        jobs::requeue_stale(&lore, std::time::Duration::ZERO).await.unwrap();
+    }
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "quarantined");
+
+    // Its next attempt skips it (the job already tried it) and finishes.
+    let ended = run_queued(&lore, &job.id).await;
+    assert_eq!(ended.status, "succeeded", "{:?}", ended.message);
+    assert_eq!(progress(&ended).failed, 1);
+    assert!(ended.errors.to_string().contains("quarantined"), "{}", ended.errors);
+    // A later full reindex, another job, tries it again: it reads fine here.
+    let again = run(&lore, None, true).await;
+    assert_eq!(progress(&again).failed, 0);
+    let docs = sources::documents(&lore, &source).await.unwrap();
+    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "indexed");
 }

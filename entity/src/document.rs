@@ -24,9 +24,13 @@ pub struct Model {
     /// The sitemap's `<lastmod>` at the last fetch.
     pub lastmod: Option<String>,
     pub chunk_count: i32,
-    /// `indexed` or `failed`.
+    /// `indexed`, `failed`, `pending` or `quarantined` (a process died
+    /// while reading it: skipped until its bytes change).
     pub status: String,
     pub error: Option<String>,
+    /// SHA-256 of the bytes that were being read when a process died on
+    /// this document; set only while it is quarantined.
+    pub quarantined_hash: Option<String>,
     /// The job that last handled this document (a resumed job skips its own work).
     pub last_job_id: Option<String>,
     pub indexed_at: Option<DateTimeUtc>,

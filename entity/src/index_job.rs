@@ -27,6 +27,10 @@ pub struct Model {
     pub heartbeat_at: Option<DateTimeUtc>,
     /// How many times a worker started it (more than one: resumed).
     pub attempts: i32,
+    /// The document the run is reading (`{"source_id", "uri", "hash"}`),
+    /// written before each extraction: if the process dies, that document is
+    /// quarantined when the job is taken over.
+    pub in_flight: Option<Json>,
     pub created_at: DateTimeUtc,
     pub started_at: Option<DateTimeUtc>,
     pub finished_at: Option<DateTimeUtc>,

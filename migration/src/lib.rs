@@ -13,6 +13,7 @@ mod m20261122_000004_answers;
 mod m20261122_000005_rollups;
 mod m20261123_000006_rollup_count_by_kind;
 mod m20261123_000007_admin_account_claims;
+mod m20261124_000008_quarantine;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000005_rollups::Migration),
             Box::new(m20261123_000006_rollup_count_by_kind::Migration),
             Box::new(m20261123_000007_admin_account_claims::Migration),
+            Box::new(m20261124_000008_quarantine::Migration),
         ]
     }
 }

@@ -33,6 +33,35 @@ pub const CANCELLED: &str = "cancelled";
 /// At most this many per-document errors are kept on a job.
 const MAX_ERRORS: usize = 200;
 
+/// A job whose process died this many times is not started again: it ends
+/// `failed`. A document being read at two deaths is quarantined, so each
+/// document that kills the process costs two attempts, not every attempt.
+pub const MAX_ATTEMPTS: i32 = 5;
+
+/// Why a quarantined document is skipped, as the Sources screen shows it.
+pub const QUARANTINE_REASON: &str = "Lore's indexing process stopped twice while reading this document, so it is set aside (quarantined) and skipped until its content changes; a full reindex tries it again";
+
+/// The document a run is extracting, recorded on its job for that time.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InFlight {
+    pub source_id: String,
+    pub uri: String,
+    /// SHA-256 of its bytes (see [`super::bytes_hash`]).
+    pub hash: String,
+    /// Earlier attempts whose process died while extracting it. One death
+    /// makes it a suspect (a process also dies of a deploy or an admin's
+    /// `kill`); a second death on the same bytes quarantines it.
+    #[serde(default)]
+    pub deaths: u32,
+}
+
+impl InFlight {
+    /// The same document with the same bytes.
+    pub fn same_as(&self, other: &InFlight) -> bool {
+        self.source_id == other.source_id && self.uri == other.uri && self.hash == other.hash
+    }
+}
+
 type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// The live counters of a run, shared by its tasks; an observer (the CLI's
@@ -124,6 +153,7 @@ fn new_job(source_id: Option<&str>, full: bool, trigger: &str, status: &str) -> 
         lease_owner: Set(None),
         heartbeat_at: Set(None),
         attempts: Set(0),
+        in_flight: Set(None),
         created_at: Set(Utc::now()),
         started_at: Set(None),
         finished_at: Set(None),
@@ -217,24 +247,133 @@ pub async fn claim_next(lore: &Lore, owner: &str) -> Result<Option<index_job::Mo
     Ok(None)
 }
 
-/// Queues again the running jobs whose holder stopped beating (it crashed).
+/// Records that job `job_id` is extracting `reading` (`None`: nothing).
+pub async fn mark_in_flight(lore: &Lore, job_id: &str, reading: Option<&InFlight>) -> Result<()> {
+    index_job::Entity::update_many()
+        .col_expr(index_job::Column::InFlight, Expr::value(reading.map(to_json)))
+        .filter(index_job::Column::Id.eq(job_id))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
+}
+
+/// The document job `job` was extracting when its last attempt ended, with
+/// the deaths on it so far.
+pub fn in_flight(job: &index_job::Model) -> Option<InFlight> {
+    job.in_flight.clone().and_then(|value| serde_json::from_value(value).ok())
+}
+
+/// Takes over the running jobs whose holder stopped beating (its process
+/// died) and queues them again to resume, or, after [`MAX_ATTEMPTS`] starts,
+/// ends them `failed`. The document being extracted at the death becomes a
+/// suspect; one being extracted at a second death is quarantined.
 pub async fn requeue_stale(lore: &Lore, lease: Duration) -> Result<u64> {
     let cutoff =
         Utc::now() - chrono::Duration::from_std(lease).unwrap_or_else(|_| chrono::Duration::seconds(30));
-    let stale = index_job::Entity::update_many()
-        .col_expr(index_job::Column::Status, Expr::value(QUEUED))
-        .col_expr(index_job::Column::LeaseOwner, Expr::value(Option::<String>::None))
+    let stale = index_job::Entity::find()
         .filter(index_job::Column::Status.eq(RUNNING))
         .filter(index_job::Column::HeartbeatAt.lt(cutoff))
-        .exec(&lore.db)
+        .all(&lore.db)
         .await?;
-    if stale.rows_affected > 0 {
-        tracing::warn!(
-            jobs = stale.rows_affected,
-            "resuming indexing jobs left running by a stopped process"
-        );
+    let mut taken = 0;
+    for job in stale {
+        let reading = in_flight(&job);
+        let culprit = reading.clone().filter(|r| r.deaths >= 1);
+        let suspect = reading.clone().filter(|r| r.deaths == 0).map(|r| InFlight { deaths: 1, ..r });
+        let exhausted = job.attempts >= MAX_ATTEMPTS;
+        let message = exhausted.then(|| {
+            let last = reading.as_ref().map(|r| format!(" (the last time while reading {})", r.uri));
+            format!(
+                "Lore's indexing process stopped {} times while running this job{}, so it was not started again. A document being read at two of those stops is set aside (quarantined) on the Sources screen; sync again to index the rest.",
+                job.attempts,
+                last.unwrap_or_default()
+            )
+        });
+        let mut update = index_job::Entity::update_many()
+            .col_expr(index_job::Column::Status, Expr::value(if exhausted { FAILED } else { QUEUED }))
+            .col_expr(index_job::Column::LeaseOwner, Expr::value(Option::<String>::None))
+            .col_expr(index_job::Column::InFlight, Expr::value(suspect.as_ref().map(to_json)));
+        if let Some(message) = &message {
+            update = update
+                .col_expr(index_job::Column::Message, Expr::value(message.clone()))
+                .col_expr(index_job::Column::FinishedAt, Expr::value(Utc::now()));
+        }
+        // Only if it is still the stale job read above: one taker wins.
+        let done = update
+            .filter(index_job::Column::Id.eq(&job.id))
+            .filter(index_job::Column::Status.eq(RUNNING))
+            .filter(index_job::Column::HeartbeatAt.lt(cutoff))
+            .exec(&lore.db)
+            .await?;
+        if done.rows_affected != 1 {
+            continue;
+        }
+        taken += 1;
+        if let Some(culprit) = &culprit {
+            quarantine(lore, &job, culprit).await?;
+        }
+        match &message {
+            Some(message) => {
+                tracing::error!(job = %job.id, attempts = job.attempts, "an indexing job's process died too often; it has failed");
+                fail_sources(lore, &job, message).await?;
+            }
+            None => tracing::warn!(
+                job = %job.id,
+                attempt = job.attempts,
+                document = reading.as_ref().map(|r| r.uri.as_str()),
+                "resuming an indexing job left running by a stopped process"
+            ),
+        }
     }
-    Ok(stale.rows_affected)
+    Ok(taken)
+}
+
+/// Sets aside a document two dead attempts were reading: its row (made if it
+/// had none) becomes `quarantined` with the hash of the bytes it held, so
+/// later runs skip it until it changes. Chunks it already had stay
+/// searchable.
+async fn quarantine(lore: &Lore, job: &index_job::Model, reading: &InFlight) -> Result<()> {
+    let existing = document::Entity::find()
+        .filter(document::Column::SourceId.eq(&reading.source_id))
+        .filter(document::Column::Uri.eq(&reading.uri))
+        .one(&lore.db)
+        .await?;
+    let mut row: document::ActiveModel = match existing {
+        Some(doc) => doc.into(),
+        None => {
+            if source::Entity::find_by_id(reading.source_id.clone()).one(&lore.db).await?.is_none() {
+                return Ok(()); // the source is gone
+            }
+            let id = uuid::Uuid::new_v4().to_string();
+            super::new_document(&id, &reading.source_id, &reading.uri, &reading.uri, None)
+                .insert(&lore.db)
+                .await?
+                .into()
+        }
+    };
+    row.status = Set("quarantined".into());
+    row.error = Set(Some(QUARANTINE_REASON.to_owned()));
+    row.quarantined_hash = Set(Some(reading.hash.clone()));
+    row.last_job_id = Set(Some(job.id.clone()));
+    row.updated_at = Set(Utc::now());
+    row.update(&lore.db).await?;
+    tracing::warn!(job = %job.id, document = %reading.uri, "a document was being read at two process deaths; it is quarantined");
+    Ok(())
+}
+
+/// Marks the sources of a job that will not run again as failed.
+async fn fail_sources(lore: &Lore, job: &index_job::Model, message: &str) -> Result<()> {
+    let mut update = source::Entity::update_many()
+        .col_expr(source::Column::Status, Expr::value("failed"))
+        .col_expr(source::Column::LastError, Expr::value(message.to_owned()))
+        .col_expr(source::Column::UpdatedAt, Expr::value(Utc::now()));
+    update = match &job.source_id {
+        Some(id) => update.filter(source::Column::Id.eq(id)),
+        // A full reindex: the sources it had reached and left mid-way.
+        None => update.filter(source::Column::Status.eq("indexing")),
+    };
+    update.exec(&lore.db).await?;
+    Ok(())
 }
 
 /// Queues a re-sync for every enabled website source that is due.
@@ -319,6 +458,7 @@ pub async fn run(
         .col_expr(index_job::Column::Progress, Expr::value(to_json(&snapshot)))
         .col_expr(index_job::Column::Errors, Expr::value(to_json(&errors)))
         .col_expr(index_job::Column::FinishedAt, Expr::value(Utc::now()))
+        .col_expr(index_job::Column::InFlight, Expr::value(Option::<serde_json::Value>::None))
         .filter(index_job::Column::Id.eq(&job.id))
         .filter(index_job::Column::Status.eq(RUNNING))
         .filter(index_job::Column::LeaseOwner.eq(owner))
@@ -413,6 +553,7 @@ async fn execute(
         chunking,
         job_id: job.id.clone(),
         full,
+        suspect: in_flight(job),
     };
     let synced: Vec<String> = scope.iter().map(|found| found.id.clone()).collect();
     let mut failures = Vec::new();

@@ -10,6 +10,7 @@
 //! the embedding model and the chunking, so nothing unchanged is re-embedded,
 //! and a chunking or model change re-embeds everything.
 
+pub mod address;
 pub mod jobs;
 pub mod upload;
 pub mod web;
@@ -47,6 +48,10 @@ pub enum IngestError {
     UnsupportedFile(String),
     #[error("{0}")]
     CorruptFile(String),
+    /// A document past one of the extraction limits (nesting, elements,
+    /// decompressed bytes, time): the message says which.
+    #[error("the document is over a limit: {0}")]
+    DocumentOverLimit(String),
     #[error("the file has no text to index")]
     EmptyFile,
     #[error("the file is larger than the limit of {limit_bytes} bytes")]
@@ -71,6 +76,7 @@ impl From<ExtractError> for IngestError {
             }
             ExtractError::Corrupt(why) => IngestError::CorruptFile(format!("the file cannot be read: {why}")),
             ExtractError::Empty => IngestError::EmptyFile,
+            ExtractError::OverLimit(why) => IngestError::DocumentOverLimit(why),
         }
     }
 }
@@ -129,6 +135,7 @@ pub(crate) fn new_document(
         chunk_count: Set(0),
         status: Set("pending".into()),
         error: Set(None),
+        quarantined_hash: Set(None),
         last_job_id: Set(None),
         indexed_at: Set(None),
         updated_at: Set(Utc::now()),
@@ -187,6 +194,15 @@ pub struct Indexer {
     pub job_id: String,
     /// Re-embed even when unchanged.
     pub full: bool,
+    /// The document the job's previous attempt died extracting, if any.
+    pub suspect: Option<jobs::InFlight>,
+}
+
+/// What reading (extracting) a document gave.
+pub enum Reading {
+    /// Quarantined with these very bytes: skipped, for this reason.
+    Quarantined(String),
+    Extracted(std::result::Result<Extracted, IngestError>),
 }
 
 /// SHA-256 over what decides the chunks and vectors of a document.
@@ -218,18 +234,50 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Extracts off the async executor (PDF parsing is CPU work).
+/// Stack of an extraction thread. The parsers keep their own stacks, so this
+/// is room for the PDF library's recursion over a document's structure.
+const EXTRACT_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// SHA-256 of a document's bytes as read: what a quarantine remembers.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Extracts on a thread of its own, within [`extract::Limits`]. The parsers
+/// check the time budget as they go; the PDF library cannot, so the caller
+/// stops waiting when the budget (and a grace second) is spent and the
+/// document fails with that reason. A dedicated thread rather than
+/// `spawn_blocking`: a runaway extraction must not hold up the runtime's
+/// shutdown, and the stack size is ours to choose.
 pub async fn extract_off_thread(fetched: &Fetched, name: &str) -> Result<Extracted, IngestError> {
+    let limits = extract::Limits::default();
     let bytes = fetched.bytes.clone();
     let content_type = fetched.content_type.clone();
     let name = name.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let format = extract::detect(&name, content_type.as_deref(), &bytes)?;
-        extract::extract(format, &bytes, &name)
-    })
-    .await
-    .map_err(|err| IngestError::CorruptFile(format!("extraction stopped: {err}")))?
-    .map_err(IngestError::from)
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("lore-extract".into())
+        .stack_size(EXTRACT_STACK_BYTES)
+        .spawn(move || {
+            let extracted = extract::detect(&name, content_type.as_deref(), &bytes)
+                .and_then(|format| extract::extract_within(format, &bytes, &name, &limits));
+            // The receiver is gone only when the caller stopped waiting.
+            let _ = done.send(extracted);
+        })
+        .map_err(|err| IngestError::CorruptFile(format!("no thread to read it on: {err}")))?;
+    let budget = limits.time_budget + std::time::Duration::from_secs(1);
+    match tokio::time::timeout(budget, result).await {
+        Ok(Ok(extracted)) => extracted.map_err(IngestError::from),
+        // The thread ended without an answer: the parser panicked.
+        Ok(Err(_)) => Err(IngestError::CorruptFile("the reader failed on its structure".into())),
+        Err(_) => {
+            tracing::warn!(document = %fetched.uri, "an extraction ran past its time budget; it is abandoned");
+            Err(IngestError::DocumentOverLimit(format!(
+                "reading it took longer than {} s",
+                limits.time_budget.as_secs()
+            )))
+        }
+    }
 }
 
 impl Indexer {
@@ -317,6 +365,7 @@ impl Indexer {
         row.lastmod = Set(fetched.lastmod.clone());
         row.chunk_count = Set(count as i32);
         row.status = Set("indexed".into());
+        row.quarantined_hash = Set(None);
         row.error = Set(None);
         row.last_job_id = Set(Some(self.job_id.clone()));
         row.indexed_at = Set(Some(Utc::now()));
@@ -366,6 +415,38 @@ impl Indexer {
         row.updated_at = Set(Utc::now());
         row.update(&self.lore.db).await?;
         Ok(Outcome::Unchanged)
+    }
+
+    /// Extracts a document on its thread (see [`extract_off_thread`]),
+    /// unless it is quarantined with these very bytes (a full reindex tries
+    /// it again, in its first attempt that meets it). For the time of the extraction the document is
+    /// recorded on the job, so that a process that dies extracting it, twice,
+    /// quarantines it rather than dying on it forever.
+    pub async fn read(&self, source_id: &str, fetched: &Fetched, name: &str) -> Result<Reading> {
+        let hash = bytes_hash(&fetched.bytes);
+        if let Some(doc) = self.existing(source_id, &fetched.uri).await? {
+            // A full reindex tries a quarantined document again, once: a
+            // later attempt of the same job (which quarantined it, or skipped
+            // it already) does not, or one document could fail the job.
+            let full_retry_due = self.full && doc.last_job_id.as_deref() != Some(self.job_id.as_str());
+            if doc.quarantined_hash.as_deref() == Some(hash.as_str()) && !full_retry_due {
+                let reason = doc.error.clone().unwrap_or_else(|| jobs::QUARANTINE_REASON.to_owned());
+                // Seen by this run, so it is not removed as gone.
+                let mut row: document::ActiveModel = doc.into();
+                row.last_job_id = Set(Some(self.job_id.clone()));
+                row.update(&self.lore.db).await?;
+                return Ok(Reading::Quarantined(reason));
+            }
+        }
+        let mut reading =
+            jobs::InFlight { source_id: source_id.to_owned(), uri: fetched.uri.clone(), hash, deaths: 0 };
+        if let Some(suspect) = self.suspect.as_ref().filter(|suspect| suspect.same_as(&reading)) {
+            reading.deaths = suspect.deaths;
+        }
+        jobs::mark_in_flight(&self.lore, &self.job_id, Some(&reading)).await?;
+        let extracted = extract_off_thread(fetched, name).await;
+        jobs::mark_in_flight(&self.lore, &self.job_id, None).await?;
+        Ok(Reading::Extracted(extracted))
     }
 
     /// Records a per-document failure. Earlier chunks of the document stay

@@ -10,7 +10,7 @@ use entity::{document, index_job, source};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter};
 
 use super::jobs::{self, ProgressHandle};
-use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError};
+use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError, Reading};
 use crate::sources::SourceKind;
 use crate::{Error, Lore, Result};
 
@@ -153,7 +153,14 @@ pub async fn sync(
             }
         };
         progress.add(|p| p.fetched += 1);
-        let outcome = match extract_off_thread(&fetched, &doc.uri).await {
+        let extracted = match indexer.read(&found.id, &fetched, &doc.uri).await? {
+            Reading::Quarantined(reason) => {
+                progress.error(&doc.uri, &reason);
+                continue;
+            }
+            Reading::Extracted(extracted) => extracted,
+        };
+        let outcome = match extracted {
             Ok(extracted) => {
                 progress.add(|p| p.extracted += 1);
                 indexer.index_document(&found.id, &fetched, &extracted, progress).await

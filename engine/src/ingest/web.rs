@@ -10,9 +10,14 @@
 //! discovery order, so which of two duplicates is kept never varies.
 //!
 //! Safety: unless `ingest.allow_private_addresses` is set, no request goes to
-//! a private, loopback or link-local address: names are resolved through a
-//! resolver that drops such addresses, and IP literals are checked before
-//! each request and each redirect.
+//! an address that is not public by the IANA special-purpose registries (see
+//! [`super::address`]): names are resolved through a resolver that drops such
+//! addresses, and every URL (IP literal or name) is checked before each
+//! request. The environment's `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` are
+//! ignored, since through a proxy the connect-time check would only ever see
+//! the proxy. An operator's explicit `ingest.proxy` is used instead; the
+//! proxy then resolves the targets, so Lore resolves and checks every target
+//! itself before each request, and follows redirects itself to check each hop.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -26,8 +31,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use url::Url;
 
+use super::address::{self, Reason};
 use super::jobs::ProgressHandle;
-use super::{extract_off_thread, text_hash, Fetched, Indexer, IngestError};
+use super::{text_hash, Fetched, Indexer, IngestError, Reading};
 use crate::settings::Settings;
 use crate::sources::{parse_website_config, Discovery, WebsiteConfig};
 use crate::{Error, Result};
@@ -40,35 +46,44 @@ const MAX_PAGE_BYTES: usize = 10 * 1024 * 1024;
 const MAX_SITEMAP_BYTES: usize = 50 * 1024 * 1024;
 const MAX_SITEMAP_DEPTH: usize = 3;
 const MAX_REDIRECTS: usize = 10;
+/// robots.txt past this is read no further (Google reads 500 KiB).
+const MAX_ROBOTS_BYTES: usize = 500 * 1024;
 
-/// Whether `ip` is private, loopback, link-local or otherwise not public.
+/// Whether `ip` is not a public address (private, loopback, link-local,
+/// documentation, multicast, an IPv6 form of such an IPv4 address, ...).
 pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00 // unique local
-                || (first & 0xffc0) == 0xfe80 // link-local
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_private(IpAddr::V4(v4)))
-        }
+    !address::is_public(ip)
+}
+
+/// The refusal for `host`, which is or resolves to `ip`.
+fn refusal(host: &str, ip: IpAddr, reason: Reason) -> IngestError {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let what = if bare.parse::<IpAddr>().is_ok_and(|literal| literal == ip) {
+        format!("{host} is not a public address ({reason})")
+    } else {
+        format!("{host} resolves to {ip}, which is not a public address ({reason})")
+    };
+    IngestError::PrivateAddress(format!(
+        "{what}; Lore does not crawl private, loopback, link-local or other non-public addresses unless ingest.allow_private_addresses is set"
+    ))
+}
+
+/// Refuses `ip` for `host` when it is not public.
+fn judge(host: &str, ip: IpAddr) -> Result<(), IngestError> {
+    match address::classify(ip) {
+        Some(reason) => Err(refusal(host, ip, reason)),
+        None => Ok(()),
     }
 }
 
-fn refusal(host: &str, ip: IpAddr) -> IngestError {
-    IngestError::PrivateAddress(format!(
-        "{host} is a private, loopback or link-local address ({ip}); Lore does not crawl those unless ingest.allow_private_addresses is set"
-    ))
+/// The address of a URL whose host is an IP literal.
+fn literal_address(url: &Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
+        url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
+        // Hosts of non-special schemes are not normalised, so a literal can hide here.
+        url::Host::Domain(name) => name.trim_start_matches('[').trim_end_matches(']').parse().ok(),
+    }
 }
 
 /// Refuses a URL whose host is, or resolves to, a non-public address.
@@ -77,23 +92,21 @@ pub async fn check_address(url: &Url, allow_private: bool) -> Result<(), IngestE
         return Ok(());
     }
     let host = url.host_str().ok_or_else(|| IngestError::InvalidSource(format!("{url} has no host")))?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = bare.parse::<IpAddr>() {
-        return if is_private(ip) { Err(refusal(host, ip)) } else { Ok(()) };
+    if let Some(ip) = literal_address(url) {
+        return judge(host, ip);
     }
-    let addresses = tokio::net::lookup_host((bare, port))
+    let port = url.port_or_known_default().unwrap_or(80);
+    let addresses = tokio::net::lookup_host((host, port))
         .await
         .map_err(|err| IngestError::Fetch(format!("cannot resolve {host}: {err}")))?;
-    for address in addresses {
-        if is_private(address.ip()) {
-            return Err(refusal(host, address.ip()));
-        }
+    for found in addresses {
+        judge(host, found.ip())?;
     }
     Ok(())
 }
 
-/// DNS that never hands out a non-public address.
+/// DNS that never hands out a non-public address: a name with any such
+/// address is refused as a whole, so a mixed answer cannot slip one through.
 struct PublicOnlyResolver;
 
 impl reqwest::dns::Resolve for PublicOnlyResolver {
@@ -105,12 +118,32 @@ impl reqwest::dns::Resolve for PublicOnlyResolver {
                 Ok(addresses) => addresses.collect(),
                 Err(err) => return Err(Box::new(err) as BoxError),
             };
-            if let Some(private) = found.iter().find(|a| is_private(a.ip())) {
-                return Err(Box::new(refusal(&host, private.ip())) as BoxError);
+            for address in &found {
+                judge(&host, address.ip()).map_err(|refused| Box::new(refused) as BoxError)?;
             }
             Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs)
         })
     }
+}
+
+/// The operator's `ingest.proxy`, checked: an http(s) URL with a host.
+fn configured_proxy(raw: &str) -> Result<reqwest::Proxy, IngestError> {
+    // The value may carry credentials, so the messages do not repeat it.
+    let invalid =
+        |why: String| IngestError::InvalidSource(format!("ingest.proxy is not a usable proxy URL: {why}"));
+    let url = Url::parse(raw.trim()).map_err(|err| invalid(err.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!("the scheme must be http or https, not {}", url.scheme())));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("it has no host".into()));
+    }
+    reqwest::Proxy::all(url).map_err(|err| invalid(err.to_string()))
+}
+
+/// Same host and port as the start URL.
+fn same_site(url: &Url, start: &Url) -> bool {
+    url.host_str() == start.host_str() && url.port_or_known_default() == start.port_or_known_default()
 }
 
 /// A source's crawl: its client, scope and rules.
@@ -122,6 +155,10 @@ pub struct Crawler {
     exclude: Option<GlobSet>,
     robots: Option<texting_robots::Robot>,
     allow_private: bool,
+    /// Redirects are followed by [`Crawler::get`] rather than by the client,
+    /// so each hop is checked: set when a proxy resolves the targets and the
+    /// resolver's check never runs.
+    follows_redirects_itself: bool,
     concurrency: usize,
     delay: Option<Duration>,
 }
@@ -153,28 +190,46 @@ impl Crawler {
         let start = Url::parse(&config.start_url)
             .map_err(|err| IngestError::InvalidSource(format!("start_url: {err}")))?;
         let allow_private = settings.ingest.allow_private_addresses;
-        let start_host = start.host_str().unwrap_or_default().to_owned();
-        let start_port = start.port_or_known_default();
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            let next = attempt.url();
-            let same_host =
-                next.host_str() == Some(start_host.as_str()) && next.port_or_known_default() == start_port;
-            if attempt.previous().len() >= MAX_REDIRECTS {
-                attempt.error("too many redirects")
-            } else if !same_host {
-                // Out of scope: stop here; the page is skipped.
-                attempt.stop()
-            } else {
-                attempt.follow()
-            }
-        });
+        let proxy =
+            settings.ingest.proxy.as_ref().map(|proxy| configured_proxy(proxy.expose())).transpose()?;
+        let follows_redirects_itself = proxy.is_some();
+        let policy = if follows_redirects_itself {
+            reqwest::redirect::Policy::none()
+        } else {
+            let scope = start.clone();
+            reqwest::redirect::Policy::custom(move |attempt| {
+                let next = attempt.url();
+                // IP literals never reach the resolver, so they are judged here.
+                let refused = literal_address(next)
+                    .filter(|_| !allow_private)
+                    .and_then(|ip| judge(next.host_str().unwrap_or_default(), ip).err());
+                if let Some(refused) = refused {
+                    attempt.error(refused)
+                } else if attempt.previous().len() >= MAX_REDIRECTS {
+                    attempt.error("too many redirects")
+                } else if !same_site(next, &scope) {
+                    // Out of scope: stop here; the page is skipped.
+                    attempt.stop()
+                } else {
+                    attempt.follow()
+                }
+            })
+        };
+        // `no_proxy` first: the environment's proxies would otherwise carry
+        // every request past the resolver's check.
         let mut builder = reqwest::Client::builder()
+            .no_proxy()
             .user_agent(format!("{AGENT}/{} (+{})", env!("CARGO_PKG_VERSION"), settings.base_url()))
             .redirect(policy)
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30));
-        if !allow_private {
-            builder = builder.dns_resolver(Arc::new(PublicOnlyResolver));
+        match proxy {
+            // The resolver would only ever see the proxy's own name, which the
+            // operator chose and which is usually internal; the targets are
+            // checked before each request instead.
+            Some(proxy) => builder = builder.proxy(proxy),
+            None if !allow_private => builder = builder.dns_resolver(Arc::new(PublicOnlyResolver)),
+            None => {}
         }
         let client = builder.build().map_err(|err| IngestError::Fetch(format!("HTTP client: {err}")))?;
         Ok(Self {
@@ -185,6 +240,7 @@ impl Crawler {
             config,
             robots: None,
             allow_private,
+            follows_redirects_itself,
             concurrency: settings.ingest.crawl_concurrency.max(1),
             delay: None,
         })
@@ -192,10 +248,7 @@ impl Crawler {
 
     /// Same host and port as the start URL, and within the patterns.
     pub fn in_scope(&self, url: &Url) -> bool {
-        if !matches!(url.scheme(), "http" | "https")
-            || url.host_str() != self.start.host_str()
-            || url.port_or_known_default() != self.start.port_or_known_default()
-        {
+        if !matches!(url.scheme(), "http" | "https") || !same_site(url, &self.start) {
             return false;
         }
         let path = url.path();
@@ -214,11 +267,11 @@ impl Crawler {
     /// Reads robots.txt (absent or unreadable: everything allowed).
     async fn load_robots(&mut self) -> Vec<String> {
         let Ok(robots_url) = self.start.join("/robots.txt") else { return Vec::new() };
-        let Ok(response) = self.client.get(robots_url).send().await else { return Vec::new() };
+        let Ok(response) = self.get(&robots_url, None).await else { return Vec::new() };
         if !response.status().is_success() {
             return Vec::new();
         }
-        let Ok(body) = response.bytes().await else { return Vec::new() };
+        let Ok(body) = Self::body_prefix(response, MAX_ROBOTS_BYTES).await else { return Vec::new() };
         match texting_robots::Robot::new(AGENT, &body) {
             Ok(robot) => {
                 self.delay = robot.delay.map(|seconds| Duration::from_secs_f32(seconds.clamp(0.0, 10.0)));
@@ -233,25 +286,59 @@ impl Crawler {
         }
     }
 
+    /// GETs `url` after checking its address. With a proxy, redirects within
+    /// the site are followed here, each hop checked the same way; a redirect
+    /// out of the site is returned as it is (the page is skipped).
     async fn get(
         &self,
         url: &Url,
         validators: Option<&document::Model>,
     ) -> Result<reqwest::Response, String> {
-        check_address(url, self.allow_private).await.map_err(|err| err.to_string())?;
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
-        let mut request = self.client.get(url.clone());
-        if let Some(doc) = validators {
-            if let Some(etag) = &doc.etag {
-                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+        let mut current = url.clone();
+        let mut hops = 0;
+        loop {
+            check_address(&current, self.allow_private).await.map_err(|err| err.to_string())?;
+            let mut request = self.client.get(current.clone());
+            if let Some(doc) = validators {
+                if let Some(etag) = &doc.etag {
+                    request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+                }
+                if let Some(modified) = &doc.last_modified {
+                    request = request.header(reqwest::header::IF_MODIFIED_SINCE, modified);
+                }
             }
-            if let Some(modified) = &doc.last_modified {
-                request = request.header(reqwest::header::IF_MODIFIED_SINCE, modified);
+            let response = request.send().await.map_err(|err| describe(&err))?;
+            if !self.follows_redirects_itself {
+                return Ok(response);
+            }
+            let Some(next) = redirect_target(&response, &current).filter(|next| same_site(next, &self.start))
+            else {
+                return Ok(response);
+            };
+            if hops >= MAX_REDIRECTS {
+                return Err("too many redirects".into());
+            }
+            hops += 1;
+            current = next;
+        }
+    }
+
+    /// Reads at most the first `limit` bytes of a body.
+    async fn body_prefix(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(piece) = stream.next().await {
+            let piece = piece.map_err(|err| describe(&err))?;
+            let room = limit - body.len();
+            body.extend_from_slice(&piece[..piece.len().min(room)]);
+            if body.len() == limit {
+                break;
             }
         }
-        request.send().await.map_err(|err| describe(&err))
+        Ok(body)
     }
 
     /// Reads a body up to `limit` bytes.
@@ -359,7 +446,7 @@ impl Crawler {
                     continue;
                 }
             };
-            let parsed = parse_sitemap(&body)
+            let parsed = lore_extract::parse_sitemap(&body)
                 .map_err(|err| IngestError::Fetch(format!("the sitemap {raw} is not valid XML: {err}")))?;
             for child in parsed.sitemaps {
                 queue.push_back((child, depth + 1));
@@ -374,6 +461,25 @@ impl Crawler {
         }
         Ok(entries)
     }
+}
+
+/// Where a redirect response points, resolved against the URL that gave it
+/// (the statuses reqwest itself follows; a 304 is not a redirect).
+fn redirect_target(response: &reqwest::Response, from: &Url) -> Option<Url> {
+    use reqwest::StatusCode;
+    let status = response.status();
+    let follows = [
+        StatusCode::MOVED_PERMANENTLY,
+        StatusCode::FOUND,
+        StatusCode::SEE_OTHER,
+        StatusCode::TEMPORARY_REDIRECT,
+        StatusCode::PERMANENT_REDIRECT,
+    ];
+    if !follows.contains(&status) {
+        return None;
+    }
+    let location = response.headers().get(reqwest::header::LOCATION)?.to_str().ok()?;
+    from.join(location.trim()).ok().filter(|next| matches!(next.scheme(), "http" | "https"))
 }
 
 fn describe(err: &reqwest::Error) -> String {
@@ -410,84 +516,12 @@ fn gunzip_if_needed(bytes: Vec<u8>, limit: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-#[derive(Debug, Default, PartialEq)]
-pub struct Sitemap {
-    /// Child sitemaps (of a sitemap index).
-    pub sitemaps: Vec<String>,
-    /// Pages with their `lastmod`.
-    pub urls: Vec<(String, Option<String>)>,
-}
-
-/// Parses a `<urlset>` or a `<sitemapindex>` (namespaces ignored; entity
-/// references such as `&amp;` in URLs resolved).
-pub fn parse_sitemap(xml: &[u8]) -> Result<Sitemap, String> {
-    use quick_xml::events::Event;
-    let mut reader = quick_xml::Reader::from_reader(xml);
-    reader.config_mut().trim_text(true);
-    let mut out = Sitemap::default();
-    let mut path: Vec<String> = Vec::new();
-    let (mut loc, mut lastmod) = (None::<String>, None::<String>);
-    let mut text = String::new();
-    let mut buf = Vec::new();
-    loop {
-        match reader.read_event_into(&mut buf).map_err(|err| err.to_string())? {
-            Event::Start(tag) => {
-                path.push(tag.local_name().as_ref().to_ascii_lowercase());
-                text.clear();
-            }
-            Event::Text(piece) => text.push_str(&piece),
-            Event::CData(piece) => text.push_str(&piece),
-            Event::GeneralRef(entity) => {
-                if let Ok(Some(c)) = entity.resolve_char_ref() {
-                    text.push(c);
-                } else {
-                    text.push_str(match &*entity {
-                        "amp" => "&",
-                        "lt" => "<",
-                        "gt" => ">",
-                        "quot" => "\"",
-                        "apos" => "'",
-                        _ => "",
-                    });
-                }
-            }
-            Event::End(_) => match path.pop().unwrap_or_default().as_str() {
-                "loc" => loc = Some(text.trim().to_owned()),
-                "lastmod" => lastmod = Some(text.trim().to_owned()),
-                "url" => {
-                    if let Some(found) = loc.take() {
-                        out.urls.push((found, lastmod.take()));
-                    }
-                    lastmod = None;
-                }
-                "sitemap" => {
-                    if let Some(found) = loc.take() {
-                        out.sitemaps.push(found);
-                    }
-                    lastmod = None;
-                }
-                _ => {}
-            },
-            Event::Eof => break,
-            _ => {}
-        }
-        buf.clear();
-    }
-    if !path.is_empty() {
-        return Err(format!("unclosed element <{}>", path.join("><")));
-    }
-    Ok(out)
-}
-
-/// Links of an HTML page, absolute, without fragments.
+/// Links of an HTML page, absolute, without fragments (parsed within the
+/// extraction limits: a page past them has no links to follow).
 fn links_of(html: &[u8], base: &Url) -> Vec<Url> {
-    let text = String::from_utf8_lossy(html);
-    let page = scraper::Html::parse_document(&text);
-    let Ok(anchors) = scraper::Selector::parse("a[href]") else { return Vec::new() };
-    page.select(&anchors)
-        .filter(|a| !a.value().attr("rel").unwrap_or_default().split_whitespace().any(|r| r == "nofollow"))
-        .filter_map(|a| a.value().attr("href"))
-        .filter_map(|href| base.join(href.trim()).ok())
+    lore_extract::links(html, &lore_extract::Limits::default())
+        .iter()
+        .filter_map(|href| base.join(href).ok())
         .map(|mut url| {
             url.set_fragment(None);
             url
@@ -652,9 +686,23 @@ async fn visit(
                 seen.fetched += 1;
                 progress.add(|p| p.fetched += 1);
                 if follow && is_html(&fetched) {
-                    links.extend(links_of(&fetched.bytes, &final_url));
+                    // A parse, bounded but CPU work all the same: off the
+                    // async workers, which serve answers meanwhile.
+                    let (bytes, base) = (fetched.bytes.clone(), final_url.clone());
+                    links.extend(
+                        tokio::task::spawn_blocking(move || links_of(&bytes, &base))
+                            .await
+                            .unwrap_or_default(),
+                    );
                 }
-                let extracted = match extract_off_thread(&fetched, final_url.as_str()).await {
+                let extracted = match indexer.read(&found.id, &fetched, final_url.as_str()).await? {
+                    Reading::Quarantined(reason) => {
+                        progress.error(url.as_str(), &reason);
+                        continue;
+                    }
+                    Reading::Extracted(extracted) => extracted,
+                };
+                let extracted = match extracted {
                     Ok(extracted) => extracted,
                     Err(err) => {
                         indexer
@@ -735,30 +783,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn sitemaps_and_sitemap_indexes_parse() {
-        let urlset = br#"<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-  <url><loc>https://docs.example.test/a</loc><lastmod>2026-11-01</lastmod></url>
-  <url><loc> https://docs.example.test/b </loc></url>
-</urlset>"#;
-        let parsed = parse_sitemap(urlset).unwrap();
-        assert_eq!(
-            parsed.urls,
-            vec![
-                ("https://docs.example.test/a".to_owned(), Some("2026-11-01".to_owned())),
-                ("https://docs.example.test/b".to_owned(), None)
-            ]
-        );
-        let index = br#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-  <sitemap><loc>https://docs.example.test/s1.xml.gz</loc></sitemap></sitemapindex>"#;
-        assert_eq!(
-            parse_sitemap(index).unwrap().sitemaps,
-            vec!["https://docs.example.test/s1.xml.gz".to_owned()]
-        );
-        assert!(parse_sitemap(b"<urlset><url><loc>x</url>").is_err());
-    }
-
     #[tokio::test]
     async fn loopback_targets_are_refused_unless_allowed() {
         let url = Url::parse("http://127.0.0.1:9/").unwrap();
@@ -769,5 +793,202 @@ mod tests {
         check_address(&url, true).await.unwrap();
         let named = Url::parse("http://localhost:9/").unwrap();
         assert!(matches!(check_address(&named, false).await, Err(IngestError::PrivateAddress(_))));
+    }
+
+    #[tokio::test]
+    async fn non_public_addresses_from_the_report_are_refused_with_the_reason() {
+        for (url, why) in [
+            ("http://[64:ff9b::a9fe:a9fe]/", "the NAT64 form of 169.254.169.254, link-local"),
+            ("http://[2002:7f00:1::]/", "the 6to4 form of 127.0.0.1, loopback"),
+            ("http://[::127.0.0.1]/", "the IPv4-compatible form of 127.0.0.1, loopback"),
+            ("http://[fec0::1]/", "site-local"),
+            ("http://224.0.0.1/", "multicast"),
+            ("http://198.18.0.1/", "benchmarking"),
+            ("http://240.0.0.1/", "reserved"),
+            ("http://[::ffff:169.254.169.254]/", "the IPv4-mapped form of 169.254.169.254, link-local"),
+            ("http://[fe80::1]:8080/", "link-local"),
+            ("http://[2001:db8::1]/", "documentation"),
+            ("http://[2001::1]/", "Teredo"),
+            ("http://255.255.255.255/", "limited broadcast"),
+            // The URL parser reads these as IPv4 literals too.
+            ("http://2130706433/", "loopback"),
+            ("http://0x7f.1/", "loopback"),
+        ] {
+            let url = Url::parse(url).unwrap();
+            match check_address(&url, false).await {
+                Err(IngestError::PrivateAddress(message)) => {
+                    assert!(message.contains(why), "{url}: {message}");
+                    assert!(message.contains(url.host_str().unwrap()), "{url}: {message}");
+                    assert!(message.contains("ingest.allow_private_addresses"), "{url}: {message}");
+                }
+                other => panic!("{url} was not refused: {other:?}"),
+            }
+            check_address(&url, true).await.unwrap();
+        }
+        for public in ["http://93.184.216.34/", "http://[2606:4700::1111]/", "http://[64:ff9b::5db8:d822]/"] {
+            check_address(&Url::parse(public).unwrap(), false).await.unwrap();
+        }
+    }
+
+    /// A tiny HTTP server on 127.0.0.1 (acting as a proxy or a site) that
+    /// records each request line and answers with `answer(request line)`,
+    /// closing the connection after each response.
+    async fn serve(answer: fn(&str) -> String) -> (SocketAddr, Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head);
+                    let line = text.lines().next().unwrap_or_default().to_owned();
+                    let response = answer(&line);
+                    log.lock().unwrap().push(line);
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        (address, seen)
+    }
+
+    fn response(status: &str, headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn website(start_url: &str) -> WebsiteConfig {
+        parse_website_config(&serde_json::json!({ "start_url": start_url })).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_unusable_proxy_setting_is_a_clear_error_at_crawl_start() {
+        for bad in ["not a proxy url", "socks5://127.0.0.1:1080", "file:///etc/passwd", "http://"] {
+            let mut settings = Settings::default();
+            settings.ingest.proxy = Some(crate::settings::Secret::new(bad));
+            match Crawler::new(&settings, website("https://docs.example.test/")) {
+                Err(IngestError::InvalidSource(message)) => {
+                    assert!(message.contains("ingest.proxy"), "{bad}: {message}");
+                }
+                Err(other) => panic!("{bad}: {other:?}"),
+                Ok(_) => panic!("{bad} was accepted as a proxy"),
+            }
+        }
+        let mut settings = Settings::default();
+        settings.ingest.proxy = Some(crate::settings::Secret::new("http://user:secret@proxy.internal:3128"));
+        assert!(Crawler::new(&settings, website("https://docs.example.test/")).is_ok());
+    }
+
+    #[tokio::test]
+    async fn through_a_proxy_every_target_and_redirect_is_still_checked() {
+        let (proxy, requests) = serve(|line| match line {
+            "GET http://93.184.216.34/docs/ HTTP/1.1" => {
+                response("301 Moved", "Location: /docs/moved\r\n", "")
+            }
+            "GET http://93.184.216.34/docs/moved HTTP/1.1" => response("200 OK", "", "moved here"),
+            "GET http://93.184.216.34/away HTTP/1.1" => {
+                response("302 Found", "Location: http://169.254.169.254/latest/\r\n", "")
+            }
+            "GET http://93.184.216.34/loop HTTP/1.1" => response("302 Found", "Location: /loop\r\n", ""),
+            _ => response("404 Not Found", "", ""),
+        })
+        .await;
+        let mut settings = Settings::default();
+        settings.ingest.allow_private_addresses = false;
+        settings.ingest.proxy = Some(crate::settings::Secret::new(format!("http://{proxy}")));
+        let crawler = Crawler::new(&settings, website("http://93.184.216.34/docs/")).unwrap();
+        assert!(crawler.follows_redirects_itself);
+
+        // Refused before anything reaches the proxy, names resolved by Lore itself.
+        for (target, why) in [
+            ("http://169.254.169.254/latest/meta-data/", "link-local"),
+            ("http://[64:ff9b::a9fe:a9fe]/", "the NAT64 form of 169.254.169.254"),
+            ("http://localhost/", "loopback"),
+            ("http://127.0.0.1/robots.txt", "loopback"),
+        ] {
+            let refused = crawler.get(&Url::parse(target).unwrap(), None).await.unwrap_err();
+            assert!(
+                refused.contains(why) && refused.contains("allow_private_addresses"),
+                "{target}: {refused}"
+            );
+        }
+        assert!(requests.lock().unwrap().is_empty(), "{:?}", requests.lock().unwrap());
+
+        // A redirect within the site is followed through the proxy, hop by hop.
+        let page = crawler.get(&Url::parse("http://93.184.216.34/docs/").unwrap(), None).await.unwrap();
+        assert_eq!(page.url().as_str(), "http://93.184.216.34/docs/moved");
+        assert_eq!(page.text().await.unwrap(), "moved here");
+        // A redirect out of the site is not followed (the page is skipped).
+        let away = crawler.get(&Url::parse("http://93.184.216.34/away").unwrap(), None).await.unwrap();
+        assert_eq!(away.status(), reqwest::StatusCode::FOUND);
+        let looping = crawler.get(&Url::parse("http://93.184.216.34/loop").unwrap(), None).await.unwrap_err();
+        assert!(looping.contains("too many redirects"), "{looping}");
+        let seen = requests.lock().unwrap().clone();
+        assert_eq!(
+            seen[..3],
+            [
+                "GET http://93.184.216.34/docs/ HTTP/1.1",
+                "GET http://93.184.216.34/docs/moved HTTP/1.1",
+                "GET http://93.184.216.34/away HTTP/1.1",
+            ]
+        );
+        assert_eq!(seen.len(), 3 + MAX_REDIRECTS + 1, "{seen:?}");
+    }
+
+    /// Set in the child process of the test below.
+    const PROXY_CHILD: &str = "LORE_TEST_PROXY_ENV_CHILD";
+
+    /// The environment's proxies are ignored. Setting them in this process
+    /// would race every other test that builds an HTTP client, so the test
+    /// runs itself again as a child process with them set there.
+    #[tokio::test]
+    async fn the_crawler_client_ignores_the_proxy_environment() {
+        if std::env::var_os(PROXY_CHILD).is_some() {
+            let (site, _) = serve(|_| response("200 OK", "", "direct")).await;
+            let target = Url::parse(&format!("http://{site}/")).unwrap();
+            // The environment's proxy is live here: a default client goes through it.
+            let plain = reqwest::Client::new().get(target.clone()).send().await.unwrap();
+            assert_eq!(plain.text().await.unwrap(), "via the proxy");
+            let mut settings = Settings::default();
+            settings.ingest.allow_private_addresses = true;
+            let crawler = Crawler::new(&settings, website(target.as_str())).unwrap();
+            let page = crawler.get(&target, None).await.unwrap();
+            assert_eq!(page.text().await.unwrap(), "direct");
+            return;
+        }
+        let (proxy, _) = serve(|_| response("200 OK", "", "via the proxy")).await;
+        let name = format!(
+            "{}::the_crawler_client_ignores_the_proxy_environment",
+            module_path!().split_once("::").map_or("", |(_, path)| path)
+        );
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child.args([name.as_str(), "--exact", "--nocapture"]).env(PROXY_CHILD, "1");
+        for key in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+            child.env(key, format!("http://{proxy}"));
+        }
+        // Either would switch the environment's proxies off for the control request.
+        for key in ["NO_PROXY", "no_proxy", "REQUEST_METHOD"] {
+            child.env_remove(key);
+        }
+        let output = tokio::task::spawn_blocking(move || child.output()).await.unwrap().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the child run failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }

@@ -45,3 +45,19 @@ pub async fn run_queued(lore: &Lore, job_id: &str) -> entity::index_job::Model {
 pub fn progress(job: &entity::index_job::Model) -> Progress {
     serde_json::from_value(job.progress.clone()).unwrap()
 }
+
+/// A PDF holding one Flate stream of `mib` MiB of zeros: about 1 KB a MiB.
+pub fn pdf_bomb(mib: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..mib {
+        encoder.write_all(&zeros).unwrap();
+    }
+    let stream = encoder.finish().unwrap();
+    let mut pdf = format!("%PDF-1.4\n1 0 obj\n<< /Length {} /Filter /FlateDecode >>\nstream\n", stream.len())
+        .into_bytes();
+    pdf.extend_from_slice(&stream);
+    pdf.extend_from_slice(b"\nendstream\nendobj\ntrailer\n<< >>\n%%EOF\n");
+    pdf
+}

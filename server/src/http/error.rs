@@ -22,6 +22,9 @@ pub enum ApiError {
     NotReady,
     /// A JSON body that is not JSON, not of the right shape, or not declared as JSON.
     Json(axum::extract::rejection::JsonRejection),
+    /// A JSON body that is valid JSON but not an object (an array, a string,
+    /// a number, `true`, `false` or `null`) where every route takes an object.
+    NotAnObject,
     /// `/metrics` is off (`metrics.enabled`).
     MetricsDisabled,
     /// `/metrics` is protected by `metrics.key` and the scrape did not send it.
@@ -158,6 +161,10 @@ impl ApiError {
                 };
                 (status, code, rejection.body_text())
             }
+            // A shape error, as a wrong field type is: the same status and code.
+            ApiError::NotAnObject => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", "The body must be a JSON object.".into())
+            }
             ApiError::NotReady => {
                 (StatusCode::SERVICE_UNAVAILABLE, "not_ready", "Lore is not ready to serve.".into())
             }
@@ -269,6 +276,7 @@ fn ingest_parts(err: &IngestError) -> (StatusCode, &'static str, String) {
         IngestError::UnsupportedFile(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_file_type"),
         IngestError::CorruptFile(_) => (StatusCode::UNPROCESSABLE_ENTITY, "corrupt_file"),
         IngestError::EmptyFile => (StatusCode::UNPROCESSABLE_ENTITY, "empty_file"),
+        IngestError::DocumentOverLimit(_) => (StatusCode::UNPROCESSABLE_ENTITY, "document_over_limit"),
         IngestError::FileTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "file_too_large"),
         IngestError::PrivateAddress(_) => (StatusCode::UNPROCESSABLE_ENTITY, "private_address_refused"),
         IngestError::Fetch(_) => (StatusCode::BAD_GATEWAY, "fetch_failed"),

@@ -70,6 +70,13 @@ async fn uploads_are_indexed_by_the_worker_and_bad_files_get_stable_codes() {
         error_code(upload(&app, &id, "logo.png", b"\x89PNG\r\n\x1a\n\0\0binary".to_vec()).await).await,
         (415, "unsupported_file_type".into())
     );
+    // 10,000 nested <div> (55 KB) overflowed a worker's stack and ended the
+    // whole server; now the page is refused by the nesting limit.
+    let deep = format!("{}x{}", "<div>".repeat(10_000), "</div>".repeat(1_000));
+    assert_eq!(
+        error_code(upload(&app, &id, "deep.html", deep.into_bytes()).await).await,
+        (422, "document_over_limit".into())
+    );
     assert_eq!(
         error_code(upload(&app, "no-such-source", "a.md", GUIDE.into()).await).await,
         (404, "source_not_found".into())
