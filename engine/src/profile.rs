@@ -292,6 +292,9 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
     if snapshot.behavior.refusal.trim().is_empty() || snapshot.behavior.refusal.chars().count() > 1000 {
         return invalid("the refusal wording needs 1 to 1000 characters");
     }
+    // Every number is checked finite and in range here, before anything is
+    // stored: JSON has no infinity, so a stored infinity reads back as null
+    // and the version could never be read again. `contains` is false for NaN.
     let gates = &snapshot.cache;
     if !(0.5..=1.0).contains(&gates.min_similarity) {
         return invalid("the cache's minimum similarity must be between 0.5 and 1");
@@ -306,8 +309,11 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
     if !(0.0..=1.0).contains(&r.score_cutoff) {
         return invalid("the score cutoff must be between 0 and 1");
     }
-    if r.vector_weight < 0.0 || r.text_weight < 0.0 || r.vector_weight + r.text_weight <= 0.0 {
-        return invalid("the fusion weights must be non-negative and not both zero");
+    if !(0.0..=1.0).contains(&r.vector_weight)
+        || !(0.0..=1.0).contains(&r.text_weight)
+        || r.vector_weight + r.text_weight <= 0.0
+    {
+        return invalid("the fusion weights must each be between 0 and 1, and not both zero");
     }
     Ok(())
 }
@@ -328,6 +334,9 @@ pub struct Version {
     /// cached answer made before then (under an earlier activation of the
     /// same version, since restored) no longer serves.
     pub activated_at: Option<chrono::DateTime<Utc>>,
+    /// Set on the version that serves because the active one cannot be read:
+    /// the active version's number and why it cannot be read.
+    pub serving_instead_of: Option<(i32, String)>,
 }
 
 fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
@@ -344,7 +353,21 @@ fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
         created_at: row.created_at,
         evals: row.evals,
         activated_at: None,
+        serving_instead_of: None,
     })
+}
+
+/// A snapshot as stored: refused unless it reads back as the same snapshot,
+/// so no save can store a version that could not be read again.
+fn stored_form(snapshot: &Snapshot) -> Result<serde_json::Value> {
+    let value = serde_json::to_value(snapshot).map_err(|err| Error::Internal(err.to_string()))?;
+    match serde_json::from_value::<Snapshot>(value.clone()) {
+        Ok(back) if back == *snapshot => Ok(value),
+        _ => Err(ProfileError::Invalid(
+            "a value does not survive being stored (a number out of range?)".into(),
+        )
+        .into()),
+    }
 }
 
 /// Builds the profile from `persona` unless one exists; returns the active
@@ -391,7 +414,7 @@ async fn insert_version(
         id: Set(id.to_owned()),
         version: Set(version),
         based_on: Set(based_on),
-        snapshot: Set(serde_json::to_value(snapshot).map_err(|err| Error::Internal(err.to_string()))?),
+        snapshot: Set(stored_form(snapshot)?),
         note: Set(note.map(str::to_owned)),
         created_by: Set(actor.label().to_owned()),
         created_at: Set(Utc::now()),
@@ -401,7 +424,12 @@ async fn insert_version(
     .await?)
 }
 
-/// The active version, or `None` before the first index.
+/// The version answers are made with, or `None` before the first index:
+/// the active one, or, when the active one cannot be read (a record written
+/// by another release, or edited by hand), the newest version that can, with
+/// [`Version::serving_instead_of`] saying so. A record that cannot be read
+/// never takes the answer path down; Readiness reports it, and saving or
+/// restoring a version on the Prompt screen makes a readable one active.
 pub async fn active(lore: &Lore) -> Result<Option<Version>> {
     let Some(profile) = profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await? else {
         return Ok(None);
@@ -410,10 +438,47 @@ pub async fn active(lore: &Lore) -> Result<Option<Version>> {
         .one(&lore.db)
         .await?
         .ok_or_else(|| Error::Internal("the active profile version is missing".into()))?;
-    let mut version = version_of(row, &profile.active_version_id)?;
+    let number = row.version;
+    let mut version = match version_of(row, &profile.active_version_id) {
+        Ok(version) => version,
+        Err(err) => {
+            let why = err.to_string();
+            let mut fallback = newest_readable(lore).await?.ok_or_else(|| {
+                Error::Internal(format!("no profile version can be read (the active one: {why})"))
+            })?;
+            tracing::error!(active = number, serving = fallback.version, error = %why, "the active profile version cannot be read; answering with the newest readable one");
+            fallback.serving_instead_of = Some((number, why));
+            fallback
+        }
+    };
     // Every change of the active version (save, restore) stamps `updated_at`.
     version.activated_at = Some(profile.updated_at);
     Ok(Some(version))
+}
+
+/// The newest version whose snapshot reads and validates.
+async fn newest_readable(lore: &Lore) -> Result<Option<Version>> {
+    let rows =
+        profile_version::Entity::find().order_by_desc(profile_version::Column::Version).all(&lore.db).await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| version_of(row, "").ok())
+        .find(|version| validate(&version.snapshot).is_ok()))
+}
+
+/// The id a save or restore based on version `base` must find active: the
+/// base's own, or, while the active version cannot be read and `base` is the
+/// one serving instead, the unreadable active one (so the console, which
+/// shows the serving version, can replace it).
+async fn expected_active_id(lore: &Lore, base: &profile_version::Model) -> Result<String> {
+    if let Some(serving) = active(lore).await? {
+        if serving.serving_instead_of.is_some() && serving.version == base.version {
+            if let Some(profile) = profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await? {
+                return Ok(profile.active_version_id);
+            }
+        }
+    }
+    Ok(base.id.clone())
 }
 
 /// Every version, newest first.
@@ -421,13 +486,21 @@ pub async fn versions(lore: &Lore) -> Result<Vec<Version>> {
     let Some(profile) = profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await? else {
         return Ok(Vec::new());
     };
-    profile_version::Entity::find()
-        .order_by_desc(profile_version::Column::Version)
-        .all(&lore.db)
-        .await?
+    let rows =
+        profile_version::Entity::find().order_by_desc(profile_version::Column::Version).all(&lore.db).await?;
+    // A version that cannot be read is left out (and logged), so the
+    // history stays usable for restoring one that can.
+    Ok(rows
         .into_iter()
-        .map(|row| version_of(row, &profile.active_version_id))
-        .collect()
+        .filter_map(|row| {
+            let number = row.version;
+            version_of(row, &profile.active_version_id)
+                .inspect_err(
+                    |err| tracing::warn!(version = number, error = %err, "a profile version cannot be read"),
+                )
+                .ok()
+        })
+        .collect())
 }
 
 pub async fn version(lore: &Lore, number: i32) -> Result<Version> {
@@ -457,6 +530,7 @@ pub async fn save(
         .one(&lore.db)
         .await?
         .ok_or(ProfileError::UnknownVersion(base))?;
+    let expected = expected_active_id(lore, &base_row).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let txn = lore.db.begin().await?;
     // The write comes first so that the transaction holds the write lock
@@ -465,7 +539,7 @@ pub async fn save(
         .col_expr(profile::Column::ActiveVersionId, Expr::value(id.clone()))
         .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
         .filter(profile::Column::Id.eq(PROFILE_ID))
-        .filter(profile::Column::ActiveVersionId.eq(base_row.id.clone()))
+        .filter(profile::Column::ActiveVersionId.eq(expected))
         .exec(&txn)
         .await?;
     if moved.rows_affected != 1 {
@@ -515,7 +589,8 @@ pub async fn restore(
             .one(&lore.db)
             .await?
             .ok_or(ProfileError::UnknownVersion(expected))?;
-        update = update.filter(profile::Column::ActiveVersionId.eq(expected_row.id));
+        update = update
+            .filter(profile::Column::ActiveVersionId.eq(expected_active_id(lore, &expected_row).await?));
     }
     let txn = lore.db.begin().await?;
     let moved = update.exec(&txn).await?;

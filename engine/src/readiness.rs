@@ -52,6 +52,9 @@ pub enum Status {
     Missing,
     /// Set up but broken.
     Failing,
+    /// Answering, but something needs the admin (for example an active
+    /// profile version that cannot be read, with an older one serving).
+    Degraded,
 }
 
 impl Status {
@@ -61,6 +64,7 @@ impl Status {
             Status::Pending => "pending",
             Status::Missing => "missing",
             Status::Failing => "failing",
+            Status::Degraded => "degraded",
         }
     }
 }
@@ -78,7 +82,8 @@ pub struct SetupState {
     pub checks: Vec<Check>,
     /// The server's verdict; the answer runtime enforces exactly this.
     pub can_answer: bool,
-    /// Why not, one entry per check that is not Ok (empty when answerable).
+    /// Why not, one entry per check that is neither Ok nor Degraded (empty
+    /// when answerable).
     pub reasons: Vec<String>,
     pub active_profile_version: Option<i64>,
 }
@@ -133,7 +138,7 @@ impl Assessment {
         ];
         let reasons: Vec<String> = checks
             .iter()
-            .filter(|check| check.status != Status::Ok)
+            .filter(|check| !matches!(check.status, Status::Ok | Status::Degraded))
             .map(|check| format!("{}: {}", check.concern.key(), check.detail))
             .collect();
         let state = SetupState {
@@ -275,20 +280,22 @@ fn content(sources: &[source::Model]) -> Check {
 }
 
 fn profile_version(active: Option<&profile::Version>) -> Check {
-    match active {
-        Some(active) => Check {
-            concern: Concern::ProfileVersion,
-            status: Status::Ok,
-            detail: format!(
-                "Version {} of the {} profile is active.",
-                active.version, active.snapshot.persona
+    let check = |status, detail: String| Check { concern: Concern::ProfileVersion, status, detail };
+    let Some(serving) = active else {
+        return check(Status::Missing, "No profile yet: it is created when the first index starts.".into());
+    };
+    match &serving.serving_instead_of {
+        Some((number, why)) => check(
+            Status::Degraded,
+            format!(
+                "The active version {number} cannot be read ({why}); answers use version {}, the newest readable one. Save or restore a version on the Prompt screen to make it active.",
+                serving.version
             ),
-        },
-        None => Check {
-            concern: Concern::ProfileVersion,
-            status: Status::Missing,
-            detail: "No profile yet: it is created when the first index starts.".into(),
-        },
+        ),
+        None => check(
+            Status::Ok,
+            format!("Version {} of the {} profile is active.", serving.version, serving.snapshot.persona),
+        ),
     }
 }
 

@@ -154,3 +154,97 @@ async fn invalid_snapshots_are_refused_and_nothing_is_stored() {
     assert_eq!(profile::versions(&lore).await.unwrap().len(), 1);
     assert_eq!(profile::active(&lore).await.unwrap().unwrap().version, 1);
 }
+
+#[tokio::test]
+async fn numbers_out_of_range_or_not_finite_are_refused_before_anything_is_stored() {
+    let (lore, _dir) = support::open().await;
+    let v1 = profile::ensure(&lore, &admin(), "sales_engineer", Details::default()).await.unwrap();
+    // 1e39 reads into an f32 as infinity, which JSON stores as null: the
+    // version could never be read again. 3e38 is finite, but the fused
+    // score overflows and retrieval returns nothing.
+    for weight in [f32::INFINITY, f32::NAN, 3e38, -0.1, 1.5] {
+        let mut bad = v1.snapshot.clone();
+        bad.retrieval.vector_weight = weight;
+        let refused = profile::save(&lore, &admin(), 1, bad, None).await;
+        assert!(matches!(refused, Err(Error::Profile(ProfileError::Invalid(_)))), "{weight}: {refused:?}");
+        let change = engine::tuning::Change { text_weight: Some(weight), ..Default::default() };
+        let refused = engine::tuning::apply(&lore, &admin(), change).await;
+        assert!(matches!(refused, Err(Error::Profile(ProfileError::Invalid(_)))), "{weight}: {refused:?}");
+    }
+    for similarity in [f32::NAN, f32::INFINITY] {
+        let mut bad = v1.snapshot.clone();
+        bad.cache.min_similarity = similarity;
+        assert!(profile::save(&lore, &admin(), 1, bad, None).await.is_err(), "{similarity}");
+    }
+    assert_eq!(profile::versions(&lore).await.unwrap().len(), 1, "no refused save stored a version");
+    assert!(engine::readiness::assess(&lore).await.is_ok());
+}
+
+/// Makes version `number`'s stored snapshot unreadable, as a record written
+/// by a release without today's checks was (`"vector_weight": null`).
+async fn spoil(lore: &Lore, number: i32) {
+    let backend = lore.db.get_database_backend();
+    lore.db
+        .execute(sea_orm::Statement::from_sql_and_values(
+            backend,
+            match backend {
+                sea_orm::DatabaseBackend::Postgres => {
+                    "UPDATE profile_version SET snapshot = $1 WHERE version = $2"
+                }
+                _ => "UPDATE profile_version SET snapshot = ? WHERE version = ?",
+            },
+            [
+                serde_json::json!({"persona": "sales_engineer", "retrieval": {"vector_weight": null}}).into(),
+                number.into(),
+            ],
+        ))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_unreadable_active_version_never_takes_answering_down_and_the_console_can_replace_it() {
+    let (lore, _dir) = support::open().await;
+    let v1 = profile::ensure(&lore, &admin(), "sales_engineer", Details::default()).await.unwrap();
+    let mut second = v1.snapshot.clone();
+    second.prompt = "Second prompt".into();
+    let v2 = profile::save(&lore, &admin(), 1, second, None).await.unwrap();
+    spoil(&lore, v2.version).await;
+
+    // Answers are made with version 1, the newest that reads, and say so.
+    let serving = profile::active(&lore).await.unwrap().expect("a version serves");
+    assert_eq!(serving.version, 1);
+    assert_eq!(serving.snapshot, v1.snapshot);
+    let (unreadable, why) = serving.serving_instead_of.clone().expect("it says it stands in");
+    assert_eq!(unreadable, 2);
+    assert!(why.contains("unreadable"), "{why}");
+    // Readiness reports it without refusing to answer on its account.
+    let state = engine::readiness::assess(&lore).await.unwrap();
+    let check =
+        state.checks.iter().find(|c| c.concern == engine::readiness::Concern::ProfileVersion).unwrap();
+    assert_eq!(check.status, engine::readiness::Status::Degraded);
+    assert!(check.detail.contains("version 2 cannot be read"), "{}", check.detail);
+    assert!(!state.reasons.iter().any(|r| r.starts_with("profile_version")), "{:?}", state.reasons);
+    assert_eq!(state.active_profile_version, Some(1));
+    // The history still lists what can be read; the tuning screen still opens.
+    assert_eq!(profile::versions(&lore).await.unwrap().iter().map(|v| v.version).collect::<Vec<_>>(), [1]);
+    engine::tuning::overview(&lore).await.unwrap();
+
+    // The console shows version 1 as the one serving, so it saves from it.
+    let mut fixed = v1.snapshot.clone();
+    fixed.prompt = "Fixed prompt".into();
+    let v3 = profile::save(&lore, &admin(), 1, fixed.clone(), None).await.unwrap();
+    let active = profile::active(&lore).await.unwrap().unwrap();
+    assert_eq!((active.version, active.serving_instead_of), (v3.version, None));
+    assert_eq!(active.snapshot, fixed);
+    let state = engine::readiness::assess(&lore).await.unwrap();
+    let check =
+        state.checks.iter().find(|c| c.concern == engine::readiness::Concern::ProfileVersion).unwrap();
+    assert_eq!(check.status, engine::readiness::Status::Ok);
+
+    // Restoring works the same way from a spoiled active version.
+    spoil(&lore, v3.version).await;
+    let restored = profile::restore(&lore, &admin(), 1, Some(1)).await.unwrap();
+    assert_eq!(restored.version, 1);
+    assert_eq!(profile::active(&lore).await.unwrap().unwrap().serving_instead_of, None);
+}

@@ -119,11 +119,25 @@ async fn blank_keeps_placeholders_show_effective_values_and_unacknowledged_chunk
         json!({"score_cutoff": 2.0}),
         json!({"chunk_size": 5}),
         json!({"colour": "red"}),
+        // 1e39 is infinity as an f32: it was stored as null, and from then on
+        // every answer, the tuning screen and readiness answered 500.
+        json!({"vector_weight": 1e39}),
+        json!({"text_weight": 1e39}),
+        // Finite, but the fused score overflowed and retrieval found nothing.
+        json!({"vector_weight": 3e38}),
     ] {
+        let versions = engine::profile::versions(&app.lore).await.unwrap().len();
         let response = put(&app, "/admin/tuning", bad.clone()).await;
         assert_eq!(response.status(), 422, "{bad}");
+        assert_eq!(
+            engine::profile::versions(&app.lore).await.unwrap().len(),
+            versions,
+            "{bad} stored a version"
+        );
     }
     assert_eq!(tuning(&app).await["top_k"]["value"], 3);
+    assert_eq!(app.get("/admin/setup-state/").await.status(), 200);
+    assert_eq!(app.get("/admin/profile").await.status(), 200);
 
     // Volatility per source.
     let set: Value = put(&app, &format!("/admin/sources/{id}/volatility"), json!({"volatility": "high"}))
