@@ -5,12 +5,16 @@
 //!
 //! The API key travels only in the `Authorization` header of these requests.
 //! Error messages carry the endpoint and the provider's own message, never
-//! the key.
+//! the key: everything the provider or the transport says is passed through
+//! [`super::redact::scrub`], with the key the call sent, where it becomes a
+//! [`CallError`], so the probe result, the stored `probe_error`, log lines
+//! and API responses only ever see redacted text.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::redact::scrub;
 use crate::settings::Secret;
 
 /// Where to send requests, with the decrypted key for the duration of a call.
@@ -21,7 +25,8 @@ pub struct Endpoint {
     pub api_key: Option<Secret>,
 }
 
-/// Why a provider call failed. Messages are for the admin and carry no key.
+/// Why a provider call failed. Messages are for the admin and carry no key:
+/// the provider's text in `reason` and `message` has been scrubbed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     #[error("cannot reach {endpoint}: {reason}")]
@@ -71,7 +76,10 @@ impl Client {
             .connect_timeout(Duration::from_secs(5))
             .timeout(timeout)
             .build()
-            .map_err(|err| CallError::Unreachable { endpoint: "(client)".into(), reason: err.to_string() })?;
+            .map_err(|err| CallError::Unreachable {
+                endpoint: "(client)".into(),
+                reason: scrub(&err.to_string(), &[]),
+            })?;
         Ok(Self { http, timeout })
     }
 
@@ -89,28 +97,34 @@ impl Client {
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
         let at = endpoint.base.clone();
+        // The key this call sends, so that a reply echoing it is caught even
+        // when it looks like no known credential format.
+        let sent: Vec<&str> = endpoint.api_key.iter().map(Secret::expose).collect();
+        let scrubbed = |text: &str| scrub(text, &sent);
         let response = request.send().await.map_err(|err| {
             if err.is_timeout() {
                 CallError::Timeout { endpoint: at.clone(), seconds: self.timeout.as_secs() }
             } else {
-                CallError::Unreachable { endpoint: at.clone(), reason: root_cause(&err) }
+                CallError::Unreachable { endpoint: at.clone(), reason: scrubbed(&root_cause(&err)) }
             }
         })?;
         let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|err| CallError::Unreachable { endpoint: at.clone(), reason: root_cause(&err) })?;
+        let body = response.bytes().await.map_err(|err| CallError::Unreachable {
+            endpoint: at.clone(),
+            reason: scrubbed(&root_cause(&err)),
+        })?;
         if !status.is_success() {
-            let message = provider_message(&body);
+            let message = scrubbed(&provider_message(&body));
             return Err(if status.as_u16() == 401 || status.as_u16() == 403 {
                 CallError::Unauthorized { endpoint: at, status: status.as_u16(), message }
             } else {
                 CallError::Status { endpoint: at, status: status.as_u16(), message }
             });
         }
+        // serde_json's messages quote the offending value, which is the
+        // provider's text too.
         serde_json::from_slice(&body)
-            .map_err(|err| CallError::Protocol { endpoint: at, reason: err.to_string() })
+            .map_err(|err| CallError::Protocol { endpoint: at, reason: scrubbed(&err.to_string()) })
     }
 
     /// The model ids the endpoint lists (`GET /models`).
@@ -245,7 +259,9 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The provider's error message (`{"error": {"message": ...}}` or
-/// `{"error": "..."}`), or the start of the body.
+/// `{"error": "..."}`), or the body. Not shortened here: a cut made before
+/// scrubbing could leave part of an echoed key that no longer matches it;
+/// [`scrub`] bounds the length after redacting.
 fn provider_message(body: &[u8]) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     let message = parsed.as_ref().and_then(|value| {
@@ -255,8 +271,8 @@ fn provider_message(body: &[u8]) -> String {
             .or_else(|| value["message"].as_str())
     });
     match message {
-        Some(message) => message.chars().take(300).collect(),
-        None => String::from_utf8_lossy(body).chars().take(300).collect(),
+        Some(message) => message.to_owned(),
+        None => String::from_utf8_lossy(body).into_owned(),
     }
 }
 

@@ -14,8 +14,13 @@
 //! - [`quick_add`] stores an account, registers a generation target, probes
 //!   it and binds the generation role in one action; on any failure nothing
 //!   it made remains.
+//! - What a provider replies is untrusted: [`client`] scrubs it with
+//!   [`redact::scrub`] (the account's key, credential-like values, control
+//!   characters, length) before it becomes an error, so probe results,
+//!   stored `probe_error`s, log lines and responses never carry a key.
 
 pub mod client;
+pub mod redact;
 
 use std::time::Instant;
 
@@ -313,8 +318,9 @@ fn is_loopback_or_private(host: &url::Host<&str>) -> bool {
     }
 }
 
-/// Checks the type, endpoint and placement of an account.
+/// Checks the type, endpoint, placement and key of an account.
 fn resolve_account(input: &AccountInput) -> Result<(&'static Preset, String, Placement)> {
+    check_api_key(&input.api_key)?;
     let preset = preset(input.kind.trim())?;
     let endpoint = match input.endpoint.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
         Some(given) => given.trim_end_matches('/').to_owned(),
@@ -363,6 +369,24 @@ fn resolve_account(input: &AccountInput) -> Result<(&'static Preset, String, Pla
 
 fn non_blank(secret: &Option<Secret>) -> Option<&Secret> {
     secret.as_ref().filter(|s| !s.expose().trim().is_empty())
+}
+
+/// Refuses a key that cannot be sent as it is, before it is stored or any
+/// call is made: the key goes into an HTTP header, where a control character
+/// (a NUL, a line break inside the key) cannot go, and no provider issues a
+/// key outside printable ASCII. Without this the probe fails while building
+/// its request and a typing mistake reads as the provider's failure. The key
+/// is trimmed first, as it is when used, so a pasted trailing newline is
+/// fine; the message never repeats the key.
+fn check_api_key(secret: &Option<Secret>) -> Result<()> {
+    match non_blank(secret) {
+        Some(key) if !key.expose().trim().chars().all(|c| c == ' ' || c.is_ascii_graphic()) => {
+            Err(Error::InvalidInput(
+                "an API key can hold only printable ASCII characters, and no control characters".into(),
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Stores a new account (its key sealed).
@@ -667,7 +691,8 @@ async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &model_target::Mod
 }
 
 /// Probes a target with a minimal real call and records the result, latency
-/// and time (and the error, when it failed).
+/// and time (and the error, when it failed; the client has already scrubbed
+/// the provider's part of it).
 pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(model_target::Model, Probe)> {
     let target = target(lore, id).await?;
     let account = account(lore, &target.account_id).await?;
