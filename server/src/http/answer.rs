@@ -45,7 +45,14 @@ use crate::AppState;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
-    #[schemars(length(min = 1, max = 4000))]
+    /// The engine normalises the question before it checks it
+    /// (`engine::answer::normalise`): the document says how, and its
+    /// `pattern` refuses what normalisation leaves empty.
+    #[schemars(
+        length(min = 1, max = 4000),
+        pattern(crate::http::openapi::visible_text_pattern()),
+        description = crate::http::openapi::QUESTION_DESCRIPTION
+    )]
     pub question: String,
     #[serde(default)]
     pub stream: Option<bool>,
@@ -220,6 +227,13 @@ async fn ended(
     run.await.unwrap_or_else(|err| Err(engine::Error::Internal(format!("the answer run failed: {err}"))))
 }
 
+/// A `token` event's data: the next piece of the answer's text (a word
+/// with the whitespace before it), so that the pieces, joined, are the text.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct AnswerToken {
+    pub text: String,
+}
+
 fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
     Event::default().event(name).data(serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned()))
 }
@@ -241,10 +255,8 @@ fn error_event(err: ApiError) -> Event {
 
 /// The answer's tokens, then the final object.
 fn final_events(answer: AnswerResponse) -> Vec<Event> {
-    let mut events: Vec<Event> = pieces(&answer.answer)
-        .into_iter()
-        .map(|piece| json_event("token", &serde_json::json!({ "text": piece })))
-        .collect();
+    let mut events: Vec<Event> =
+        pieces(&answer.answer).into_iter().map(|text| json_event("token", &AnswerToken { text })).collect();
     events.push(json_event("answer", &answer));
     events
 }

@@ -21,16 +21,25 @@ use super::error::ApiError;
 use crate::AppState;
 
 /// Adds request logging. Only the path is logged, never the query string:
-/// sign-in links and OIDC callbacks carry secrets there.
+/// sign-in links and OIDC callbacks carry secrets there. The orchestrator's
+/// probes (`/healthz`, `/readyz`) are logged at DEBUG: they come every few
+/// seconds from every checker and would bury the requests people make (a
+/// 60 s load run logged 542 MB of them at INFO). A failing probe still
+/// shows: readiness warns why, and a 5xx is logged as an error below.
 pub fn observe<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
-    router.layer(
+    router.layer(axum::middleware::from_fn(mark_probe)).layer(
         TraceLayer::new_for_http()
             .make_span_with(|request: &Request<Body>| {
                 tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
             })
             .on_request(())
             .on_response(|response: &Response, latency: Duration, _span: &Span| {
-                tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
+                let (status, latency_ms) = (response.status().as_u16(), latency.as_millis() as u64);
+                if response.extensions().get::<Probe>().is_some() {
+                    tracing::debug!(status, latency_ms, "served");
+                } else {
+                    tracing::info!(status, latency_ms, "served");
+                }
             })
             .on_body_chunk(())
             .on_eos(())
@@ -38,6 +47,20 @@ pub fn observe<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S>
                 tracing::error!(%class, latency_ms = latency.as_millis() as u64, "failed");
             }),
     )
+}
+
+/// Marks the response to a liveness or readiness probe, for the request log
+/// (which sees the response, not the request, when it logs).
+#[derive(Clone, Copy, Debug)]
+struct Probe;
+
+async fn mark_probe(request: Request, next: Next) -> Response {
+    let probe = matches!(request.uri().path(), "/healthz" | "/readyz");
+    let mut response = next.run(request).await;
+    if probe {
+        response.extensions_mut().insert(Probe);
+    }
+    response
 }
 
 /// Finds the session behind the cookie and stores the [`Viewer`] on the
@@ -129,7 +152,63 @@ fn is_same_origin(headers: &HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::routing::get;
+    use tower::ServiceExt;
+
     use super::*;
+
+    /// A log destination the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The request log at INFO and at DEBUG, with a subscriber set for this
+    /// thread only (the test's runtime is single-threaded, so the requests
+    /// run here), not the global one other tests may set.
+    #[tokio::test]
+    async fn probes_are_logged_at_debug_and_other_requests_at_info() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app: Router = observe(
+            Router::new()
+                .route("/healthz", get(|| async { "ok" }))
+                .route("/readyz", get(|| async { "ready" }))
+                .route("/retrieve", get(|| async { "results" })),
+        );
+        for path in ["/healthz", "/readyz", "/retrieve", "/healthz?verbose=1"] {
+            let response = app
+                .clone()
+                .oneshot(axum::http::Request::get(path).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{path}");
+        }
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let served: Vec<&str> = log.lines().filter(|line| line.contains("served")).collect();
+        assert_eq!(served.len(), 4, "{log}");
+        for line in served {
+            let level = if line.contains("path=/retrieve") { " INFO " } else { "DEBUG " };
+            assert!(line.contains(level), "{line}");
+        }
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

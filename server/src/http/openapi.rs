@@ -8,10 +8,92 @@ use axum::Json;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Value};
 
-use super::answer::AnswerRequest;
+use super::answer::{AnswerRequest, AnswerToken};
 use super::public::{RetrieveRequest, RetrieveResponse};
 use crate::AppState;
-use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse};
+use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse, StageView};
+
+/// The characters Rust's `char::is_whitespace` (Unicode `White_Space`)
+/// calls whitespace, as ranges: the ones the engine trims from a query and
+/// collapses in a question (`str::trim`, `str::split_whitespace`) before it
+/// checks them. A test holds this table to `char::is_whitespace` over every
+/// character.
+const WHITESPACE: &[(char, char)] = &[
+    ('\u{9}', '\u{d}'),
+    ('\u{20}', '\u{20}'),
+    ('\u{85}', '\u{85}'),
+    ('\u{a0}', '\u{a0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200a}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202f}', '\u{202f}'),
+    ('\u{205f}', '\u{205f}'),
+    ('\u{3000}', '\u{3000}'),
+];
+
+/// The `pattern` of the question and the query: at least one character that
+/// is not whitespace, as an ECMA-262 regular expression (OpenAPI's dialect)
+/// that spells the whitespace out, since `\S` there means another set (it
+/// counts U+0085 as visible and U+FEFF as whitespace). The pattern is not
+/// anchored, so it matches a text with any such character.
+pub fn visible_text_pattern() -> String {
+    let class: String = WHITESPACE
+        .iter()
+        .map(|&(first, last)| {
+            let escape = |c: char| format!("\\u{:04X}", u32::from(c));
+            if first == last {
+                escape(first)
+            } else {
+                format!("{}-{}", escape(first), escape(last))
+            }
+        })
+        .collect();
+    format!("[^{class}]")
+}
+
+/// How `POST /answer` reads `question` (`engine::answer::normalise`): the
+/// length bounds hold after normalisation, so a question of whitespace alone
+/// is refused although its raw length is 1.
+pub const QUESTION_DESCRIPTION: &str = "The question. Lore normalises it before it checks it: whitespace at either end is removed and each run of whitespace inside becomes one space, where whitespace is Unicode `White_Space` (tab, line feed, vertical tab, form feed, carriage return, space, U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; `pattern` lists them). The normalised question must have from 1 to 4000 characters (Unicode scalar values), or the answer is 422 `invalid_input`: so a question of whitespace alone, such as a lone U+0085, is refused although its raw length is 1. Other characters, control characters included, are kept and counted. The raw text's `maxLength` is therefore a safe bound, not the exact one: whitespace that normalisation removes does not count.";
+
+/// How `POST /retrieve` reads `query` (`engine::search`): trimmed, then
+/// checked.
+pub const QUERY_DESCRIPTION: &str = "The search text. Lore trims whitespace from both ends before it checks it, where whitespace is Unicode `White_Space` (tab, line feed, vertical tab, form feed, carriage return, space, U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; `pattern` lists them). The trimmed query must have from 1 to 4000 characters (Unicode scalar values), or the answer is 422 `invalid_input`: so a query of whitespace alone, such as a lone U+0085, is refused although its raw length is 1. Whitespace inside the query and other characters, control characters included, are kept and counted. The raw text's `maxLength` is therefore a safe bound, not the exact one: whitespace at the ends does not count.";
+
+/// The `text/event-stream` reply of `POST /answer`. OpenAPI 3.0.3 has no
+/// type for a stream of events; the schema describes one event as tools
+/// that read streams (schemathesis among them) parse it, `{"event", "data"}`,
+/// with each event's data schema as `contentSchema` of its JSON text, and
+/// `x-sse-events` repeats them by name.
+const EVENT_STREAM_DESCRIPTION: &str = "Server-sent events (the `text/event-stream` format): each event is an `event:` line with its name and a `data:` line with one JSON object, then a blank line. Lines starting with `:` are comments that keep the connection open during a slow generation; ignore them. The events, in order: `stage` (zero or more), as each stage of the run ends, with the trace's stage object (`StageView`: `stage`, `decision`, `reason`, `duration_ms`, `cost_usd`?); then `token` (zero or more), with `{\"text\"}`, the next piece of the answer's text (`AnswerToken`; the pieces joined are the answer, and they are sent only for an answer that passed the grounding check, or for the refusal text); then exactly one of `answer`, with the whole `AnswerResponse`, or `error`, with the error body (`ErrorBody`) of a failure after the stream started (for example `provider_unavailable`). The stream ends after that event. Each event's `data` is a JSON text whose schema its name gives (`contentSchema` in the `oneOf` variant, and `x-sse-events` by name).";
+
+/// One server-sent event: its name, and its data, a JSON text whose schema
+/// depends on the name.
+fn event_schema(events: &[(&str, &serde_json::Value)]) -> serde_json::Value {
+    let names: Vec<&str> = events.iter().map(|(name, _)| *name).collect();
+    let variants: Vec<serde_json::Value> = events
+        .iter()
+        .map(|(name, schema)| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "event": {"type": "string", "enum": [name]},
+                    "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": schema},
+                },
+            })
+        })
+        .collect();
+    json!({
+        "type": "object",
+        "description": EVENT_STREAM_DESCRIPTION,
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"type": "string", "enum": names},
+            "data": {"type": "string", "description": "The event's data: one JSON object, whose schema the event's name gives."},
+        },
+        "oneOf": variants,
+    })
+}
 
 /// The stable error codes `POST /answer` can answer with, by status. These
 /// tables are prose; a test holds every code they name to the status
@@ -23,7 +105,7 @@ const ANSWER_ERRORS: &[(&str, &str)] = &[
     ("405", "Another method than POST (`method_not_allowed`)."),
     ("413", "The body is over 2 MB (`payload_too_large`)."),
     ("415", "The body is not JSON (`unsupported_media_type`)."),
-    ("422", "Wrong field types, unknown fields, an empty or too long question (`invalid_input`)."),
+    ("422", "A body that is not a JSON object, wrong field types, unknown fields, a question that is empty or too long once normalised (`invalid_input`)."),
     ("429", "A widget key's rate limit is reached (`rate_limited`)."),
     ("500", "Something failed on Lore's side (`internal`); the log has the details."),
     ("502", "The model provider failed (`provider_unavailable`)."),
@@ -39,7 +121,7 @@ const RETRIEVE_ERRORS: &[(&str, &str)] = &[
     ("405", "Another method than POST (`method_not_allowed`)."),
     ("413", "The body is over 2 MB (`payload_too_large`)."),
     ("415", "The body is not JSON (`unsupported_media_type`)."),
-    ("422", "Wrong field types, unknown fields, an empty or too long query, `top_k` outside 1 to 50 (`invalid_input`)."),
+    ("422", "A body that is not a JSON object, wrong field types, unknown fields, a query that is empty or too long once trimmed, `top_k` outside 1 to 50 (`invalid_input`)."),
     ("500", "Something failed on Lore's side (`internal`); the log has the details."),
     ("503", "Retrieval is failing closed (`retrieval_failing_closed`) or the embedding model is not available (`embedding_unavailable`)."),
 ];
@@ -50,7 +132,7 @@ const ADMIN_ERRORS: &[(&str, &str)] = &[
     ("401", "No admin session (`unauthenticated`)."),
     ("403", "The signed-in account is not an admin, or the request is cross-origin (`admin_unavailable`, `cross_origin_rejected`)."),
     ("415", "The body is not JSON (`unsupported_media_type`)."),
-    ("422", "A malformed or too long range, or unknown fields (`invalid_input`)."),
+    ("422", "A body that is not a JSON object, a malformed or too long range, or unknown fields (`invalid_input`)."),
 ];
 
 pub fn document(base_url: &str) -> Value {
@@ -58,6 +140,8 @@ pub fn document(base_url: &str) -> Value {
     let mut schema = |f: fn(&mut schemars::SchemaGenerator) -> schemars::Schema| f(&mut generator).to_value();
     let answer_request = schema(|g| g.subschema_for::<AnswerRequest>());
     let answer_response = schema(|g| g.subschema_for::<AnswerResponse>());
+    let stage_event = schema(|g| g.subschema_for::<StageView>());
+    let token_event = schema(|g| g.subschema_for::<AnswerToken>());
     let retrieve_request = schema(|g| g.subschema_for::<RetrieveRequest>());
     let retrieve_response = schema(|g| g.subschema_for::<RetrieveResponse>());
     let error = schema(|g| g.subschema_for::<ErrorBody>());
@@ -104,7 +188,20 @@ pub fn document(base_url: &str) -> Value {
                     "description": "The answer (or refusal).",
                     "content": {
                         "application/json": {"schema": answer_response},
-                        "text/event-stream": {"schema": {"type": "string"}},
+                        "text/event-stream": {
+                            "schema": event_schema(&[
+                                ("stage", &stage_event),
+                                ("token", &token_event),
+                                ("answer", &answer_response),
+                                ("error", &error),
+                            ]),
+                            "x-sse-events": {
+                                "stage": {"description": "A stage of the run ended (zero or more).", "schema": stage_event},
+                                "token": {"description": "The next piece of the answer's text (zero or more, after the stages).", "schema": token_event},
+                                "answer": {"description": "The final object; the last event of a run that succeeded.", "schema": answer_response},
+                                "error": {"description": "A failure after the stream started; the last event.", "schema": error},
+                            },
+                        },
                     },
                 }), ANSWER_ERRORS),
             }},
@@ -191,6 +288,7 @@ mod tests {
             rejected("text/plain", b"{}".to_vec()).await,
             // Over axum's default 2 MB body limit, which the router keeps.
             rejected("application/json", vec![b' '; 3 * 1024 * 1024]).await,
+            ApiError::NotAnObject,
             ApiError::MethodNotAllowed,
             ApiError::ProviderUnavailable,
             ApiError::CrossOriginRejected,
@@ -229,5 +327,101 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The whitespace table is Rust's `char::is_whitespace`, which the
+    /// engine's trimming and collapsing use, over every character.
+    #[test]
+    fn the_whitespace_table_is_rusts() {
+        let listed = |c: char| WHITESPACE.iter().any(|&(first, last)| (first..=last).contains(&c));
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            assert_eq!(listed(c), c.is_whitespace(), "U+{:04X}", u32::from(c));
+        }
+        assert_eq!(
+            visible_text_pattern(),
+            r"[^\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028-\u2029\u202F\u205F\u3000]"
+        );
+    }
+
+    /// The document and the engine agree on the question: a text the
+    /// engine's normalisation leaves empty is exactly one the `pattern`
+    /// refuses (one character at a time, and mixed), and the documented
+    /// bounds are the engine's.
+    #[test]
+    fn the_documented_question_and_query_are_the_ones_the_engine_takes() {
+        let visible = |text: &str| {
+            text.chars().any(|c| !WHITESPACE.iter().any(|&(first, last)| (first..=last).contains(&c)))
+        };
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            let text = c.to_string();
+            assert_eq!(engine::answer::normalise(&text).is_ok(), visible(&text), "U+{:04X}", u32::from(c));
+        }
+        for text in ["\u{85}", " \u{85}\t\u{3000} ", "\u{85}a\u{85}", "\u{0}", "\u{feff}", "a"] {
+            assert_eq!(engine::answer::normalise(text).is_ok(), visible(text), "{text:?}");
+            // The query is trimmed, not collapsed: empty exactly when the question is.
+            assert_eq!(text.trim().is_empty(), !visible(text), "{text:?}");
+        }
+        // Over the bound once normalised; under it, though the raw text is
+        // longer, when what is over is whitespace.
+        let max = engine::answer::MAX_QUESTION_CHARS;
+        assert!(engine::answer::normalise(&"x".repeat(max + 1)).is_err());
+        assert!(engine::answer::normalise(&format!("{}\u{85}\u{85}", "x".repeat(max))).is_ok());
+
+        let document = document("http://lore.test");
+        let schemas = &document["components"]["schemas"];
+        for (field, limit, description) in [
+            (&schemas["AnswerRequest"]["properties"]["question"], max, QUESTION_DESCRIPTION),
+            (
+                &schemas["RetrieveRequest"]["properties"]["query"],
+                engine::search::MAX_QUERY_CHARS,
+                QUERY_DESCRIPTION,
+            ),
+        ] {
+            assert_eq!(field["pattern"], visible_text_pattern(), "{field}");
+            assert_eq!(field["description"], description, "{field}");
+            assert_eq!(field["minLength"], 1, "{field}");
+            assert_eq!(field["maxLength"], limit, "{field}");
+            assert!(description.contains(&format!("from 1 to {limit} characters")), "{description}");
+            assert!(description.contains("422 `invalid_input`") && description.contains("U+0085"));
+        }
+    }
+
+    /// One event of the stream is `{"event", "data"}` (OpenAPI 3.0.3 has no
+    /// stream type); the description names every event, and both the
+    /// `oneOf` variants (as `contentSchema`) and `x-sse-events` point each at
+    /// the schema of its data, which the document defines.
+    #[test]
+    fn the_event_stream_names_its_events_and_their_schemas() {
+        let document = document("http://lore.test");
+        let stream =
+            &document["paths"]["/answer"]["post"]["responses"]["200"]["content"]["text/event-stream"];
+        assert_eq!(stream["schema"]["type"], "object");
+        assert_eq!(stream["schema"]["required"], json!(["event", "data"]));
+        assert_eq!(
+            stream["schema"]["properties"]["event"]["enum"],
+            json!(["stage", "token", "answer", "error"])
+        );
+        let description = stream["schema"]["description"].as_str().unwrap();
+        for (event, schema) in [
+            ("stage", "StageView"),
+            ("token", "AnswerToken"),
+            ("answer", "AnswerResponse"),
+            ("error", "ErrorBody"),
+        ] {
+            assert!(description.contains(&format!("`{event}`")), "{event}");
+            let reference = format!("#/components/schemas/{schema}");
+            assert_eq!(stream["x-sse-events"][event]["schema"]["$ref"], reference.as_str(), "{event}");
+            let variant = stream["schema"]["oneOf"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["properties"]["event"]["enum"] == json!([event]))
+                .unwrap_or_else(|| panic!("no variant for {event}"));
+            assert_eq!(variant["properties"]["data"]["contentSchema"]["$ref"], reference.as_str(), "{event}");
+            assert!(document["components"]["schemas"][schema].is_object(), "{schema}");
+        }
+        let token = &document["components"]["schemas"]["AnswerToken"];
+        assert_eq!(token["properties"]["text"]["type"], "string", "{token}");
+        assert_eq!(token["required"], json!(["text"]), "{token}");
     }
 }

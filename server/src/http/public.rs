@@ -136,7 +136,14 @@ fn preflight(origin: Option<&str>) -> Response {
 #[derive(Debug, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
-    #[schemars(length(min = 1, max = 4000))]
+    /// The engine trims the query before it checks it
+    /// (`engine::search`): the document says so, and its `pattern`
+    /// refuses what trimming leaves empty.
+    #[schemars(
+        length(min = 1, max = 4000),
+        pattern(crate::http::openapi::visible_text_pattern()),
+        description = crate::http::openapi::QUERY_DESCRIPTION
+    )]
     pub query: String,
     /// Replaces the active profile version's top k.
     #[serde(default)]

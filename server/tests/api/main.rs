@@ -16,6 +16,7 @@ mod indexing_jobs;
 mod llama;
 mod metrics;
 mod providers;
+mod request_bodies;
 mod setup_state;
 #[path = "../../../engine/tests/support/site.rs"]
 mod site;
