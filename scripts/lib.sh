@@ -65,6 +65,27 @@ ensure_nextest() {
 
 # Node tools shared by the build (binaryen's wasm-opt) and the tests
 # (playwright-core, oidc-provider), installed from end2end/package-lock.json.
+# schemathesis, for the schema-driven fuzzing of /openapi.json
+# (scripts/schema-fuzz), in a venv of its own.
+SCHEMATHESIS_VENV="$LORE_CACHE/schemathesis"
+SCHEMATHESIS_VERSION=4.32.5
+ensure_schemathesis() {
+  if ! "$SCHEMATHESIS_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    step "Installing schemathesis $SCHEMATHESIS_VERSION (once)"
+    rm -rf "$SCHEMATHESIS_VENV"
+    python3 -m venv "$SCHEMATHESIS_VENV"
+    "$SCHEMATHESIS_VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+}
+
+# cargo fuzz runs the fuzz targets in fuzz/ (scripts/harden).
+ensure_cargo_fuzz() {
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    step "Installing cargo-fuzz (once)"
+    cargo install --locked cargo-fuzz
+  fi
+}
+
 ensure_node_tools() {
   local dir="$LORE_CACHE/node"
   mkdir -p "$dir"
