@@ -11,20 +11,16 @@ use figment::Figment;
 /// The default configuration file, read when it exists.
 pub const DEFAULT_FILE: &str = "lore.toml";
 
-/// Top-level keys an environment variable may set. Other `LORE_*` variables
+/// Top-level keys an environment variable may set: every top-level key of
+/// [`Settings`], read off its serialised defaults so that a new section is
+/// settable from the environment the day it exists (a hand-kept list once
+/// left `providers`, `answer` and `metrics` out). Other `LORE_*` variables
 /// are ignored (with a warning) rather than failing the start.
-const ENV_SECTIONS: [&str; 10] = [
-    "server",
-    "data_dir",
-    "database",
-    "vectors",
-    "models",
-    "auth",
-    "ingest",
-    "mcp",
-    "log_format",
-    "master_key",
-];
+static ENV_SECTIONS: std::sync::LazyLock<Vec<String>> =
+    std::sync::LazyLock::new(|| match serde_json::to_value(Settings::default()) {
+        Ok(serde_json::Value::Object(map)) => map.into_iter().map(|(key, _)| key).collect(),
+        _ => Vec::new(),
+    });
 
 /// Loads the settings. A file named with `--config` must exist.
 pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
@@ -44,7 +40,7 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
 /// setting: its first `__`-separated part is a top-level key.
 fn names_a_setting(key: &str) -> bool {
     let section = key.split("__").next().unwrap_or_default().to_ascii_lowercase();
-    ENV_SECTIONS.contains(&section.as_str())
+    ENV_SECTIONS.contains(&section)
 }
 
 /// Environment variables that look like Lore's but set nothing (likely typos).
@@ -120,6 +116,9 @@ mod tests {
             jail.set_env("LORE_AUTH__ADMINS", "a@example.test, b@example.test");
             jail.set_env("LORE_MCP__SESSION__ALLOWCLIENTDELETE", "true");
             jail.set_env("LORE_INGEST__ALLOW_PRIVATE_ADDRESSES", "true");
+            jail.set_env("LORE_PROVIDERS__PROBE_MAX_AGE_DAYS", "3");
+            jail.set_env("LORE_ANSWER__GROUNDING_MIN_SUPPORT", "0.75");
+            jail.set_env("LORE_METRICS__ENABLED", "true");
             jail.set_env("LORE_UNRELATED_THING", "ignored");
             let settings = load(None).expect("layered settings load");
             assert_eq!(settings.server.bind.to_string(), "127.0.0.1:5000");
@@ -129,6 +128,12 @@ mod tests {
             assert_eq!(settings.mcp.session.idle_timeout_seconds, 60);
             assert!(settings.mcp.session.allow_client_delete);
             assert!(settings.ingest.allow_private_addresses);
+            assert_eq!(settings.providers.probe_max_age_days, 3);
+            assert_eq!(settings.answer.grounding_min_support, 0.75);
+            assert!(settings.metrics.enabled);
+            let ignored = ignored_env_vars();
+            assert!(ignored.contains(&"LORE_UNRELATED_THING".to_owned()), "{ignored:?}");
+            assert!(!ignored.iter().any(|v| v.starts_with("LORE_METRICS") || v.starts_with("LORE_ANSWER")));
             Ok(())
         });
     }
