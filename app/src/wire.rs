@@ -9,9 +9,16 @@ pub struct SetupState {
     /// One entry per concern, in display order: configuration, embedding,
     /// provider, indexing, content, profile_version.
     pub checks: Vec<ReadinessCheck>,
-    /// The server's verdict; the answer runtime enforces exactly this.
+    /// The server's verdict (SPEC.md's `canAnswer`); the answer runtime
+    /// enforces exactly this.
+    #[serde(rename = "canAnswer")]
     pub can_answer: bool,
-    /// Why not (empty when `can_answer`).
+    /// The same verdict under its old name, `can_answer`, sent for one more
+    /// release so that existing scripts keep working. Deprecated: read
+    /// `canAnswer`.
+    #[serde(rename = "can_answer", default, skip_deserializing)]
+    pub can_answer_deprecated: bool,
+    /// Why not (empty when `canAnswer`).
     pub reasons: Vec<String>,
     pub active_profile_version: Option<i64>,
 }
@@ -681,8 +688,47 @@ mod from_engine {
                     })
                     .collect(),
                 can_answer: state.can_answer,
+                can_answer_deprecated: state.can_answer,
                 reasons: state.reasons,
                 active_profile_version: state.active_profile_version,
+            }
+        }
+    }
+
+    /// Retrieval results with each mode's raw score, as the console and
+    /// `lore search` show them.
+    impl From<engine::retrieve::Retrieval> for SearchResults {
+        fn from(found: engine::retrieve::Retrieval) -> Self {
+            Self {
+                candidates: found.candidates,
+                below_cutoff: found.below_cutoff,
+                results: found
+                    .results
+                    .into_iter()
+                    .map(|r| SearchHit {
+                        chunk_id: r.chunk.id,
+                        source_id: r.chunk.source_id,
+                        document_id: r.chunk.document_id,
+                        title: r.chunk.title,
+                        url: r.chunk.url,
+                        heading: r.chunk.heading,
+                        text: r.chunk.text,
+                        score: r.score,
+                        vector_score: r.vector_score,
+                        text_score: r.text_score,
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    impl From<engine::search::ProfileRetrieval> for ProfileRetrievalView {
+        fn from(p: engine::search::ProfileRetrieval) -> Self {
+            Self {
+                profile_version: p.profile_version,
+                settings: RetrievalSettingsView::from(p.settings),
+                sources: p.sources,
+                results: SearchResults::from(p.found),
             }
         }
     }
@@ -741,7 +787,7 @@ mod from_engine {
     impl From<engine::answer::Stage> for StageView {
         fn from(s: engine::answer::Stage) -> Self {
             Self {
-                stage: s.stage,
+                stage: s.stage.key().to_owned(),
                 decision: s.decision,
                 reason: s.reason,
                 duration_ms: s.duration_ms,

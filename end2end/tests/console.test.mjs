@@ -47,7 +47,7 @@ test('the hydrated Readiness panel refreshes on click', async () => {
   const refreshed = page.waitForResponse((r) => r.url().endsWith('/admin/setup-state/') && r.status() === 200);
   await page.locator('.readiness').getByRole('button', { name: 'Refresh' }).click();
   const body = await (await refreshed).json();
-  assert.equal(body.can_answer, false);
+  assert.equal(body.canAnswer, false);
 
   // Client-side navigation works too: the router is live.
   await page.getByRole('navigation').getByRole('link', { name: 'Sources', exact: true }).click();

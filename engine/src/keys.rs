@@ -266,15 +266,7 @@ impl KeySummary {
 
 /// Every key, newest first, with its 7-day usage.
 pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
-    lore.recorder().flush().await?;
-    let since = usage_window_start();
-    let usage = key_usage::Entity::find().filter(key_usage::Column::Day.gte(since)).all(&lore.db).await?;
-    let mut totals: HashMap<String, (i64, f64)> = HashMap::new();
-    for row in usage {
-        let entry = totals.entry(row.key_id).or_default();
-        entry.0 += row.queries;
-        entry.1 += row.estimated_cost_usd;
-    }
+    let totals = usage(lore, None).await?;
     Ok(access_key::Entity::find()
         .order_by_desc(access_key::Column::CreatedAt)
         .all(&lore.db)
@@ -287,26 +279,47 @@ pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
         .collect())
 }
 
+/// Queries and estimated cost per key over the usage window, for one key or
+/// (`None`) every key; recorded usage not yet written is written first.
+async fn usage(lore: &Lore, key_id: Option<&str>) -> Result<HashMap<String, (i64, f64)>> {
+    lore.recorder().flush().await?;
+    let mut query = key_usage::Entity::find().filter(key_usage::Column::Day.gte(usage_window_start()));
+    if let Some(id) = key_id {
+        query = query.filter(key_usage::Column::KeyId.eq(id));
+    }
+    let mut totals: HashMap<String, (i64, f64)> = HashMap::new();
+    for row in query.all(&lore.db).await? {
+        let entry = totals.entry(row.key_id).or_default();
+        entry.0 += row.queries;
+        entry.1 += row.estimated_cost_usd;
+    }
+    Ok(totals)
+}
+
 fn usage_window_start() -> String {
     let today = Utc::now().date_naive();
     today.checked_sub_days(Days::new(USAGE_DAYS - 1)).unwrap_or(today).format("%Y-%m-%d").to_string()
 }
 
 /// Revokes a key; from now on it gets 401. Revoking twice changes nothing.
-pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<access_key::Model> {
+/// Returns the key as the list shows it, with its usage.
+pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<KeySummary> {
     let key = access_key::Entity::find_by_id(id)
         .one(&lore.db)
         .await?
         .ok_or_else(|| KeyError::NotFound(id.into()))?;
-    if key.status == "revoked" {
-        return Ok(key);
-    }
-    let mut row: access_key::ActiveModel = key.into();
-    row.status = Set("revoked".to_owned());
-    row.revoked_at = Set(Some(Utc::now()));
-    let key = row.update(&lore.db).await?;
-    audit::record(&lore.db, actor, "key.revoked", Some(&key.id), serde_json::json!({})).await?;
-    Ok(key)
+    let key = if key.status == "revoked" {
+        key
+    } else {
+        let mut row: access_key::ActiveModel = key.into();
+        row.status = Set("revoked".to_owned());
+        row.revoked_at = Set(Some(Utc::now()));
+        let key = row.update(&lore.db).await?;
+        audit::record(&lore.db, actor, "key.revoked", Some(&key.id), serde_json::json!({})).await?;
+        key
+    };
+    let (queries, cost) = usage(lore, Some(id)).await?.get(id).copied().unwrap_or_default();
+    Ok(KeySummary::of(key, queries, cost))
 }
 
 /// Per-node fixed-window counters for widget rate limits.

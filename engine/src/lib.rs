@@ -27,6 +27,7 @@ pub mod secrets;
 pub mod settings;
 pub mod sources;
 pub mod store;
+pub mod trace;
 pub mod tuning;
 pub mod wizard;
 

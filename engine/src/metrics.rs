@@ -797,22 +797,10 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
     })
 }
 
-/// The pipeline's order of stages, for the funnel.
+/// The pipeline's order of stages, for the funnel (a name no stage has any
+/// more sorts last).
 fn stage_order(stage: &str) -> usize {
-    const ORDER: [&str; 11] = [
-        "normalise",
-        "readiness",
-        "exact_cache",
-        "semantic_cache",
-        "retrieval",
-        "refusal",
-        "prompt",
-        "generation",
-        "grounding",
-        "escalation",
-        "answer",
-    ];
-    ORDER.iter().position(|s| *s == stage).unwrap_or(ORDER.len())
+    crate::trace::StageName::parse(stage).map_or(crate::trace::StageName::ALL.len(), |name| name as usize)
 }
 
 struct Summed {

@@ -4,14 +4,20 @@
 //! whole corpus for the Playground's corpus diagnostic.
 
 use std::future::Future;
+use std::time::Instant;
 
 use crate::corpus::{self, RetrievalState};
 use crate::ingest::IngestError;
 use crate::retrieve::{self, Retrieval, RetrievalSettings};
+use crate::trace::{Stage, StageName};
 use crate::{Error, Lore, Result};
 
 /// The longest query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 4_000;
+
+/// The largest top k the corpus diagnostic takes (more than retrieval's
+/// [`retrieve::MAX_TOP_K`]: it is for looking through the corpus).
+pub const DIAGNOSTIC_MAX_TOP_K: usize = 100;
 
 /// Whether retrieval may run now, and why not.
 pub async fn retrieval_state(lore: &Lore) -> Result<RetrievalState> {
@@ -80,6 +86,89 @@ pub async fn search_active(
         Ok::<_, Error>(settings)
     };
     search_with(lore, query, settings, Reach::Enabled).await
+}
+
+/// The corpus diagnostic (the Playground's Corpus mode and `lore search`):
+/// retrieval's default settings, `top_k` (1 to [`DIAGNOSTIC_MAX_TOP_K`])
+/// replacing their top k when given. Raw means every source's chunks,
+/// disabled ones too, with no cutoff; otherwise the enabled sources with the
+/// default cutoff.
+pub async fn diagnose(lore: &Lore, query: &str, top_k: Option<usize>, raw: bool) -> Result<Retrieval> {
+    let mut settings = RetrievalSettings::default();
+    if let Some(k) = top_k {
+        if !(1..=DIAGNOSTIC_MAX_TOP_K).contains(&k) {
+            return Err(Error::InvalidInput(format!("top_k must be between 1 and {DIAGNOSTIC_MAX_TOP_K}")));
+        }
+        settings.top_k = k;
+    }
+    let reach = if raw {
+        settings.score_cutoff = f32::MIN;
+        Reach::WholeCorpus
+    } else {
+        Reach::Enabled
+    };
+    search(lore, query, &settings, reach).await
+}
+
+/// What the Playground's Retrieval mode shows: the active profile version's
+/// retrieval over the enabled sources, with the settings and the sources it
+/// searched.
+#[derive(Clone, Debug)]
+pub struct ProfileRetrieval {
+    /// None before the first index creates the profile (defaults apply).
+    pub profile_version: Option<i32>,
+    pub settings: RetrievalSettings,
+    /// The enabled sources searched, as (name, id).
+    pub sources: Vec<(String, String)>,
+    pub found: Retrieval,
+}
+
+/// Profile retrieval for `query`, exactly as an answer would retrieve.
+pub async fn profile_retrieval(lore: &Lore, query: &str) -> Result<ProfileRetrieval> {
+    let active = crate::profile::active(lore).await?;
+    let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
+    let sources = crate::sources::list(lore)
+        .await?
+        .into_iter()
+        .filter(|source| source.enabled)
+        .map(|source| (source.name, source.id))
+        .collect();
+    let found = search(lore, query, &settings, Reach::Enabled).await?;
+    Ok(ProfileRetrieval { profile_version: active.map(|v| v.version), settings, sources, found })
+}
+
+/// A retrieval with its trace, as `POST /retrieve` returns it.
+#[derive(Clone, Debug)]
+pub struct Traced {
+    pub found: Retrieval,
+    pub trace: RetrievalTrace,
+}
+
+/// A retrieval's trace: an id of its own and its one stage.
+#[derive(Clone, Debug)]
+pub struct RetrievalTrace {
+    pub id: String,
+    pub stages: Vec<Stage>,
+}
+
+/// [`search_active`] with the trace a caller of `/retrieve` reads: the
+/// retrieval stage's decision (`results` or `empty`), what it considered
+/// and how long it took.
+pub async fn retrieve(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<Traced> {
+    let started = Instant::now();
+    let (found, settings) = search_active(lore, query, top_k).await?;
+    let stage = Stage {
+        stage: StageName::Retrieval,
+        decision: if found.results.is_empty() { "empty".into() } else { "results".into() },
+        reason: format!(
+            "{} candidates, {} below the cutoff {:.2}, top {}",
+            found.candidates, found.below_cutoff, settings.score_cutoff, settings.top_k
+        ),
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        cost_usd: None,
+    };
+    let trace = RetrievalTrace { id: uuid::Uuid::new_v4().to_string(), stages: vec![stage] };
+    Ok(Traced { found, trace })
 }
 
 async fn search_with(

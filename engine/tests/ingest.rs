@@ -431,3 +431,42 @@ async fn a_full_reindex_retries_a_quarantined_document_once_not_in_every_attempt
     let docs = sources::documents(&lore, &source).await.unwrap();
     assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "indexed");
 }
+
+#[tokio::test]
+async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what_they_read() {
+    use engine::ingest::lifecycle;
+    let (lore, _dir) = open().await;
+    let site = NewSource {
+        name: "Docs".into(),
+        kind: "website".into(),
+        config: Some(serde_json::json!({"start_url": "http://127.0.0.1:9/docs/"})),
+        volatility: None,
+    };
+    let added = lifecycle::add_source(&lore, &Actor::System, site, "test").await.unwrap();
+    let job = added.first_sync.expect("a website's first sync is queued with it");
+    assert_eq!(job.source_id.as_deref(), Some(added.source.id.as_str()));
+    assert_eq!(added.source.status, "queued");
+
+    // The same start URL finds that source; another creates one named after its host.
+    let same =
+        lifecycle::website_at(&lore, &Actor::System, "http://127.0.0.1:9/docs/", None, "test").await.unwrap();
+    assert_eq!(same.id, added.source.id);
+    let other =
+        lifecycle::website_at(&lore, &Actor::System, "http://127.0.0.1:9/blog/", None, "test").await.unwrap();
+    assert_ne!(other.id, added.source.id);
+    assert_eq!(other.status, "queued");
+
+    // An upload source waits for its files, and is found again by name.
+    let files = NewSource { name: "Manuals".into(), kind: "upload".into(), ..NewSource::default() };
+    let added = lifecycle::add_source(&lore, &Actor::System, files, "test").await.unwrap();
+    assert!(added.first_sync.is_none());
+    assert_eq!(added.source.status, "empty");
+    let found = lifecycle::upload_source_named(&lore, &Actor::System, "Manuals").await.unwrap();
+    assert_eq!(found.id, added.source.id);
+    let created = lifecycle::upload_source_named(&lore, &Actor::System, "Handbook").await.unwrap();
+    assert_eq!(created.kind, "upload");
+    // A website's name is not an upload source's.
+    let refused = lifecycle::upload_source_named(&lore, &Actor::System, "Docs").await.unwrap_err();
+    assert!(matches!(refused, Error::Ingest(IngestError::InvalidSource(_))), "{refused:?}");
+    assert_eq!(sources::list(&lore).await.unwrap().len(), 4);
+}

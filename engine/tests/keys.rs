@@ -152,4 +152,13 @@ async fn usage_is_counted_per_key_over_seven_days() {
     assert!((cost - 0.005).abs() < 1e-9);
     assert_eq!(usage(&b.id).0, 1);
     assert!(listed.iter().find(|k| k.key.id == a.id).unwrap().key.last_used_at.is_some());
+
+    // Revoking answers with the key as the list shows it, its usage kept.
+    let revoked = keys::revoke(&lore, &admin(), &a.id).await.unwrap();
+    assert_eq!((revoked.key.id.as_str(), revoked.key.status.as_str()), (a.id.as_str(), "revoked"));
+    assert_eq!(revoked.queries_7d, 2);
+    assert!((revoked.estimated_cost_7d - 0.005).abs() < 1e-9);
+    assert_eq!(revoked.scopes, vec!["answer".to_owned()]);
+    let again = keys::revoke(&lore, &admin(), &a.id).await.unwrap();
+    assert_eq!(again.key.revoked_at, revoked.key.revoked_at, "revoking twice changes nothing");
 }

@@ -150,7 +150,7 @@ pub async fn keys(settings: Settings, command: KeysCommand) -> anyhow::Result<()
             }
         }
         KeysCommand::Revoke { key, json } => {
-            let revoked = keys::revoke(&lore, &ACTOR, &key).await.map_err(fail)?;
+            let revoked = keys::revoke(&lore, &ACTOR, &key).await.map_err(fail)?.key;
             if json {
                 print_json(&serde_json::json!({"id": revoked.id, "status": revoked.status}));
             } else {

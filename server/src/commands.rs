@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use engine::audit::Actor;
-use engine::ingest::{jobs, upload, Progress};
+use engine::ingest::{jobs, lifecycle, upload, Progress};
 use engine::{sources, Lore, Settings};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::SourcesCommand;
 use crate::command_output::{fail, invalid, print_json, CommandError};
-use crate::http::sources::{job_view, run_search, source_view};
+use crate::http::sources::{job_view, source_view};
 
 /// The CLI acts as the system (audit entries say `system`).
 const ACTOR: Actor = Actor::System;
@@ -56,19 +56,19 @@ pub async fn sources(settings: Settings, command: SourcesCommand) -> anyhow::Res
                 }
                 None => None,
             };
-            let created =
-                sources::create(&lore, &ACTOR, sources::NewSource { name, kind, config, volatility })
-                    .await
-                    .map_err(fail)?;
-            let view = source_view(&lore, created).await.map_err(fail)?;
+            let new = sources::NewSource { name, kind, config, volatility };
+            let added = lifecycle::add_source(&lore, &ACTOR, new, "cli").await.map_err(fail)?;
+            let view = source_view(&lore, added.source).await.map_err(fail)?;
             if json {
                 print_json(&view);
             } else {
                 println!("Created {} source {:?} ({}).", view.kind, view.name, view.id);
-                if view.kind == "website" {
-                    println!("Index it with `lore sources reindex {}`.", view.id);
-                } else {
-                    println!("Add files with `lore ingest PATH --name {:?}`.", view.name);
+                match added.first_sync {
+                    Some(_) => println!(
+                        "Its first crawl is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`.",
+                        view.id
+                    ),
+                    None => println!("Add files with `lore ingest PATH --name {:?}`.", view.name),
                 }
             }
         }
@@ -147,33 +147,11 @@ pub async fn ingest(
     let lore = open(settings).await?;
     let is_url = target.starts_with("http://") || target.starts_with("https://");
     let source_id = if is_url {
-        website_source(&lore, target, name).await?
+        lifecycle::website_at(&lore, &ACTOR, target, name, "cli").await.map_err(fail)?.id
     } else {
         upload_files(&lore, target, name, json).await?
     };
     run_job(&lore, Some(&source_id), false, json).await
-}
-
-/// The website source crawling `url` (reused when one starts there).
-async fn website_source(lore: &Lore, url: &str, name: Option<String>) -> anyhow::Result<String> {
-    for existing in sources::list(lore).await.map_err(fail)? {
-        if existing.kind == "website"
-            && existing.config.get("start_url").and_then(|v| v.as_str()) == Some(url)
-        {
-            return Ok(existing.id);
-        }
-    }
-    let host = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.to_owned());
-    let new = sources::NewSource {
-        name: name.unwrap_or(host),
-        kind: "website".into(),
-        config: Some(serde_json::json!({"start_url": url})),
-        volatility: None,
-    };
-    Ok(sources::create(lore, &ACTOR, new).await.map_err(fail)?.id)
 }
 
 /// Receives a file, or every file of a directory (recursively), into the
@@ -191,21 +169,7 @@ async fn upload_files(lore: &Lore, target: &str, name: Option<String>, json: boo
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| target.to_owned())
     });
-    let source = match sources::find(lore, &name).await {
-        Ok(found) if found.kind == "upload" => found,
-        Ok(_) => {
-            return Err(invalid(format!(
-                "a source named {name:?} exists and is not an upload source; pass --name"
-            )))
-        }
-        Err(_) => sources::create(
-            lore,
-            &ACTOR,
-            sources::NewSource { name: name.clone(), kind: "upload".into(), ..Default::default() },
-        )
-        .await
-        .map_err(fail)?,
-    };
+    let source = lifecycle::upload_source_named(lore, &ACTOR, &name).await.map_err(fail)?;
     let mut refused = 0;
     for file in files {
         let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
@@ -310,7 +274,8 @@ fn show(bar: &ProgressBar, p: &Progress) {
 
 pub async fn search(settings: Settings, query: &str, top_k: usize, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
-    let found = run_search(&lore, query, Some(top_k), false).await.map_err(fail)?;
+    let found = engine::search::diagnose(&lore, query, Some(top_k), false).await.map_err(fail)?;
+    let found = app::wire::SearchResults::from(found);
     if json {
         print_json(&found);
         return Ok(());

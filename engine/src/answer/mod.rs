@@ -30,6 +30,9 @@ use crate::retrieve::{self, Retrieved};
 use crate::{readiness, sources, Error, Lore, Result};
 use cache::{AnswerCache, CitedChunk, Entry};
 
+use crate::trace::Tracer;
+pub use crate::trace::{Stage, StageName, StageSink};
+
 /// The longest question accepted, in characters.
 pub const MAX_QUESTION_CHARS: usize = 4_000;
 
@@ -56,6 +59,62 @@ impl Surface {
             Surface::Widget => "widget",
             Surface::Mcp => "mcp",
             Surface::Cli => "cli",
+        }
+    }
+
+    /// The surface a question asked with a key of this kind comes from.
+    pub fn of_key(kind: crate::keys::KeyKind) -> Surface {
+        match kind {
+            crate::keys::KeyKind::Secret => Surface::Api,
+            crate::keys::KeyKind::Widget => Surface::Widget,
+        }
+    }
+
+    /// Who reads what this surface is answered. A widget key is public (any
+    /// visitor of the page can read it), so the widget's callers are
+    /// visitors; every other surface is called by the admin or by a backend
+    /// holding a secret key.
+    pub fn audience(self) -> Audience {
+        match self {
+            Surface::Widget => Audience::Visitors,
+            Surface::Playground | Surface::Api | Surface::Mcp | Surface::Cli => Audience::Whole,
+        }
+    }
+}
+
+/// What of a run's trace a caller may see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// The whole trace: reasons, passages and scores, model, tokens, cost.
+    Whole,
+    /// The trace's id and each stage's name, decision and duration. The rest
+    /// is the admin's: the reasons name models, gates and the escalation
+    /// target's state. The recorded run keeps all of it under the same id.
+    Visitors,
+}
+
+impl Audience {
+    pub fn stage(self, stage: Stage) -> Stage {
+        match self {
+            Audience::Whole => stage,
+            Audience::Visitors => stage.for_visitors(),
+        }
+    }
+
+    pub fn answer(self, answer: Answer) -> Answer {
+        match self {
+            Audience::Whole => answer,
+            Audience::Visitors => {
+                let Trace { id, stages, .. } = answer.trace;
+                let trace = Trace {
+                    id,
+                    stages: stages.into_iter().map(Stage::for_visitors).collect(),
+                    retrieval: Vec::new(),
+                    model: None,
+                    usage: Usage::default(),
+                };
+                Answer { trace, ..answer }
+            }
         }
     }
 }
@@ -100,17 +159,6 @@ pub struct CacheOutcome {
     pub similarity: Option<f32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Stage {
-    pub stage: String,
-    pub decision: String,
-    pub reason: String,
-    pub duration_ms: f64,
-    /// What the stage's model call cost, when it made one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
 /// One retrieved passage as the trace shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TracePassage {
@@ -150,43 +198,48 @@ pub struct Answer {
     pub trace: Trace,
 }
 
-/// Where a run reports each stage as it ends, for a caller that shows
-/// progress (the streaming `/answer`).
-pub type StageSink = tokio::sync::mpsc::UnboundedSender<Stage>;
-
-/// The trace being written: each stage's duration runs from the end of the
-/// one before.
-struct Tracer {
-    stages: Vec<Stage>,
-    last: Instant,
-    sink: Option<StageSink>,
+/// A run past its readiness gate (see [`start`]).
+pub struct Started {
+    /// The stages up to the gate, the gate included.
+    pub passed: Vec<Stage>,
+    /// The stages still to come, each as it ends.
+    pub stages: tokio::sync::mpsc::UnboundedReceiver<Stage>,
+    /// The run's outcome, once every stage has been sent.
+    pub outcome: Outcome,
 }
 
-impl Tracer {
-    fn new(sink: Option<StageSink>) -> Self {
-        Self { stages: Vec::new(), last: Instant::now(), sink }
-    }
+/// The end of a run started by [`start`].
+pub struct Outcome(tokio::task::JoinHandle<Result<Answer>>);
 
-    fn stage(&mut self, stage: &str, decision: &str, reason: impl Into<String>) {
-        self.stage_costing(stage, decision, reason, None);
+impl Outcome {
+    /// The run's result, a panic inside it included.
+    pub async fn get(self) -> Result<Answer> {
+        self.0.await.unwrap_or_else(|err| Err(Error::Internal(format!("the answer run failed: {err}"))))
     }
+}
 
-    fn stage_costing(&mut self, stage: &str, decision: &str, reason: impl Into<String>, cost: Option<f64>) {
-        let now = Instant::now();
-        let stage = Stage {
-            stage: stage.to_owned(),
-            decision: decision.to_owned(),
-            reason: reason.into(),
-            duration_ms: (now - self.last).as_secs_f64() * 1000.0,
-            cost_usd: cost,
-        };
-        if let Some(sink) = &self.sink {
-            // A caller that stopped listening does not stop the run.
-            let _ = sink.send(stage.clone());
+/// Starts answering `ask` on a task of its own and returns once the run has
+/// passed the readiness gate, so that a caller can show the rest as it
+/// happens; a run that fails before the gate returns its error instead. The
+/// run goes on to its end (and is recorded) even if the caller drops what
+/// this returns.
+pub async fn start(lore: &Lore, ask: Ask) -> Result<Started> {
+    let (sink, mut stages) = tokio::sync::mpsc::unbounded_channel();
+    let run = {
+        let lore = lore.clone();
+        Outcome(tokio::spawn(async move { answer_reporting(&lore, ask, Some(sink)).await }))
+    };
+    let mut passed = Vec::new();
+    while let Some(stage) = stages.recv().await {
+        let gate = stage.stage == StageName::Readiness;
+        passed.push(stage);
+        if gate {
+            return Ok(Started { passed, stages, outcome: run });
         }
-        self.stages.push(stage);
-        self.last = now;
     }
+    // Every stage before the gate can only fail the run.
+    run.get().await?;
+    Err(Error::Internal("the answer run ended without passing its readiness gate".into()))
 }
 
 /// The question as shown (whitespace collapsed) and as the exact cache and
@@ -222,7 +275,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     let started = Instant::now();
     let mut trace = Tracer::new(sink);
     let question = normalise(&ask.question)?;
-    trace.stage("normalise", "ok", format!("{} characters", question.text.chars().count()));
+    trace.stage(StageName::Normalise, "ok", format!("{} characters", question.text.chars().count()));
 
     // The readiness gate: the same verdict the Readiness panel shows. A
     // question the exact cache does not know needs its embedding whatever
@@ -246,7 +299,11 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     let scope = assessment.search_scope();
     let version = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
     let embedded = if early_vector.is_some() { "; the question was embedded meanwhile" } else { "" };
-    trace.stage("readiness", "answerable", format!("profile version {} serves{embedded}", version.version));
+    trace.stage(
+        StageName::Readiness,
+        "answerable",
+        format!("profile version {} serves{embedded}", version.version),
+    );
 
     let run = Run {
         lore,
@@ -266,18 +323,26 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         match answer_cache.exact(&question.key, version.version) {
             Some(entry) => match run.validate(&entry).await? {
                 Ok(()) => {
-                    trace.stage("exact_cache", "hit", "the same question was answered under this version");
+                    trace.stage(
+                        StageName::ExactCache,
+                        "hit",
+                        "the same question was answered under this version",
+                    );
                     return run.serve_cached(entry, "exact", 1.0, trace, started).await;
                 }
                 Err(why) => {
                     answer_cache.delete(&entry.id).await?;
-                    trace.stage("exact_cache", "miss", format!("the cached answer is invalid: {why}"));
+                    trace.stage(
+                        StageName::ExactCache,
+                        "miss",
+                        format!("the cached answer is invalid: {why}"),
+                    );
                 }
             },
-            None => trace.stage("exact_cache", "miss", "no cached answer for this question"),
+            None => trace.stage(StageName::ExactCache, "miss", "no cached answer for this question"),
         }
     } else {
-        trace.stage("exact_cache", "bypass", "the cache is off in this profile version");
+        trace.stage(StageName::ExactCache, "bypass", "the cache is off in this profile version");
     }
 
     let vector = match early_vector {
@@ -313,7 +378,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         }
         if let Some((entry, similarity)) = decided {
             trace.stage(
-                "semantic_cache",
+                StageName::SemanticCache,
                 "hit",
                 format!("a cached question is {similarity:.3} similar (gate {:.2})", gates.min_similarity),
             );
@@ -331,9 +396,9 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             Some(invalid) => format!("{invalid}; {below}"),
             None => below,
         };
-        trace.stage("semantic_cache", "miss", reason);
+        trace.stage(StageName::SemanticCache, "miss", reason);
     } else {
-        trace.stage("semantic_cache", "bypass", "the cache is off in this profile version");
+        trace.stage(StageName::SemanticCache, "bypass", "the cache is off in this profile version");
     }
     let cache_outcome = CacheOutcome {
         status: if gates.enabled { CacheStatus::Miss } else { CacheStatus::Bypass },
@@ -351,18 +416,22 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
     if passages.is_empty() {
         trace.stage(
-            "retrieval",
+            StageName::Retrieval,
             "nothing",
             format!(
                 "{} candidates, none at or above the cutoff {:.2}",
                 retrieval.candidates, settings.score_cutoff
             ),
         );
-        trace.stage("refusal", "refused", "nothing retrievable answers the question; no model was called");
+        trace.stage(
+            StageName::Refusal,
+            "refused",
+            "nothing retrievable answers the question; no model was called",
+        );
         return run.refuse(trace, trace_passages, cache_outcome, None, Usage::default(), started).await;
     }
     trace.stage(
-        "retrieval",
+        StageName::Retrieval,
         "passages",
         format!(
             "{} of {} candidates passed the cutoff {:.2}",
@@ -374,7 +443,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
 
     let messages = prompt(&version.snapshot, &question.text, &passages);
     trace.stage(
-        "prompt",
+        StageName::Prompt,
         "built",
         format!("{} passages, profile version {}", passages.len(), version.version),
     );
@@ -391,7 +460,11 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             // The provider's reply and address stay in the log: the trace
             // reaches API and widget callers.
             tracing::warn!(error = %err, model = %generation.target.model, "the generation call failed");
-            trace.stage("generation", "failed", format!("{} did not answer", generation.target.model));
+            trace.stage(
+                StageName::Generation,
+                "failed",
+                format!("{} did not answer", generation.target.model),
+            );
             run.record_failure(
                 trace,
                 trace_passages,
@@ -406,7 +479,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     let cost = first.cost(generation);
     usage.add(&first.completion, cost);
     trace.stage_costing(
-        "generation",
+        StageName::Generation,
         "answered",
         format!("{} wrote {} tokens", generation.target.model, first.completion.output_tokens),
         Some(cost),
@@ -423,10 +496,14 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     let mut verdict = grounding::check(&question.text, &served.1, &passage_texts, min_support);
     let declined = run.declined(&served.1);
     if declined {
-        trace.stage("grounding", "declined", "the model said the passages do not answer the question");
+        trace.stage(
+            StageName::Grounding,
+            "declined",
+            "the model said the passages do not answer the question",
+        );
     } else {
         trace.stage(
-            "grounding",
+            StageName::Grounding,
             if verdict.grounded { "grounded" } else { "ungrounded" },
             verdict.reason.clone(),
         );
@@ -434,9 +511,9 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
 
     if !verdict.grounded && !declined {
         match providers::resolve(lore, Role::Escalation).await? {
-            None => trace.stage("escalation", "unbound", "no escalation target is bound"),
+            None => trace.stage(StageName::Escalation, "unbound", "no escalation target is bound"),
             Some(escalation) if escalation.state != TargetState::Ready => trace.stage(
-                "escalation",
+                StageName::Escalation,
                 "disabled",
                 format!("the escalation target {} is {}", escalation.target.model, escalation.state.key()),
             ),
@@ -451,7 +528,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
                         min_support,
                     );
                     trace.stage_costing(
-                        "escalation",
+                        StageName::Escalation,
                         if again.grounded { "grounded" } else { "ungrounded" },
                         format!("{}: {}", escalation.target.model, again.reason),
                         Some(cost),
@@ -464,7 +541,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
                 Err(err) => {
                     tracing::warn!(error = %err, model = %escalation.target.model, "the escalation call failed");
                     trace.stage(
-                        "escalation",
+                        StageName::Escalation,
                         "failed",
                         format!("the escalation target {} did not answer", escalation.target.model),
                     );
@@ -479,7 +556,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         } else {
             "no grounded answer; the profile's refusal is served"
         };
-        trace.stage("answer", "refused", reason);
+        trace.stage(StageName::Answer, "refused", reason);
         return run.refuse(trace, trace_passages, cache_outcome, Some(served.0), usage, started).await;
     }
 
@@ -500,7 +577,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             usage,
         },
     };
-    trace.stage("answer", "answered", format!("{} citations", answer.citations.len()));
+    trace.stage(StageName::Answer, "answered", format!("{} citations", answer.citations.len()));
     if gates.enabled {
         run.store(&answer_cache, &answer, &passages, vector).await?;
     }
@@ -618,7 +695,7 @@ impl Run<'_> {
     ) -> Result<Answer> {
         let cached: CachedPayload = serde_json::from_value(entry.payload)
             .map_err(|err| Error::Internal(format!("an answer cache entry is unreadable: {err}")))?;
-        trace.stage("answer", "answered", format!("served from the {kind} cache"));
+        trace.stage(StageName::Answer, "answered", format!("served from the {kind} cache"));
         let answer = Answer {
             answer: cached.answer,
             refused: false,

@@ -27,7 +27,11 @@ pub async fn record(
     let id = uuid::Uuid::new_v4().to_string();
     let stages = serde_json::to_value(&answer.trace.stages)
         .map_err(|err| Error::Internal(format!("serialising a trace: {err}")))?;
-    let escalated = answer.trace.stages.iter().any(|s| s.stage == "escalation" && s.cost_usd.is_some());
+    let escalated = answer
+        .trace
+        .stages
+        .iter()
+        .any(|s| s.stage == crate::trace::StageName::Escalation && s.cost_usd.is_some());
     let cache_status = match answer.cache.status {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",

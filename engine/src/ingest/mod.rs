@@ -12,6 +12,7 @@
 
 pub mod address;
 pub mod jobs;
+pub mod lifecycle;
 pub mod upload;
 pub mod web;
 

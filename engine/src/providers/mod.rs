@@ -613,42 +613,56 @@ pub async fn targets(lore: &Lore) -> Result<Vec<model_target::Model>> {
     Ok(model_target::Entity::find().order_by_asc(model_target::Column::CreatedAt).all(&lore.db).await?)
 }
 
-/// Enables or disables a target. Disabling a bound target leaves the binding
-/// in place; the role then reports it as not ready.
-pub async fn set_target_enabled(
-    lore: &Lore,
-    actor: &Actor,
-    id: &str,
-    enabled: bool,
-) -> Result<model_target::Model> {
-    let mut row: model_target::ActiveModel = target(lore, id).await?.into();
-    row.enabled = Set(enabled);
-    let updated = row.update(&lore.db).await?;
-    let action = if enabled { "provider.target_enabled" } else { "provider.target_disabled" };
-    audit::record(&lore.db, actor, action, Some(id), serde_json::json!({})).await?;
-    Ok(updated)
+/// What a change to a target sets; a field that is `None` keeps its value.
+/// A price is `Some(None)` to clear it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TargetChange {
+    /// Disabling a bound target leaves the binding in place; the role then
+    /// reports it as not ready.
+    pub enabled: Option<bool>,
+    /// US dollars per million input tokens.
+    pub input_price_per_mtok: Option<Option<f64>>,
+    /// US dollars per million output tokens.
+    pub output_price_per_mtok: Option<Option<f64>>,
 }
 
-/// Sets a target's prices (US dollars per million tokens).
-pub async fn set_pricing(
+/// Changes a target's switch and prices in one transaction: a change that
+/// is refused (a price out of range) changes nothing, and a change that is
+/// stored is stored whole, with one audit entry per kind of change.
+pub async fn update_target(
     lore: &Lore,
     actor: &Actor,
     id: &str,
-    input: Option<f64>,
-    output: Option<f64>,
+    change: TargetChange,
 ) -> Result<model_target::Model> {
-    let mut row: model_target::ActiveModel = target(lore, id).await?.into();
-    row.input_price_per_mtok = Set(check_price(input)?);
-    row.output_price_per_mtok = Set(check_price(output)?);
-    let updated = row.update(&lore.db).await?;
-    audit::record(
-        &lore.db,
-        actor,
-        "provider.target_priced",
-        Some(id),
-        serde_json::json!({"input": input, "output": output}),
-    )
-    .await?;
+    let input = change.input_price_per_mtok.map(check_price).transpose()?;
+    let output = change.output_price_per_mtok.map(check_price).transpose()?;
+    let txn = lore.db.begin().await?;
+    let current = model_target::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ProviderError::TargetNotFound(id.to_owned()))?;
+    let priced = input.is_some() || output.is_some();
+    let (input, output) =
+        (input.unwrap_or(current.input_price_per_mtok), output.unwrap_or(current.output_price_per_mtok));
+    let mut row: model_target::ActiveModel = current.clone().into();
+    if priced {
+        row.input_price_per_mtok = Set(input);
+        row.output_price_per_mtok = Set(output);
+    }
+    if let Some(enabled) = change.enabled {
+        row.enabled = Set(enabled);
+    }
+    let updated = if row.is_changed() { row.update(&txn).await? } else { current };
+    if priced {
+        let details = serde_json::json!({"input": input, "output": output});
+        audit::record(&txn, actor, "provider.target_priced", Some(id), details).await?;
+    }
+    if let Some(enabled) = change.enabled {
+        let action = if enabled { "provider.target_enabled" } else { "provider.target_disabled" };
+        audit::record(&txn, actor, action, Some(id), serde_json::json!({})).await?;
+    }
+    txn.commit().await?;
     Ok(updated)
 }
 

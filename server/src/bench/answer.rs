@@ -191,7 +191,11 @@ fn model_ms(answer: &Value) -> f64 {
         .map(|stages| {
             stages
                 .iter()
-                .filter(|s| matches!(s["stage"].as_str(), Some("generation" | "escalation")))
+                .filter(|s| {
+                    use engine::trace::StageName;
+                    let name = s["stage"].as_str().and_then(StageName::parse);
+                    matches!(name, Some(StageName::Generation | StageName::Escalation))
+                })
                 .filter_map(|s| s["duration_ms"].as_f64())
                 .sum()
         })

@@ -92,11 +92,6 @@ pub async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Json<KeyView>, ApiError> {
     let lore = &state.lore;
-    keys::revoke(lore, &Actor::Account(admin.0.account_id.clone()), &id).await?;
-    let summary = keys::list(lore)
-        .await?
-        .into_iter()
-        .find(|s| s.key.id == id)
-        .ok_or_else(|| engine::Error::from(keys::KeyError::NotFound(id.clone())))?;
-    Ok(Json(key_view(summary)))
+    let revoked = keys::revoke(lore, &Actor::Account(admin.0.account_id.clone()), &id).await?;
+    Ok(Json(key_view(revoked)))
 }

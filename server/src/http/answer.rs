@@ -18,20 +18,15 @@
 
 use std::convert::Infallible;
 
-use app::wire::{
-    AnswerResponse, ErrorBody, ErrorDetail, ProfileRetrievalView, RetrievalSettingsView, StageView,
-    TraceView, UsageView,
-};
+use app::wire::{AnswerResponse, ErrorBody, ErrorDetail, ProfileRetrievalView, StageView};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::answer::{self, Ask, Surface};
-use engine::keys::{Caller, KeyKind};
-use engine::search::Reach;
+use engine::keys::Caller;
 use engine::Lore;
-use futures::future::Either;
 use futures::StreamExt;
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
@@ -95,18 +90,15 @@ pub async fn public_answer(
     headers: HeaderMap,
     ApiJson(request): ApiJson<AnswerRequest>,
 ) -> Result<Response, ApiError> {
-    let (surface, shown) = match caller.kind {
-        KeyKind::Widget => (Surface::Widget, Shown::ToVisitors),
-        _ => (Surface::Api, Shown::Whole),
-    };
+    let surface = Surface::of_key(caller.kind);
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
     if stream {
-        return stream_answer(state.lore.clone(), ask, ApiError::public, shown).await;
+        return stream_answer(&state.lore, ask, ApiError::public).await;
     }
     let answered = answer::answer(&state.lore, ask).await.map_err(ApiError::public)?;
     let cost = answered.trace.usage.estimated_cost_usd;
-    let mut response = Json(shown.answer(AnswerResponse::from(answered))).into_response();
+    let mut response = Json(AnswerResponse::from(surface.audience().answer(answered))).into_response();
     response.extensions_mut().insert(EstimatedCost::Known(cost));
     Ok(response)
 }
@@ -121,89 +113,36 @@ pub async fn playground_answer(
     let stream = wants_stream(&headers, &request);
     let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None };
     if stream {
-        return stream_answer(state.lore.clone(), ask, ApiError::from, Shown::Whole).await;
+        return stream_answer(&state.lore, ask, ApiError::from).await;
     }
     let answered = answer::answer(&state.lore, ask).await?;
     Ok(Json(AnswerResponse::from(answered)).into_response())
 }
 
-/// What a caller is shown of a run's trace. A widget key is public (any
-/// visitor of the page can read it), so its callers get the trace's id and
-/// each stage's name, decision and duration. The rest is the admin's: the
-/// reasons (they name models, gates and the escalation target's state), the
-/// passages and their scores, the model, the tokens and the cost. The
-/// Playground and the recorded run keep all of it, under the same trace id.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Shown {
-    Whole,
-    ToVisitors,
-}
-
-impl Shown {
-    fn stage(self, mut stage: StageView) -> StageView {
-        if self == Shown::ToVisitors {
-            stage.reason.clear();
-            stage.cost_usd = None;
-        }
-        stage
-    }
-
-    fn answer(self, answer: AnswerResponse) -> AnswerResponse {
-        match self {
-            Shown::Whole => answer,
-            Shown::ToVisitors => {
-                let TraceView { id, stages, .. } = answer.trace;
-                let trace = TraceView {
-                    id,
-                    stages: stages.into_iter().map(|stage| self.stage(stage)).collect(),
-                    retrieval: Vec::new(),
-                    model: None,
-                    usage: UsageView::default(),
-                };
-                AnswerResponse { trace, ..answer }
-            }
-        }
-    }
-}
-
-/// Runs `ask` and streams it (see the module docs). `shown` turns an engine
-/// error into what this caller may see, `trace` what of the run it sees.
+/// Runs `ask` and streams it (see the module docs): a run that fails before
+/// the readiness gate is the request's error; after it, every stage, then
+/// the answer or the error, is an event. `shown` turns an engine error into
+/// what this caller may see; the surface's audience decides what of the run.
 async fn stream_answer(
-    lore: Lore,
+    lore: &Lore,
     ask: Ask,
     shown: fn(engine::Error) -> ApiError,
-    trace: Shown,
 ) -> Result<Response, ApiError> {
-    let (sink, mut stages) = mpsc::unbounded_channel();
-    // The run goes on to its end (and is recorded) even if the client leaves.
-    let run = tokio::spawn(async move { answer::answer_reporting(&lore, ask, Some(sink)).await });
-    let mut passed = Vec::new();
-    while let Some(stage) = stages.recv().await {
-        let gate = stage.stage == "readiness";
-        passed.push(stage);
-        if gate {
-            break;
-        }
-    }
-    let result = if passed.last().is_some_and(|stage| stage.stage == "readiness") {
-        Either::Left(ended(run))
-    } else {
-        // The run ended before the gate: its error is the request's.
-        Either::Right(std::future::ready(Ok(ended(run).await.map_err(shown)?)))
-    };
+    let audience = ask.surface.audience();
+    let answer::Started { passed, mut stages, outcome } = answer::start(lore, ask).await.map_err(shown)?;
     let (events, mut sent) = mpsc::unbounded_channel::<Event>();
     let (cost, cost_known) = watch::channel(None);
     tokio::spawn(async move {
         for stage in passed {
-            let _ = events.send(stage_event(&stage, trace));
+            let _ = events.send(stage_event(stage, audience));
         }
         while let Some(stage) = stages.recv().await {
-            let _ = events.send(stage_event(&stage, trace));
+            let _ = events.send(stage_event(stage, audience));
         }
-        match result.await {
+        match outcome.get().await {
             Ok(answered) => {
                 let _ = cost.send(Some(answered.trace.usage.estimated_cost_usd));
-                for event in final_events(trace.answer(AnswerResponse::from(answered))) {
+                for event in final_events(AnswerResponse::from(audience.answer(answered))) {
                     let _ = events.send(event);
                 }
             }
@@ -220,13 +159,6 @@ async fn stream_answer(
     Ok(response)
 }
 
-/// The run's result, a panic inside it included.
-async fn ended(
-    run: tokio::task::JoinHandle<engine::Result<answer::Answer>>,
-) -> engine::Result<answer::Answer> {
-    run.await.unwrap_or_else(|err| Err(engine::Error::Internal(format!("the answer run failed: {err}"))))
-}
-
 /// A `token` event's data: the next piece of the answer's text (a word
 /// with the whitespace before it), so that the pieces, joined, are the text.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
@@ -238,8 +170,8 @@ fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
     Event::default().event(name).data(serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned()))
 }
 
-fn stage_event(stage: &answer::Stage, shown: Shown) -> Event {
-    json_event("stage", &shown.stage(StageView::from(stage.clone())))
+fn stage_event(stage: answer::Stage, audience: answer::Audience) -> Event {
+    json_event("stage", &StageView::from(audience.stage(stage)))
 }
 
 /// A failure after the reply started, in the one error shape (logged as
@@ -274,22 +206,7 @@ pub async fn playground_retrieval(
     _admin: Admin,
     ApiJson(request): ApiJson<RetrievalRequest>,
 ) -> Result<Json<ProfileRetrievalView>, ApiError> {
-    let lore = &state.lore;
-    let active = engine::profile::active(lore).await?;
-    let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
-    let scope = engine::sources::list(lore)
-        .await?
-        .into_iter()
-        .filter(|source| source.enabled)
-        .map(|source| (source.name, source.id))
-        .collect();
-    let found = engine::search::search(lore, &request.query, &settings, Reach::Enabled).await?;
-    Ok(Json(ProfileRetrievalView {
-        profile_version: active.map(|v| v.version),
-        settings: RetrievalSettingsView::from(settings),
-        sources: scope,
-        results: super::sources::search_results(found),
-    }))
+    Ok(Json(engine::search::profile_retrieval(&state.lore, &request.query).await?.into()))
 }
 
 /// `GET /widget.js`: the embeddable widget (see `server/assets/widget.js`).
@@ -331,6 +248,21 @@ pub fn pieces(text: &str) -> Vec<String> {
 mod tests {
     use super::{pieces, wants_stream, AnswerRequest};
     use axum::http::{header, HeaderMap, HeaderValue};
+
+    #[test]
+    fn the_widget_names_only_stages_the_engine_has() {
+        let script = include_str!("../../assets/widget.js");
+        let block = script.split("var STATUS = {").nth(1).and_then(|rest| rest.split("};").next()).unwrap();
+        let names: Vec<&str> =
+            block.lines().filter_map(|line| line.trim().split_once(':')).map(|(name, _)| name).collect();
+        assert!(names.len() >= 5, "{names:?}");
+        for name in names {
+            assert!(
+                engine::trace::StageName::parse(name).is_some(),
+                "widget.js names a stage `{name}` the engine does not have"
+            );
+        }
+    }
 
     #[test]
     fn the_body_decides_streaming_else_accept_must_prefer_events() {

@@ -79,7 +79,26 @@ impl ApiError {
                     "the index must be rebuilt before Lore can search it".into(),
                 ))
             }
-            other => ApiError::Engine(other),
+            // Each of these is the caller's to read as it is (its message is
+            // about the request, or the 5xx mapping already hides it). A new
+            // variant must be placed here or above: no wildcard.
+            other @ (engine::Error::Auth(_)
+            | engine::Error::Config(_)
+            | engine::Error::Embedding(_)
+            | engine::Error::Ingest(_)
+            | engine::Error::Key(_)
+            | engine::Error::Provider(
+                ProviderError::Invalid(_)
+                | ProviderError::AccountNotFound(_)
+                | ProviderError::TargetNotFound(_)
+                | ProviderError::TargetNotReady { .. }
+                | ProviderError::ProbeFailed { .. },
+            )
+            | engine::Error::Profile(_)
+            | engine::Error::InvalidInput(_)
+            | engine::Error::Database(_)
+            | engine::Error::Io { .. }
+            | engine::Error::Internal(_)) => ApiError::Engine(other),
         }
     }
 

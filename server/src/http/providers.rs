@@ -211,22 +211,13 @@ pub async fn update_target(
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<TargetPatch>,
 ) -> Result<Json<TargetView>, ApiError> {
+    let change = providers::TargetChange {
+        enabled: patch.enabled,
+        input_price_per_mtok: patch.input_price_per_mtok,
+        output_price_per_mtok: patch.output_price_per_mtok,
+    };
     let lore = &state.lore;
-    let actor = actor(&admin);
-    let mut target = providers::target(lore, &id).await?;
-    if patch.input_price_per_mtok.is_some() || patch.output_price_per_mtok.is_some() {
-        target = providers::set_pricing(
-            lore,
-            &actor,
-            &id,
-            patch.input_price_per_mtok.unwrap_or(target.input_price_per_mtok),
-            patch.output_price_per_mtok.unwrap_or(target.output_price_per_mtok),
-        )
-        .await?;
-    }
-    if let Some(enabled) = patch.enabled {
-        target = providers::set_target_enabled(lore, &actor, &id, enabled).await?;
-    }
+    let target = providers::update_target(lore, &actor(&admin), &id, change).await?;
     Ok(Json(target_view(lore, target)))
 }
 

@@ -8,8 +8,6 @@
 //! These routes sit outside the console's cross-origin guard: they carry no
 //! cookie, so a foreign page cannot ride an admin's session through them.
 
-use std::time::Instant;
-
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -62,7 +60,7 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
     let origin = origin_of(request.headers());
     if request.method() == Method::OPTIONS {
         let allowed = listed(&lore, origin.as_deref()).await;
-        return preflight(origin.as_deref().filter(|_| allowed));
+        return preflight(origin.as_deref(), allowed);
     }
     let Some(scope) = scope_for(request.uri().path()) else {
         return next.run(request).await;
@@ -116,10 +114,13 @@ async fn listed(lore: &engine::Lore, origin: Option<&str>) -> bool {
     }
 }
 
-/// A CORS preflight: allowed only for origins an active widget key lists.
-fn preflight(origin: Option<&str>) -> Response {
-    let Some(origin) = origin else {
-        return StatusCode::FORBIDDEN.into_response();
+/// A CORS preflight: allowed only for origins an active widget key lists;
+/// refused in the one error shape (403 `origin_not_allowed`), with no CORS
+/// headers, so a page's script cannot read even the refusal.
+fn preflight(origin: Option<&str>, allowed: bool) -> Response {
+    let Some(origin) = origin.filter(|_| allowed) else {
+        let asked = origin.unwrap_or("(none)").to_owned();
+        return ApiError::from(engine::Error::from(keys::KeyError::Origin(asked))).into_response();
     };
     let mut response = StatusCode::NO_CONTENT.into_response();
     let headers = response.headers_mut();
@@ -202,44 +203,48 @@ pub async fn retrieve(
     Extension(_caller): Extension<Caller>,
     ApiJson(request): ApiJson<RetrieveRequest>,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let lore = &state.lore;
-    let started = Instant::now();
-    let (found, settings) =
-        engine::search::search_active(lore, &request.query, request.top_k).await.map_err(ApiError::public)?;
-    let stage = TraceStage {
-        stage: "retrieval",
-        decision: if found.results.is_empty() { "empty".into() } else { "results".into() },
-        reason: format!(
-            "{} candidates, {} below the cutoff {:.2}, top {}",
-            found.candidates, found.below_cutoff, settings.score_cutoff, settings.top_k
-        ),
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-    };
-    let retrieval = found
-        .results
-        .iter()
-        .map(|r| ResultScores {
-            chunk_id: r.chunk.id.clone(),
-            score: r.score,
-            vector_score: r.vector_score,
-            text_score: r.text_score,
-        })
-        .collect();
-    let results = found
-        .results
-        .into_iter()
-        .map(|r| RetrieveResult {
-            chunk_id: r.chunk.id,
-            source_id: r.chunk.source_id,
-            document_id: r.chunk.document_id,
-            title: r.chunk.title,
-            url: r.chunk.url,
-            text: r.chunk.text,
-            score: r.score,
-        })
-        .collect();
-    Ok(Json(RetrieveResponse {
-        results,
-        trace: RetrieveTrace { id: uuid::Uuid::new_v4().to_string(), stages: vec![stage], retrieval },
-    }))
+    let traced = engine::search::retrieve(&state.lore, &request.query, request.top_k)
+        .await
+        .map_err(ApiError::public)?;
+    Ok(Json(RetrieveResponse::from(traced)))
+}
+
+impl From<engine::search::Traced> for RetrieveResponse {
+    fn from(traced: engine::search::Traced) -> Self {
+        let engine::search::Traced { found, trace } = traced;
+        let retrieval = found
+            .results
+            .iter()
+            .map(|r| ResultScores {
+                chunk_id: r.chunk.id.clone(),
+                score: r.score,
+                vector_score: r.vector_score,
+                text_score: r.text_score,
+            })
+            .collect();
+        let results = found
+            .results
+            .into_iter()
+            .map(|r| RetrieveResult {
+                chunk_id: r.chunk.id,
+                source_id: r.chunk.source_id,
+                document_id: r.chunk.document_id,
+                title: r.chunk.title,
+                url: r.chunk.url,
+                text: r.chunk.text,
+                score: r.score,
+            })
+            .collect();
+        let stages = trace
+            .stages
+            .into_iter()
+            .map(|s| TraceStage {
+                stage: s.stage.key(),
+                decision: s.decision,
+                reason: s.reason,
+                duration_ms: s.duration_ms,
+            })
+            .collect();
+        RetrieveResponse { results, trace: RetrieveTrace { id: trace.id, stages, retrieval } }
+    }
 }

@@ -21,11 +21,10 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use engine::audit::Actor;
 use engine::ingest::{jobs, upload, DocumentError, IngestError, Progress};
-use engine::search::Reach;
 use engine::{sources, Lore};
 use serde::Deserialize;
 
-use app::wire::{DocumentView, JobView, SearchHit, SearchResults, SourceView, UploadReceipt};
+use app::wire::{DocumentView, JobView, SearchResults, SourceView, UploadReceipt};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -112,13 +111,8 @@ pub async fn create(
     admin: Admin,
     ApiJson(new): ApiJson<sources::NewSource>,
 ) -> Result<(StatusCode, Json<SourceView>), ApiError> {
-    let lore = &state.lore;
-    let created = sources::create(lore, &actor(&admin), new).await?;
-    if created.kind == sources::SourceKind::Website.key() {
-        jobs::enqueue(lore, Some(&created.id), false, "admin").await?;
-    }
-    let current = sources::get(lore, &created.id).await?;
-    Ok((StatusCode::CREATED, Json(source_view(lore, current).await?)))
+    let added = engine::ingest::lifecycle::add_source(&state.lore, &actor(&admin), new, "admin").await?;
+    Ok((StatusCode::CREATED, Json(source_view(&state.lore, added.source).await?)))
 }
 
 pub async fn get_one(
@@ -257,54 +251,8 @@ pub async fn search(
     _admin: Admin,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    Ok(Json(run_search(&state.lore, &request.query, request.top_k, request.raw).await?))
-}
-
-/// Search as the console and `lore search` see it (`raw`: the corpus
-/// diagnostic, with no cutoff, over the whole corpus).
-pub async fn run_search(
-    lore: &Lore,
-    query: &str,
-    top_k: Option<usize>,
-    raw: bool,
-) -> Result<SearchResults, ApiError> {
-    let mut settings = engine::retrieve::RetrievalSettings::default();
-    if raw {
-        settings.score_cutoff = f32::MIN;
-    }
-    if let Some(k) = top_k {
-        if k == 0 || k > 100 {
-            return Err(engine::Error::InvalidInput("top_k must be between 1 and 100".into()).into());
-        }
-        settings.top_k = k;
-    }
-    let reach = if raw { Reach::WholeCorpus } else { Reach::Enabled };
-    let found = engine::search::search(lore, query, &settings, reach).await?;
-    Ok(search_results(found))
-}
-
-/// Retrieval results with each mode's raw score, as the console shows them.
-pub fn search_results(found: engine::retrieve::Retrieval) -> SearchResults {
-    SearchResults {
-        candidates: found.candidates,
-        below_cutoff: found.below_cutoff,
-        results: found
-            .results
-            .into_iter()
-            .map(|r| SearchHit {
-                chunk_id: r.chunk.id,
-                source_id: r.chunk.source_id,
-                document_id: r.chunk.document_id,
-                title: r.chunk.title,
-                url: r.chunk.url,
-                heading: r.chunk.heading,
-                text: r.chunk.text,
-                score: r.score,
-                vector_score: r.vector_score,
-                text_score: r.text_score,
-            })
-            .collect(),
-    }
+    let found = engine::search::diagnose(&state.lore, &request.query, request.top_k, request.raw).await?;
+    Ok(Json(SearchResults::from(found)))
 }
 
 #[derive(Debug, Deserialize)]

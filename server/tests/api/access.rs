@@ -159,6 +159,8 @@ async fn widget_keys_get_cors_only_for_their_origins() {
     let foreign = preflight("https://evil.example").await.unwrap();
     assert_eq!(foreign.status(), 403);
     assert!(foreign.headers().get("access-control-allow-origin").is_none());
+    // A refused preflight answers in the one error shape, as every refusal does.
+    assert_eq!(foreign.json::<Value>().await.unwrap()["error"]["code"], "origin_not_allowed");
 
     // From a foreign origin the key is refused before anything else.
     let refused = public

@@ -134,6 +134,17 @@ async fn a_dead_endpoint_blocks_its_target_and_binding_is_refused_with_the_reaso
     assert!(cleared["input_price_per_mtok"].is_null(), "null clears the price: {cleared}");
     assert_eq!(cleared["output_price_per_mtok"].as_f64(), Some(6.0), "an absent key keeps it: {cleared}");
 
+    // One change is one write: a refused price leaves the switch as it was too.
+    let refused = patch(json!({"enabled": true, "output_price_per_mtok": 20000.0})).await.unwrap();
+    assert_eq!(refused.status(), 422);
+    let overview: Value = app.get("/admin/providers/").await.json().await.unwrap();
+    let kept = overview["targets"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap();
+    assert_eq!(
+        (kept["enabled"].as_bool(), kept["output_price_per_mtok"].as_f64()),
+        (Some(false), Some(6.0)),
+        "{kept}"
+    );
+
     let overview: Value = app.get("/admin/providers/").await.json().await.unwrap();
     let generation =
         overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "generation").unwrap();

@@ -9,6 +9,8 @@ async fn an_empty_install_cannot_answer_and_says_why() {
     assert_eq!(response.status(), 200);
     let state: serde_json::Value = response.json().await.unwrap();
 
+    assert_eq!(state["canAnswer"], false);
+    // The old name stays for a release, with the same verdict.
     assert_eq!(state["can_answer"], false);
     let checks: Vec<(String, String)> = state["checks"]
         .as_array()

@@ -1,0 +1,86 @@
+//! A source's start, as every surface begins it: created, and for a website
+//! its first sync queued at once; found again by what it reads. The
+//! console's Sources screen, `POST /admin/sources/` and the CLI call these,
+//! so a new site starts crawling whichever of them created it. (The setup
+//! wizard is the exception by design: its first sync is its own step.)
+
+use entity::{index_job, source};
+
+use super::jobs;
+use crate::audit::Actor;
+use crate::ingest::IngestError;
+use crate::sources::{self, NewSource, SourceKind};
+use crate::{Lore, Result};
+
+/// A source just added, with the first sync queued for it (a website's).
+#[derive(Clone, Debug)]
+pub struct Added {
+    pub source: source::Model,
+    pub first_sync: Option<index_job::Model>,
+}
+
+/// Creates a source and, for a website, queues its first sync (`trigger`
+/// says who asked, as on every job). An upload source waits for its files:
+/// each upload queues a run.
+pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &str) -> Result<Added> {
+    let created = sources::create(lore, actor, new).await?;
+    let first_sync = match kind_of(&created)? {
+        SourceKind::Website => Some(jobs::enqueue(lore, Some(&created.id), false, trigger).await?),
+        SourceKind::Upload | SourceKind::PageBank => None,
+    };
+    // Re-read: queuing moved its status.
+    let source = sources::get(lore, &created.id).await?;
+    Ok(Added { source, first_sync })
+}
+
+/// The website source that starts crawling at `url`, or else a new one
+/// (named `name`, or the URL's host) with its first sync queued.
+pub async fn website_at(
+    lore: &Lore,
+    actor: &Actor,
+    url: &str,
+    name: Option<String>,
+    trigger: &str,
+) -> Result<source::Model> {
+    for existing in sources::list(lore).await? {
+        if kind_of(&existing)? == SourceKind::Website
+            && existing.config.get("start_url").and_then(|v| v.as_str()) == Some(url)
+        {
+            return Ok(existing);
+        }
+    }
+    let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned));
+    let new = NewSource {
+        name: name.or(host).unwrap_or_else(|| url.to_owned()),
+        kind: SourceKind::Website.key().to_owned(),
+        config: Some(serde_json::json!({ "start_url": url })),
+        volatility: None,
+    };
+    Ok(add_source(lore, actor, new, trigger).await?.source)
+}
+
+/// The upload source named `name`, created when there is none. A source of
+/// that name of another kind is refused: files must not land in a website.
+pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Result<source::Model> {
+    match sources::find(lore, name).await {
+        Ok(found) if kind_of(&found)? == SourceKind::Upload => Ok(found),
+        Ok(found) => Err(IngestError::InvalidSource(format!(
+            "a source named {name:?} exists and is a {} source, not an upload source; choose another name",
+            found.kind
+        ))
+        .into()),
+        Err(crate::Error::Ingest(IngestError::SourceNotFound(_))) => {
+            let new = NewSource {
+                name: name.to_owned(),
+                kind: SourceKind::Upload.key().to_owned(),
+                ..NewSource::default()
+            };
+            sources::create(lore, actor, new).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn kind_of(source: &source::Model) -> Result<SourceKind> {
+    Ok(SourceKind::parse(&source.kind)?)
+}
