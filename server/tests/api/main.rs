@@ -18,7 +18,7 @@ mod metrics;
 mod providers;
 mod request_bodies;
 mod setup_state;
-#[path = "../../../engine/tests/support/site.rs"]
+#[path = "../../../engine/tests/engine/support/site.rs"]
 mod site;
 mod sources;
 mod storage;

@@ -1,21 +1,18 @@
 //! Website sources against a generated documentation site on 127.0.0.1 (see
 //! `support/site.rs`), with the real embedder, SQLite and LanceDB.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
+use crate::support::site::{page_text, Site};
+use crate::support::{open, open_with, progress, run, run_queued};
 use engine::audit::Actor;
 use engine::ingest::{jobs, IngestError};
 use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
 use engine::sources::{self, NewSource};
 use engine::{search, Error, Lore};
-use support::site::{page_text, Site};
-use support::{open, open_with, progress, run, run_queued};
 
 const PAGES: usize = 55;
 

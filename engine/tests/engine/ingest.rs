@@ -1,11 +1,7 @@
 //! Upload sources end to end against the real components: SQLite, LanceDB
 //! in a temporary directory and the real all-MiniLM-L6-v2 files.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
+use crate::support::{open, open_with, pdf_bomb, progress, run, run_queued};
 use engine::audit::Actor;
 use engine::chunk::ChunkingParams;
 use engine::corpus::{self, Fingerprint};
@@ -15,7 +11,6 @@ use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
 use engine::sources::{self, NewSource};
 use engine::{search, tuning, Error, Lore};
-use support::{open, open_with, pdf_bomb, progress, run, run_queued};
 
 const MARKDOWN: &str = "# Backups\n\n## Nightly snapshots\n\nLore writes a snapshot of the database every night at two o'clock and keeps fourteen of them.\n";
 const TEXT: &str =
@@ -450,11 +445,13 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
     // The same start URL finds that source; another creates one named after its host.
     let same =
         lifecycle::website_at(&lore, &Actor::System, "http://127.0.0.1:9/docs/", None, "test").await.unwrap();
-    assert_eq!(same.id, added.source.id);
+    assert_eq!(same.source.id, added.source.id);
+    assert!(same.first_sync.is_none(), "finding a source queues nothing");
     let other =
         lifecycle::website_at(&lore, &Actor::System, "http://127.0.0.1:9/blog/", None, "test").await.unwrap();
-    assert_ne!(other.id, added.source.id);
-    assert_eq!(other.status, "queued");
+    assert_ne!(other.source.id, added.source.id);
+    assert_eq!((other.source.name.as_str(), other.source.status.as_str()), ("127.0.0.1", "queued"));
+    assert!(other.first_sync.is_some());
 
     // An upload source waits for its files, and is found again by name.
     let files = NewSource { name: "Manuals".into(), kind: "upload".into(), ..NewSource::default() };
@@ -467,6 +464,17 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
     assert_eq!(created.kind, "upload");
     // A website's name is not an upload source's.
     let refused = lifecycle::upload_source_named(&lore, &Actor::System, "Docs").await.unwrap_err();
-    assert!(matches!(refused, Error::Ingest(IngestError::InvalidSource(_))), "{refused:?}");
+    assert!(matches!(refused, Error::InvalidInput(_)), "{refused:?}");
     assert_eq!(sources::list(&lore).await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn a_stored_setting_that_cannot_be_read_is_an_error_not_a_default() {
+    let (lore, _dir) = open().await;
+    let garbage = serde_json::json!({"max_tokens": "many"});
+    engine::store::put_setting(&lore.db, "chunking", garbage, "test").await.unwrap();
+    // Indexing with the default chunking instead would re-embed the corpus
+    // with parameters nobody chose.
+    let err = tuning::chunking(&lore).await.unwrap_err();
+    assert!(err.to_string().contains("the stored chunking setting cannot be read"), "{err}");
 }

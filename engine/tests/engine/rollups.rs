@@ -6,10 +6,7 @@
 //! are all written, in batches, before any read. Closed days keep their most asked
 //! questions and fold the long tail into one row, without changing a total.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use chrono::{DateTime, TimeZone, Utc};
 use engine::answer::runs::{self, Gap};

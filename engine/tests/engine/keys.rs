@@ -1,10 +1,7 @@
 //! Access keys: the raw value once, only a hash stored, and the one check
 //! every keyed request passes (status, scope, widget origin and rate).
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use engine::audit::Actor;
 use engine::keys::{self, KeyError, NewKey, Scope};

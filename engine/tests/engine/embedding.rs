@@ -2,9 +2,6 @@
 //! sentence-transformers, independent of batching and padding, safe to call
 //! concurrently; and the chunker measuring in the same model's tokens.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -47,7 +44,7 @@ struct Fixture {
 /// `min_cosine` of sentence-transformers' and returns the lowest cosine.
 async fn faithful_to_sentence_transformers(precision: Precision, min_cosine: f32) -> f32 {
     let fixture: Fixture =
-        serde_json::from_str(include_str!("fixtures/minilm_reference.json")).expect("the fixture parses");
+        serde_json::from_str(include_str!("../fixtures/minilm_reference.json")).expect("the fixture parses");
     assert!(fixture.texts.len() >= 50);
     let embedder = embedder_at(precision);
     assert_eq!(embedder.max_tokens(), fixture.max_seq_length);

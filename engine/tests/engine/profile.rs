@@ -2,10 +2,7 @@
 //! chosen persona; two saves from the same base cannot both win; a restore
 //! serves a prior version's whole snapshot at once.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use engine::audit::Actor;
 use engine::profile::{self, Details, PersonaChoice, ProfileError};
@@ -58,14 +55,17 @@ async fn no_profile_exists_until_the_first_index_starts_then_it_follows_the_chos
     )
     .await
     .unwrap();
+    // Queuing alone is the job queue's business; starting an index makes the profile.
     engine::ingest::jobs::enqueue(&lore, Some(&source.id), false, "test").await.unwrap();
+    assert!(profile::active(&lore).await.unwrap().is_none(), "the queue creates no profile");
+    engine::ingest::lifecycle::start_run(&lore, Some(&source.id), false, "test").await.unwrap();
 
     let active = profile::active(&lore).await.unwrap().expect("the first index created the profile");
     assert_eq!(active.version, 1);
     assert_eq!(active.snapshot.persona, "customer_support");
     assert!(active.snapshot.prompt.starts_with("You are a customer-support agent for Acme."));
     // A second index leaves it alone.
-    engine::ingest::jobs::enqueue(&lore, None, true, "test").await.unwrap();
+    engine::ingest::lifecycle::start_run(&lore, None, true, "test").await.unwrap();
     assert_eq!(profile::versions(&lore).await.unwrap().len(), 1);
 }
 

@@ -5,10 +5,7 @@
 //! request with 401 and an OpenAI-style error whose message repeats the bare
 //! key and the whole `Authorization` header, the way some servers do.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,9 +3,6 @@
 //! The hub URL points at a closed loopback port: these tests reach nothing but
 //! loopback and the package registry.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::{Path, PathBuf};
 
 use engine::embed::model_files::{locate, resolve, Origin, REQUIRED_FILES};

@@ -1,9 +1,6 @@
 //! Console sessions against a real SQLite database: short-lived tokens that are
 //! re-issued while the session lives, and nothing that outlives the row.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use chrono::{Duration, Utc};
 use engine::auth::{sessions, AuthError};
 use engine::{Error, Lore, Settings};

@@ -1,9 +1,6 @@
 //! The chunk index and hybrid retrieval against real components: LanceDB in a
 //! temporary directory and the real all-MiniLM-L6-v2 embedder.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::PathBuf;
 
 use engine::chunk::{chunk_sections, ChunkingParams};

@@ -31,7 +31,7 @@ pub async fn open() -> (Lore, tempfile::TempDir) {
 
 /// Queues a run of `source_id` (or a full reindex) and runs it here.
 pub async fn run(lore: &Lore, source_id: Option<&str>, full: bool) -> entity::index_job::Model {
-    let job = jobs::enqueue(lore, source_id, full, "test").await.unwrap();
+    let job = engine::ingest::lifecycle::start_run(lore, source_id, full, "test").await.unwrap();
     run_queued(lore, &job.id).await
 }
 

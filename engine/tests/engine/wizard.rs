@@ -2,10 +2,7 @@
 //! with what is missing, `next` past a step whose result exists, `back`, and
 //! the progress kept across a reopen of the same data directory.
 
-// A test crate: a failed precondition should fail the test, loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use engine::audit::Actor;
 use engine::profile::{Details, PersonaChoice};

@@ -1,0 +1,23 @@
+//! The engine's integration tests against the real components (SQLite,
+//! PostgreSQL, LanceDB in temporary directories, the real model files, a
+//! local site for crawls), one module per area. One binary: each test
+//! binary links LanceDB, DataFusion and candle, so one per area cost a long
+//! link each.
+
+// A test crate: a failed precondition should fail the test, loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod crawl;
+mod embedding;
+mod floors;
+mod ingest;
+mod keys;
+mod model_files;
+mod profile;
+mod provider_redaction;
+mod retrieval;
+mod rollups;
+mod sessions;
+mod wizard;
