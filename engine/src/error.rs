@@ -20,6 +20,10 @@ pub enum Error {
     #[error(transparent)]
     Embedding(#[from] crate::embed::EmbedError),
 
+    /// The chunk store (LanceDB) failed.
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+
     /// Sources, uploads, crawls, indexing jobs and their settings.
     #[error(transparent)]
     Ingest(#[from] crate::ingest::IngestError),

@@ -251,6 +251,27 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(access_k
     Ok((row, raw))
 }
 
+/// A key just made: the only time its raw value is known, and for a widget
+/// key the snippet that embeds the widget on a page.
+#[derive(Clone, Debug)]
+pub struct Issued {
+    pub summary: KeySummary,
+    pub raw_key: String,
+    pub snippet: Option<String>,
+}
+
+/// Makes a key (see [`create`]) as every surface hands it out.
+pub async fn issue(lore: &Lore, actor: &Actor, new: NewKey) -> Result<Issued> {
+    let (key, raw_key) = create(lore, actor, new).await?;
+    let snippet = (key.kind == KeyKind::Widget.key()).then(|| {
+        format!(
+            "<script src=\"{}/widget.js\" data-key=\"{raw_key}\" async></script>",
+            lore.settings.base_url()
+        )
+    });
+    Ok(Issued { summary: KeySummary::of(key, 0, 0.0), raw_key, snippet })
+}
+
 impl KeySummary {
     /// A key with the given usage.
     pub fn of(key: access_key::Model, queries_7d: i64, estimated_cost_7d: f64) -> Self {

@@ -491,7 +491,8 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
     let today = truncate(now, Granularity::Day);
     let closed_through: Option<DateTime<Utc>> = crate::store::setting(&lore.db, CLOSED_THROUGH)
         .await?
-        .and_then(|value| serde_json::from_value(value).ok());
+        .map(|value| crate::store::decode("last closed rollup day", value))
+        .transpose()?;
     let mut days = rollup_count::Entity::find()
         .select_only()
         .column(C::Day)

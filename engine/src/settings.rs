@@ -232,11 +232,11 @@ pub struct ModelSettings {
     /// arithmetic: about twice the throughput, vectors within 0.004 of the
     /// reference in cosine).
     #[serde(default)]
-    pub embedding_precision: crate::embed::bert::Precision,
+    pub embedding_precision: Precision,
     /// The same for the one query or question embedded at answer time,
     /// where latency counts: `q8` by default.
     #[serde(default = "default_query_precision")]
-    pub query_precision: crate::embed::bert::Precision,
+    pub query_precision: Precision,
     /// Where model files are downloaded from when they are not on disk (a
     /// Hugging Face compatible hub or mirror).
     #[serde(default = "default_hub_url")]
@@ -245,8 +245,8 @@ pub struct ModelSettings {
 
 impl ModelSettings {
     /// The on-CPU model's precisions for documents and for queries.
-    pub fn precisions(&self) -> crate::embed::local::Precisions {
-        crate::embed::local::Precisions { documents: self.embedding_precision, queries: self.query_precision }
+    pub fn precisions(&self) -> Precisions {
+        Precisions { documents: self.embedding_precision, queries: self.query_precision }
     }
 }
 
@@ -262,8 +262,46 @@ impl Default for ModelSettings {
     }
 }
 
-fn default_query_precision() -> crate::embed::bert::Precision {
-    crate::embed::bert::Precision::Q8
+fn default_query_precision() -> Precision {
+    Precision::Q8
+}
+
+/// How the dense layers' weights are held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// The weights as published (f32).
+    #[default]
+    F32,
+    /// 8-bit weights with a scale per output, multiplied in integer
+    /// arithmetic (`kernels::int8`): a quarter of the weights' memory
+    /// (widened to 16-bit lanes only as they are loaded) and about twice the
+    /// multiply rate of f32 (16 products per instruction instead of 8).
+    Q8,
+}
+
+impl Precision {
+    pub fn key(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Q8 => "q8",
+        }
+    }
+}
+
+/// The precisions of the dense weights: for what indexing stores, and for
+/// single queries at answer time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Precisions {
+    pub documents: Precision,
+    pub queries: Precision,
+}
+
+impl Precisions {
+    /// The same precision for both.
+    pub fn uniform(precision: Precision) -> Self {
+        Self { documents: precision, queries: precision }
+    }
 }
 
 fn default_hub_url() -> String {

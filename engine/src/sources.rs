@@ -189,7 +189,7 @@ pub fn parse_website_config(value: &serde_json::Value) -> Result<WebsiteConfig, 
 }
 
 /// Creates a source. Nothing is fetched yet: a website is synced by a job
-/// ([`crate::ingest::jobs::enqueue`]), an upload source waits for files.
+/// ([`crate::ingest::lifecycle::add_source`] queues it), an upload source waits for files.
 pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<source::Model> {
     let name = new.name.trim();
     if name.is_empty() || name.chars().count() > 200 {

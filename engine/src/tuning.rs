@@ -24,7 +24,7 @@ pub async fn chunking(lore: &Lore) -> Result<ChunkingParams> {
 /// The stored chunking, if an admin set one.
 pub async fn stored_chunking(lore: &Lore) -> Result<Option<ChunkingParams>> {
     let stored = crate::store::setting(&lore.db, CHUNKING).await?;
-    Ok(stored.and_then(|value| serde_json::from_value(value).ok()))
+    stored.map(|value| crate::store::decode("chunking setting", value)).transpose()
 }
 
 /// What a chunking change did.
@@ -59,7 +59,7 @@ pub async fn set_chunking(
     audit::record(&txn, actor, "tuning.chunking", None, value).await?;
     txn.commit().await?;
     if indexed > 0 {
-        let job = crate::ingest::jobs::enqueue(lore, None, true, "tuning").await?;
+        let job = crate::ingest::lifecycle::start_run(lore, None, true, "tuning").await?;
         return Ok(ChunkingChange::Reindexing(Box::new(job)));
     }
     Ok(ChunkingChange::Stored)

@@ -111,9 +111,10 @@ pub async fn overview(lore: &Lore) -> Result<Overview> {
 }
 
 pub async fn progress(lore: &Lore) -> Result<Progress> {
-    Ok(crate::store::setting(&lore.db, PROGRESS)
-        .await?
-        .and_then(|value| serde_json::from_value(value).ok())
+    let stored = crate::store::setting(&lore.db, PROGRESS).await?;
+    Ok(stored
+        .map(|value| crate::store::decode("setup wizard's progress", value))
+        .transpose()?
         .unwrap_or_default())
 }
 
@@ -180,7 +181,7 @@ pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
         progress.source_id.clone().ok_or_else(|| Error::InvalidInput("add the first source first".into()))?;
     let source = sources::get(lore, &source_id).await?;
     let job = if source.kind == SourceKind::Website.key() {
-        jobs::enqueue(lore, Some(&source_id), false, "setup").await?
+        crate::ingest::lifecycle::start_run(lore, Some(&source_id), false, "setup").await?
     } else {
         jobs::recent(lore, Some(&source_id), 1).await?.into_iter().next().ok_or_else(|| {
             Error::InvalidInput(

@@ -22,32 +22,10 @@
 use candle_core::{CpuStorage, CustomOp1, Device, InplaceOp1, InplaceOp2, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct};
-use serde::{Deserialize, Serialize};
 
 use kernels::{Activation, Norm};
 
-/// How the dense layers' weights are held.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// The weights as published (f32).
-    #[default]
-    F32,
-    /// 8-bit weights with a scale per output, multiplied in integer
-    /// arithmetic ([`kernels::int8`]): a quarter of the weights' memory
-    /// (widened to 16-bit lanes only as they are loaded) and about twice the
-    /// multiply rate of f32 (16 products per instruction instead of 8).
-    Q8,
-}
-
-impl Precision {
-    pub fn key(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::Q8 => "q8",
-        }
-    }
-}
+pub use crate::settings::Precision;
 
 /// `x · Wᵀ + b` with W either f32 (held transposed, contiguous) or 8-bit.
 struct Dense {

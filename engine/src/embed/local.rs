@@ -18,23 +18,10 @@ use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
-use super::bert::{Encoder, Precision};
+use super::bert::Encoder;
 use super::{EmbedError, Embedder};
 
-/// The precisions of the dense weights: for what indexing stores, and for
-/// single queries at answer time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Precisions {
-    pub documents: Precision,
-    pub queries: Precision,
-}
-
-impl Precisions {
-    /// The same precision for both.
-    pub fn uniform(precision: Precision) -> Self {
-        Self { documents: precision, queries: precision }
-    }
-}
+pub use crate::settings::Precisions;
 
 /// Texts per forward pass: large enough that the matrix products are
 /// efficient, small enough that the activations stay in the caches' reach

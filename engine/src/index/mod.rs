@@ -68,12 +68,6 @@ pub enum IndexError {
     Dimensions { expected: usize, got: usize },
 }
 
-impl From<IndexError> for crate::Error {
-    fn from(err: IndexError) -> Self {
-        crate::Error::Ingest(crate::ingest::IngestError::Index(err))
-    }
-}
-
 #[async_trait]
 pub trait ChunkStore: Send + Sync {
     /// Replaces all chunks of `document_id` with `rows` in one commit: readers

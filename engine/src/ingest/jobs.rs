@@ -130,9 +130,6 @@ pub async fn enqueue(
     if let Some(existing) = pending.one(&lore.db).await? {
         return Ok(existing);
     }
-    // The first index starting is when the profile comes to be (from the
-    // persona chosen in the wizard, or the default one).
-    crate::profile::ensure_on_first_index(lore, &crate::audit::Actor::System).await?;
     let job = new_job(source_id, full, trigger, QUEUED).insert(&lore.db).await?;
     if let Some(id) = source_id {
         set_source_status(lore, id, "queued").await?;
@@ -158,6 +155,58 @@ fn new_job(source_id: Option<&str>, full: bool, trigger: &str, status: &str) -> 
         started_at: Set(None),
         finished_at: Set(None),
     }
+}
+
+/// An indexing run as every surface shows it: its row with the JSON columns
+/// decoded once, here. A column that cannot be read is an error that names
+/// the run, never an empty progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub id: String,
+    /// `None` for a full reindex of every source.
+    pub source_id: Option<String>,
+    pub full: bool,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    /// What started it: `admin`, `cli`, `upload`, `schedule`, `tuning`, `setup`.
+    pub trigger: String,
+    pub progress: Progress,
+    pub errors: Vec<DocumentError>,
+    pub message: Option<String>,
+    pub attempts: i32,
+    pub created_at: chrono::DateTime<Utc>,
+    pub started_at: Option<chrono::DateTime<Utc>>,
+    pub finished_at: Option<chrono::DateTime<Utc>>,
+}
+
+impl Job {
+    pub fn decode(row: index_job::Model) -> Result<Job> {
+        let unreadable = |column: &str, err: serde_json::Error| {
+            Error::Internal(format!("indexing run {}: its stored {column} cannot be read: {err}", row.id))
+        };
+        let progress =
+            serde_json::from_value(row.progress.clone()).map_err(|err| unreadable("progress", err))?;
+        let errors = serde_json::from_value(row.errors.clone()).map_err(|err| unreadable("errors", err))?;
+        Ok(Job {
+            id: row.id,
+            source_id: row.source_id,
+            full: row.full,
+            status: row.status,
+            trigger: row.trigger,
+            progress,
+            errors,
+            message: row.message,
+            attempts: row.attempts,
+            created_at: row.created_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+        })
+    }
+}
+
+/// A run, decoded (see [`Job`]).
+pub async fn job(lore: &Lore, id: &str) -> Result<Job> {
+    Job::decode(get(lore, id).await?)
 }
 
 pub async fn get(lore: &Lore, id: &str) -> Result<index_job::Model> {
@@ -520,9 +569,10 @@ async fn execute(
     // A new embedding model of another size: the old vectors cannot stay in
     // the table; retrieval fails closed until this run re-embeds everything.
     let (store, rebuilt) = match lore.chunks().await {
-        Err(Error::Ingest(IngestError::Index(crate::index::IndexError::Dimensions { .. }))) => {
-            (lore.rebuild_chunks().await?, true)
-        }
+        Err(
+            Error::Ingest(IngestError::Index(crate::index::IndexError::Dimensions { .. }))
+            | Error::Index(crate::index::IndexError::Dimensions { .. }),
+        ) => (lore.rebuild_chunks().await?, true),
         opened => (opened?, false),
     };
     let chunking = crate::tuning::chunking(lore).await?;

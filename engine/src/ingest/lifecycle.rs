@@ -12,6 +12,24 @@ use crate::ingest::IngestError;
 use crate::sources::{self, NewSource, SourceKind};
 use crate::{Lore, Result};
 
+/// Queues an indexing run of one source, or with `None` and `full` of every
+/// source (an existing queued run of the same kind is returned instead).
+/// Starting an index is when the profile comes to be: the first time, it is
+/// built here from the persona chosen in the wizard (or the default one), as
+/// an explicit step after the run is queued. Every surface that starts
+/// indexing comes through here; only the scheduler's re-syncs, of sources
+/// indexed before, queue directly.
+pub async fn start_run(
+    lore: &Lore,
+    source_id: Option<&str>,
+    full: bool,
+    trigger: &str,
+) -> Result<index_job::Model> {
+    let job = jobs::enqueue(lore, source_id, full, trigger).await?;
+    crate::profile::ensure_on_first_index(lore, &Actor::System).await?;
+    Ok(job)
+}
+
 /// A source just added, with the first sync queued for it (a website's).
 #[derive(Clone, Debug)]
 pub struct Added {
@@ -25,7 +43,7 @@ pub struct Added {
 pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &str) -> Result<Added> {
     let created = sources::create(lore, actor, new).await?;
     let first_sync = match kind_of(&created)? {
-        SourceKind::Website => Some(jobs::enqueue(lore, Some(&created.id), false, trigger).await?),
+        SourceKind::Website => Some(start_run(lore, Some(&created.id), false, trigger).await?),
         SourceKind::Upload | SourceKind::PageBank => None,
     };
     // Re-read: queuing moved its status.
@@ -33,20 +51,21 @@ pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &st
     Ok(Added { source, first_sync })
 }
 
-/// The website source that starts crawling at `url`, or else a new one
-/// (named `name`, or the URL's host) with its first sync queued.
+/// The website source that starts crawling at `url` (with no job queued
+/// by this call), or else a new one (named `name`, or the URL's host) with
+/// its first sync queued.
 pub async fn website_at(
     lore: &Lore,
     actor: &Actor,
     url: &str,
     name: Option<String>,
     trigger: &str,
-) -> Result<source::Model> {
+) -> Result<Added> {
     for existing in sources::list(lore).await? {
         if kind_of(&existing)? == SourceKind::Website
             && existing.config.get("start_url").and_then(|v| v.as_str()) == Some(url)
         {
-            return Ok(existing);
+            return Ok(Added { source: existing, first_sync: None });
         }
     }
     let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned));
@@ -56,7 +75,7 @@ pub async fn website_at(
         config: Some(serde_json::json!({ "start_url": url })),
         volatility: None,
     };
-    Ok(add_source(lore, actor, new, trigger).await?.source)
+    add_source(lore, actor, new, trigger).await
 }
 
 /// The upload source named `name`, created when there is none. A source of
@@ -64,11 +83,10 @@ pub async fn website_at(
 pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Result<source::Model> {
     match sources::find(lore, name).await {
         Ok(found) if kind_of(&found)? == SourceKind::Upload => Ok(found),
-        Ok(found) => Err(IngestError::InvalidSource(format!(
+        Ok(found) => Err(crate::Error::InvalidInput(format!(
             "a source named {name:?} exists and is a {} source, not an upload source; choose another name",
             found.kind
-        ))
-        .into()),
+        ))),
         Err(crate::Error::Ingest(IngestError::SourceNotFound(_))) => {
             let new = NewSource {
                 name: name.to_owned(),
@@ -79,6 +97,32 @@ pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Resu
         }
         Err(err) => Err(err),
     }
+}
+
+/// A source as every surface lists it: the record, its latest run and
+/// whether its content is fresh (`None`: never synced, or never goes stale).
+#[derive(Clone, Debug)]
+pub struct Overview {
+    pub source: source::Model,
+    pub latest_job: Option<jobs::Job>,
+    pub fresh: Option<bool>,
+}
+
+/// The [`Overview`] of `source`.
+pub async fn overview(lore: &Lore, source: source::Model) -> Result<Overview> {
+    let latest = jobs::recent(lore, Some(&source.id), 1).await?.into_iter().next();
+    let latest_job = latest.map(jobs::Job::decode).transpose()?;
+    let fresh = sources::is_fresh(&source, chrono::Utc::now());
+    Ok(Overview { source, latest_job, fresh })
+}
+
+/// Every source's [`Overview`], in creation order.
+pub async fn overviews(lore: &Lore) -> Result<Vec<Overview>> {
+    let mut all = Vec::new();
+    for source in sources::list(lore).await? {
+        all.push(overview(lore, source).await?);
+    }
+    Ok(all)
 }
 
 fn kind_of(source: &source::Model) -> Result<SourceKind> {

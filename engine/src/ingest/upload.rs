@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use entity::{document, index_job, source};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter};
 
-use super::jobs::{self, ProgressHandle};
+use super::jobs::ProgressHandle;
 use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError, Reading};
 use crate::sources::SourceKind;
 use crate::{Error, Lore, Result};
@@ -86,7 +86,7 @@ pub async fn receive(
         }
     };
     store_file(lore, source_id, &doc.id, &fetched).await?;
-    let job = jobs::enqueue(lore, Some(source_id), false, "upload").await?;
+    let job = super::lifecycle::start_run(lore, Some(source_id), false, "upload").await?;
     Ok((doc, job))
 }
 

@@ -249,6 +249,16 @@ impl Role {
             Role::Rerank => Capability::Rerank,
         }
     }
+
+    /// What Lore does while nothing is bound to this role.
+    pub fn unbound_means(self) -> &'static str {
+        match self {
+            Role::Generation => "Nothing can answer: bind a generation target.",
+            Role::Escalation => "No escalation: an ungrounded first-tier answer is refused.",
+            Role::Embedding => "The on-node CPU model (all-MiniLM-L6-v2).",
+            Role::Rerank => "No reranking: retrieval order is the fused score.",
+        }
+    }
 }
 
 /// A target as the role-binding validator judges it.
@@ -635,13 +645,15 @@ pub async fn update_target(
     id: &str,
     change: TargetChange,
 ) -> Result<model_target::Model> {
-    let input = change.input_price_per_mtok.map(check_price).transpose()?;
-    let output = change.output_price_per_mtok.map(check_price).transpose()?;
     let txn = lore.db.begin().await?;
     let current = model_target::Entity::find_by_id(id)
         .one(&txn)
         .await?
         .ok_or_else(|| ProviderError::TargetNotFound(id.to_owned()))?;
+    // An unknown target is 404 whatever the change; a refused price then
+    // drops the transaction, which rolls it back.
+    let input = change.input_price_per_mtok.map(check_price).transpose()?;
+    let output = change.output_price_per_mtok.map(check_price).transpose()?;
     let priced = input.is_some() || output.is_some();
     let (input, output) =
         (input.unwrap_or(current.input_price_per_mtok), output.unwrap_or(current.output_price_per_mtok));
@@ -737,6 +749,43 @@ pub struct Binding {
     pub target: Option<model_target::Model>,
     /// The bound target's state now (`None` when unbound).
     pub state: Option<(TargetState, Option<String>)>,
+}
+
+/// A provider account as stored; its key stays sealed in the engine (a
+/// surface shows only whether there is one).
+pub type Account = provider_account::Model;
+
+/// A target with its state now, as every surface shows it.
+#[derive(Clone, Debug)]
+pub struct TargetStatus {
+    pub target: model_target::Model,
+    pub state: TargetState,
+    /// Why it is not ready (`None` when ready).
+    pub reason: Option<String>,
+}
+
+impl TargetStatus {
+    /// `target`'s state now, with this deployment's probe age limit.
+    pub fn of(lore: &Lore, target: model_target::Model) -> Self {
+        let (state, reason) = state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
+        TargetStatus { target, state, reason }
+    }
+}
+
+/// Everything the Providers screen and `lore providers list` show.
+#[derive(Clone, Debug)]
+pub struct Overview {
+    pub presets: &'static [Preset],
+    pub accounts: Vec<provider_account::Model>,
+    pub targets: Vec<TargetStatus>,
+    pub bindings: Vec<Binding>,
+}
+
+pub async fn overview(lore: &Lore) -> Result<Overview> {
+    let accounts = accounts(lore).await?;
+    let targets = targets(lore).await?.into_iter().map(|t| TargetStatus::of(lore, t)).collect();
+    let bindings = bindings(lore).await?;
+    Ok(Overview { presets: &PRESETS, accounts, targets, bindings })
 }
 
 pub async fn bindings(lore: &Lore) -> Result<Vec<Binding>> {
