@@ -12,6 +12,8 @@ use engine::providers::ProviderError;
 
 use app::wire::{ErrorBody, ErrorDetail};
 
+use super::codes::{self, Code};
+
 /// An error on its way to the client.
 #[derive(Debug)]
 pub enum ApiError {
@@ -25,6 +27,9 @@ pub enum ApiError {
     /// A JSON body that is valid JSON but not an object (an array, a string,
     /// a number, `true`, `false` or `null`) where every route takes an object.
     NotAnObject,
+    /// A CORS preflight from an origin no active widget key lists (or with
+    /// no origin at all).
+    PreflightRefused(Option<String>),
     /// `/metrics` is off (`metrics.enabled`).
     MetricsDisabled,
     /// `/metrics` is protected by `metrics.key` and the scrape did not send it.
@@ -97,6 +102,7 @@ impl ApiError {
             | engine::Error::Profile(_)
             | engine::Error::InvalidInput(_)
             | engine::Error::Database(_)
+            | engine::Error::Index(_)
             | engine::Error::Io { .. }
             | engine::Error::Internal(_)) => ApiError::Engine(other),
         }
@@ -104,20 +110,24 @@ impl ApiError {
 
     /// Status, stable code, and the message the client may see.
     pub fn parts(&self) -> (StatusCode, &'static str, String) {
+        let (code, message) = self.code();
+        (code.status, code.key, message)
+    }
+
+    /// The stable code (with its status, from the one table) and the message.
+    fn code(&self) -> (Code, String) {
         use engine::Error as E;
         match self {
             ApiError::Engine(E::Auth(auth)) => {
-                let (status, code) = match auth {
-                    AuthError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
-                    AuthError::AdminUnavailable => (StatusCode::FORBIDDEN, "admin_unavailable"),
-                    AuthError::BootstrapLinkInvalid => (StatusCode::FORBIDDEN, "bootstrap_link_invalid"),
-                    AuthError::BootstrapNotLoopback => (StatusCode::FORBIDDEN, "bootstrap_not_loopback"),
-                    AuthError::BootstrapDisabled => (StatusCode::NOT_FOUND, "bootstrap_disabled"),
-                    AuthError::OidcNotConfigured => (StatusCode::NOT_FOUND, "oidc_not_configured"),
-                    AuthError::SignInFailed(_) => (StatusCode::UNAUTHORIZED, "sign_in_failed"),
-                    AuthError::IdentityProviderUnavailable(_) => {
-                        (StatusCode::SERVICE_UNAVAILABLE, "identity_provider_unavailable")
-                    }
+                let code = match auth {
+                    AuthError::Unauthenticated => codes::UNAUTHENTICATED,
+                    AuthError::AdminUnavailable => codes::ADMIN_UNAVAILABLE,
+                    AuthError::BootstrapLinkInvalid => codes::BOOTSTRAP_LINK_INVALID,
+                    AuthError::BootstrapNotLoopback => codes::BOOTSTRAP_NOT_LOOPBACK,
+                    AuthError::BootstrapDisabled => codes::BOOTSTRAP_DISABLED,
+                    AuthError::OidcNotConfigured => codes::OIDC_NOT_CONFIGURED,
+                    AuthError::SignInFailed(_) => codes::SIGN_IN_FAILED,
+                    AuthError::IdentityProviderUnavailable(_) => codes::IDENTITY_PROVIDER_UNAVAILABLE,
                 };
                 // Sign-in failure details can name provider internals: log them, say less.
                 let message = match auth {
@@ -127,86 +137,67 @@ impl ApiError {
                     }
                     other => capitalise(&other.to_string()),
                 };
-                (status, code, message)
+                (code, message)
             }
-            ApiError::Engine(E::Config(_)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "configuration_invalid",
-                "Lore's configuration is invalid.".into(),
-            ),
-            ApiError::Engine(E::Embedding(_)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "embedding_unavailable",
-                "The embedding model is not available.".into(),
-            ),
+            ApiError::Engine(E::Config(_)) => {
+                (codes::CONFIGURATION_INVALID, "Lore's configuration is invalid.".into())
+            }
+            ApiError::Engine(E::Embedding(_)) => {
+                (codes::EMBEDDING_UNAVAILABLE, "The embedding model is not available.".into())
+            }
             ApiError::Engine(E::Ingest(ingest)) => ingest_parts(ingest),
             ApiError::Engine(E::Key(key)) => key_parts(key),
             ApiError::Engine(E::Provider(provider)) => provider_parts(provider),
             ApiError::Engine(E::Profile(profile)) => profile_parts(profile),
-            ApiError::Engine(E::InvalidInput(message)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", capitalise(message))
-            }
+            ApiError::Engine(E::InvalidInput(message)) => (codes::INVALID_INPUT, capitalise(message)),
             ApiError::Engine(E::NotAnswerable(_)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not_answerable",
+                codes::NOT_ANSWERABLE,
                 "Lore cannot answer yet; details.reasons says what is missing.".into(),
             ),
-            ApiError::Engine(E::RetrievalFailingClosed(why)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "retrieval_failing_closed",
-                capitalise(&format!("retrieval is failing closed: {why}")),
-            ),
-            ApiError::Engine(E::Database(_) | E::Io { .. } | E::Internal(_)) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal", "Something went wrong on our side.".into())
+            ApiError::Engine(E::RetrievalFailingClosed(why)) => {
+                (codes::RETRIEVAL_FAILING_CLOSED, capitalise(&format!("retrieval is failing closed: {why}")))
             }
-            ApiError::CrossOriginRejected => (
-                StatusCode::FORBIDDEN,
-                "cross_origin_rejected",
-                "This request came from another site and was refused.".into(),
-            ),
+            ApiError::Engine(E::Database(_) | E::Index(_) | E::Io { .. } | E::Internal(_)) => {
+                (codes::INTERNAL, "Something went wrong on our side.".into())
+            }
+            ApiError::CrossOriginRejected => {
+                (codes::CROSS_ORIGIN_REJECTED, "This request came from another site and was refused.".into())
+            }
             ApiError::Json(rejection) => {
                 use axum::extract::rejection::JsonRejection as R;
-                let (status, code) = match rejection {
-                    R::JsonDataError(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input"),
-                    R::JsonSyntaxError(_) => (StatusCode::BAD_REQUEST, "malformed_json"),
-                    R::MissingJsonContentType(_) => {
-                        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
-                    }
+                let code = match rejection {
+                    R::JsonDataError(_) => codes::INVALID_INPUT,
+                    R::JsonSyntaxError(_) => codes::MALFORMED_JSON,
+                    R::MissingJsonContentType(_) => codes::UNSUPPORTED_MEDIA_TYPE,
                     // Over the body limit: axum says 413, and so do we.
-                    other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
-                    }
-                    _ => (StatusCode::BAD_REQUEST, "bad_request"),
+                    other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => codes::PAYLOAD_TOO_LARGE,
+                    _ => codes::BAD_REQUEST,
                 };
-                (status, code, rejection.body_text())
+                (code, rejection.body_text())
             }
             // A shape error, as a wrong field type is: the same status and code.
-            ApiError::NotAnObject => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", "The body must be a JSON object.".into())
-            }
-            ApiError::NotReady => {
-                (StatusCode::SERVICE_UNAVAILABLE, "not_ready", "Lore is not ready to serve.".into())
-            }
-            ApiError::MetricsDisabled => (
-                StatusCode::NOT_FOUND,
-                "metrics_disabled",
-                "Metrics are off; set metrics.enabled to serve them.".into(),
+            ApiError::NotAnObject => (codes::INVALID_INPUT, "The body must be a JSON object.".into()),
+            ApiError::PreflightRefused(origin) => (
+                codes::ORIGIN_NOT_ALLOWED,
+                match origin {
+                    Some(origin) => format!("No widget key allows requests from {origin}."),
+                    None => "A cross-origin request needs an Origin that a widget key allows.".into(),
+                },
             ),
+            ApiError::NotReady => (codes::NOT_READY, "Lore is not ready to serve.".into()),
+            ApiError::MetricsDisabled => {
+                (codes::METRICS_DISABLED, "Metrics are off; set metrics.enabled to serve them.".into())
+            }
             ApiError::ProviderUnavailable => (
-                StatusCode::BAD_GATEWAY,
-                "provider_unavailable",
+                codes::PROVIDER_UNAVAILABLE,
                 "The model provider did not answer; please try again later.".into(),
             ),
-            ApiError::MethodNotAllowed => (
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "This path does not take this method.".into(),
-            ),
-            ApiError::MetricsKeyRequired => (
-                StatusCode::UNAUTHORIZED,
-                "metrics_key_required",
-                "Send the metrics key as `Authorization: Bearer <key>`.".into(),
-            ),
+            ApiError::MethodNotAllowed => {
+                (codes::METHOD_NOT_ALLOWED, "This path does not take this method.".into())
+            }
+            ApiError::MetricsKeyRequired => {
+                (codes::METRICS_KEY_REQUIRED, "Send the metrics key as `Authorization: Bearer <key>`.".into())
+            }
         }
     }
 }
@@ -247,69 +238,67 @@ impl ApiError {
     }
 }
 
-fn key_parts(err: &KeyError) -> (StatusCode, &'static str, String) {
-    let (status, code) = match err {
-        KeyError::Missing => (StatusCode::UNAUTHORIZED, "missing_api_key"),
-        KeyError::Unknown => (StatusCode::UNAUTHORIZED, "invalid_api_key"),
-        KeyError::Revoked => (StatusCode::UNAUTHORIZED, "key_revoked"),
-        KeyError::Scope(_) => (StatusCode::FORBIDDEN, "insufficient_scope"),
-        KeyError::Origin(_) => (StatusCode::FORBIDDEN, "origin_not_allowed"),
-        KeyError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-        KeyError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_key_request"),
-        KeyError::NotFound(_) => (StatusCode::NOT_FOUND, "key_not_found"),
+fn key_parts(err: &KeyError) -> (Code, String) {
+    let code = match err {
+        KeyError::Missing => codes::MISSING_API_KEY,
+        KeyError::Unknown => codes::INVALID_API_KEY,
+        KeyError::Revoked => codes::KEY_REVOKED,
+        KeyError::Scope(_) => codes::INSUFFICIENT_SCOPE,
+        KeyError::Origin(_) => codes::ORIGIN_NOT_ALLOWED,
+        KeyError::RateLimited(_) => codes::RATE_LIMITED,
+        KeyError::Invalid(_) => codes::INVALID_KEY_REQUEST,
+        KeyError::NotFound(_) => codes::KEY_NOT_FOUND,
     };
-    (status, code, capitalise(&err.to_string()))
+    (code, capitalise(&err.to_string()))
 }
 
-fn provider_parts(err: &ProviderError) -> (StatusCode, &'static str, String) {
-    let (status, code) = match err {
-        ProviderError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_provider"),
-        ProviderError::AccountNotFound(_) => (StatusCode::NOT_FOUND, "provider_not_found"),
-        ProviderError::TargetNotFound(_) => (StatusCode::NOT_FOUND, "target_not_found"),
-        ProviderError::TargetNotReady { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "target_not_ready"),
-        ProviderError::ProbeFailed { .. } => (StatusCode::BAD_GATEWAY, "probe_failed"),
-        ProviderError::Call(_) => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
+fn provider_parts(err: &ProviderError) -> (Code, String) {
+    let code = match err {
+        ProviderError::Invalid(_) => codes::INVALID_PROVIDER,
+        ProviderError::AccountNotFound(_) => codes::PROVIDER_NOT_FOUND,
+        ProviderError::TargetNotFound(_) => codes::TARGET_NOT_FOUND,
+        ProviderError::TargetNotReady { .. } => codes::TARGET_NOT_READY,
+        ProviderError::ProbeFailed { .. } => codes::PROBE_FAILED,
+        ProviderError::Call(_) => codes::PROVIDER_UNAVAILABLE,
     };
-    (status, code, capitalise(&err.to_string()))
+    (code, capitalise(&err.to_string()))
 }
 
-fn profile_parts(err: &ProfileError) -> (StatusCode, &'static str, String) {
-    let (status, code) = match err {
-        ProfileError::VersionConflict { .. } => (StatusCode::CONFLICT, "profile_version_conflict"),
-        ProfileError::NoProfile => (StatusCode::NOT_FOUND, "profile_not_found"),
-        ProfileError::UnknownVersion(_) => (StatusCode::NOT_FOUND, "profile_version_not_found"),
-        ProfileError::UnknownPersona(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_persona"),
-        ProfileError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_profile"),
+fn profile_parts(err: &ProfileError) -> (Code, String) {
+    let code = match err {
+        ProfileError::VersionConflict { .. } => codes::PROFILE_VERSION_CONFLICT,
+        ProfileError::NoProfile => codes::PROFILE_NOT_FOUND,
+        ProfileError::UnknownVersion(_) => codes::PROFILE_VERSION_NOT_FOUND,
+        ProfileError::UnknownPersona(_) => codes::UNKNOWN_PERSONA,
+        ProfileError::Invalid(_) => codes::INVALID_PROFILE,
     };
-    (status, code, capitalise(&err.to_string()))
+    (code, capitalise(&err.to_string()))
 }
 
-fn ingest_parts(err: &IngestError) -> (StatusCode, &'static str, String) {
-    let (status, code) = match err {
-        IngestError::InvalidSource(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_source"),
-        IngestError::KindUnavailable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "source_kind_unavailable"),
-        IngestError::SourceNotFound(_) => (StatusCode::NOT_FOUND, "source_not_found"),
-        IngestError::JobNotFound(_) => (StatusCode::NOT_FOUND, "job_not_found"),
-        IngestError::SourceDisabled => (StatusCode::CONFLICT, "source_disabled"),
-        IngestError::WrongKind { .. } => (StatusCode::CONFLICT, "source_kind_mismatch"),
-        IngestError::UnsupportedFile(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_file_type"),
-        IngestError::CorruptFile(_) => (StatusCode::UNPROCESSABLE_ENTITY, "corrupt_file"),
-        IngestError::EmptyFile => (StatusCode::UNPROCESSABLE_ENTITY, "empty_file"),
-        IngestError::DocumentOverLimit(_) => (StatusCode::UNPROCESSABLE_ENTITY, "document_over_limit"),
-        IngestError::FileTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "file_too_large"),
-        IngestError::PrivateAddress(_) => (StatusCode::UNPROCESSABLE_ENTITY, "private_address_refused"),
-        IngestError::Fetch(_) => (StatusCode::BAD_GATEWAY, "fetch_failed"),
-        IngestError::ReindexAcknowledgementRequired => {
-            (StatusCode::CONFLICT, "reindex_acknowledgement_required")
-        }
-        IngestError::InvalidTuning(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_tuning"),
-        IngestError::Index(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+fn ingest_parts(err: &IngestError) -> (Code, String) {
+    let code = match err {
+        IngestError::InvalidSource(_) => codes::INVALID_SOURCE,
+        IngestError::KindUnavailable(_) => codes::SOURCE_KIND_UNAVAILABLE,
+        IngestError::SourceNotFound(_) => codes::SOURCE_NOT_FOUND,
+        IngestError::JobNotFound(_) => codes::JOB_NOT_FOUND,
+        IngestError::SourceDisabled => codes::SOURCE_DISABLED,
+        IngestError::WrongKind { .. } => codes::SOURCE_KIND_MISMATCH,
+        IngestError::UnsupportedFile(_) => codes::UNSUPPORTED_FILE_TYPE,
+        IngestError::CorruptFile(_) => codes::CORRUPT_FILE,
+        IngestError::EmptyFile => codes::EMPTY_FILE,
+        IngestError::DocumentOverLimit(_) => codes::DOCUMENT_OVER_LIMIT,
+        IngestError::FileTooLarge { .. } => codes::FILE_TOO_LARGE,
+        IngestError::PrivateAddress(_) => codes::PRIVATE_ADDRESS_REFUSED,
+        IngestError::Fetch(_) => codes::FETCH_FAILED,
+        IngestError::ReindexAcknowledgementRequired => codes::REINDEX_ACKNOWLEDGEMENT_REQUIRED,
+        IngestError::InvalidTuning(_) => codes::INVALID_TUNING,
+        IngestError::Index(_) => codes::INTERNAL,
     };
     let message = match err {
         IngestError::Index(_) => "Something went wrong on our side.".to_owned(),
         other => capitalise(&other.to_string()),
     };
-    (status, code, message)
+    (code, message)
 }
 
 fn capitalise(text: &str) -> String {
@@ -317,5 +306,92 @@ fn capitalise(text: &str) -> String {
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::providers::TargetState;
+
+    async fn body(err: ApiError) -> (u16, serde_json::Value) {
+        let response = err.into_response();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// The bodies whose shape clients read beyond the code: the details.
+    #[tokio::test]
+    async fn error_bodies_keep_their_shape() {
+        let not_answerable = engine::Error::NotAnswerable(vec![
+            "provider: No generation target is bound.".into(),
+            "content: No source has been indexed.".into(),
+        ]);
+        let (status, public) = body(ApiError::public(not_answerable)).await;
+        assert_eq!(status, 503);
+        insta::assert_json_snapshot!(public, @r#"
+        {
+          "error": {
+            "code": "not_answerable",
+            "message": "Lore cannot answer yet; details.reasons says what is missing.",
+            "details": {
+              "reasons": [
+                "provider",
+                "content"
+              ]
+            }
+          }
+        }
+        "#);
+
+        let conflict = ProfileError::VersionConflict { base: 3, active: 4 };
+        let (status, conflict) = body(ApiError::Engine(conflict.into())).await;
+        assert_eq!(status, 409);
+        insta::assert_json_snapshot!(conflict, @r#"
+        {
+          "error": {
+            "code": "profile_version_conflict",
+            "message": "Version 4 was activated since this edit started from version 3; reload and reapply your change.",
+            "details": {
+              "base_version": 3,
+              "active_version": 4
+            }
+          }
+        }
+        "#);
+
+        let not_ready = ProviderError::TargetNotReady {
+            role: "generation",
+            model: "m".into(),
+            state: TargetState::Stale,
+            reason: "its last probe is 9 days old".into(),
+        };
+        let (status, not_ready) = body(ApiError::Engine(engine::Error::Provider(not_ready))).await;
+        assert_eq!(status, 422);
+        insta::assert_json_snapshot!(not_ready, @r#"
+        {
+          "error": {
+            "code": "target_not_ready",
+            "message": "The generation role cannot be bound to m: its last probe is 9 days old.",
+            "details": {
+              "role": "generation",
+              "state": "stale",
+              "reason": "its last probe is 9 days old"
+            }
+          }
+        }
+        "#);
+
+        let (status, preflight) = body(ApiError::PreflightRefused(Some("https://evil.example".into()))).await;
+        assert_eq!(status, 403);
+        insta::assert_json_snapshot!(preflight, @r#"
+        {
+          "error": {
+            "code": "origin_not_allowed",
+            "message": "No widget key allows requests from https://evil.example."
+          }
+        }
+        "#);
     }
 }

@@ -4,8 +4,10 @@ pub mod access;
 pub mod admin;
 pub mod answer;
 pub mod auth;
+pub mod codes;
 pub mod error;
 pub mod health;
+pub mod jobs;
 pub mod json;
 pub mod layers;
 pub mod openapi;
@@ -13,6 +15,7 @@ pub mod profile;
 pub mod prometheus;
 pub mod providers;
 pub mod public;
+pub mod search;
 pub mod setup;
 pub mod sources;
 pub mod tuning;
@@ -47,7 +50,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/sources/{id}", get(sources::get_one).delete(sources::delete))
         .route("/admin/sources/{id}/enable", post(sources::enable))
         .route("/admin/sources/{id}/disable", post(sources::disable))
-        .route("/admin/sources/{id}/sync", post(sources::sync))
+        .route("/admin/sources/{id}/sync", post(jobs::sync))
         .route(
             "/admin/sources/{id}/files",
             // The handler enforces ingest.upload_max_bytes per file; this
@@ -55,12 +58,12 @@ pub fn router(state: AppState) -> Router {
             post(sources::upload_files).layer(DefaultBodyLimit::max(upload_body_limit(&state))),
         )
         .route("/admin/sources/{id}/documents", get(sources::documents))
-        .route("/admin/jobs/{id}", get(sources::job))
-        .route("/admin/reindex", post(sources::reindex))
-        .route("/admin/search", post(sources::search))
-        .route("/admin/tuning/chunking", put(sources::set_chunking))
+        .route("/admin/jobs/{id}", get(jobs::job))
+        .route("/admin/reindex", post(jobs::reindex))
+        .route("/admin/search", post(search::search))
+        .route("/admin/tuning/chunking", put(tuning::set_chunking))
         .route("/admin/tuning", get(tuning::get_tuning).put(tuning::put_tuning))
-        .route("/admin/sources/{id}/volatility", put(tuning::set_volatility))
+        .route("/admin/sources/{id}/volatility", put(sources::set_volatility))
         .route("/admin/providers/", get(providers::get_overview))
         .route("/admin/providers/quick-add", post(providers::quick_add))
         .route("/admin/providers/accounts", post(providers::create_account))

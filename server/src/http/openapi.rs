@@ -318,6 +318,13 @@ mod tests {
                 let listed = codes(description);
                 assert!(!listed.is_empty(), "{route} {status} names no code");
                 for code in listed {
+                    let known = crate::http::codes::find(code)
+                        .unwrap_or_else(|| panic!("{route}: `{code}` is not in the table of codes"));
+                    assert_eq!(
+                        known.status.as_str(),
+                        *status,
+                        "{route}: `{code}` is documented under {status}"
+                    );
                     let statuses =
                         answered.get(code).unwrap_or_else(|| panic!("{route}: no example of `{code}`"));
                     assert!(

@@ -1,0 +1,147 @@
+//! Every stable error code Lore answers with, as data: one table that the
+//! HTTP mapping (`ApiError::parts`) takes its statuses from, and that the
+//! OpenAPI document's error tables, `docs/http.md` and the CLI's codes are
+//! checked against (the tests below). A new code is added here first.
+
+use axum::http::StatusCode;
+
+/// One stable code: its name on the wire, its HTTP status, and when it is
+/// answered (as `docs/http.md` says it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Code {
+    pub key: &'static str,
+    pub status: StatusCode,
+    pub meaning: &'static str,
+}
+
+macro_rules! codes {
+    ($($name:ident = $status:ident $key:literal $meaning:literal;)*) => {
+        $(pub const $name: Code = Code { key: $key, status: StatusCode::$status, meaning: $meaning };)*
+        /// Every code, in the order `docs/http.md` lists them.
+        pub const ALL: &[Code] = &[$($name),*];
+    };
+}
+
+codes! {
+    UNAUTHENTICATED = UNAUTHORIZED "unauthenticated" "no session, or it expired or was revoked";
+    ADMIN_UNAVAILABLE = FORBIDDEN "admin_unavailable" "signed in, but not an authorized admin";
+    CROSS_ORIGIN_REJECTED = FORBIDDEN "cross_origin_rejected" "a state-changing request from another site";
+    BOOTSTRAP_LINK_INVALID = FORBIDDEN "bootstrap_link_invalid" "the one-time link is unknown, used or expired";
+    BOOTSTRAP_NOT_LOOPBACK = FORBIDDEN "bootstrap_not_loopback" "the one-time link was opened from another machine or through a proxy";
+    BOOTSTRAP_DISABLED = NOT_FOUND "bootstrap_disabled" "an identity provider is configured, so the one-time link is off";
+    OIDC_NOT_CONFIGURED = NOT_FOUND "oidc_not_configured" "OIDC sign-in asked for, but no provider is configured";
+    SIGN_IN_FAILED = UNAUTHORIZED "sign_in_failed" "the identity provider's answer did not verify";
+    IDENTITY_PROVIDER_UNAVAILABLE = SERVICE_UNAVAILABLE "identity_provider_unavailable" "the identity provider could not be reached";
+    EMBEDDING_UNAVAILABLE = SERVICE_UNAVAILABLE "embedding_unavailable" "the embedding model is missing or cannot be loaded";
+    NOT_ANSWERABLE = SERVICE_UNAVAILABLE "not_answerable" "the readiness verdict says Lore cannot answer yet (`details.reasons`, one per failing check: `\"concern: detail\"` in the console, the concern alone for an API key's or the widget's caller)";
+    RETRIEVAL_FAILING_CLOSED = SERVICE_UNAVAILABLE "retrieval_failing_closed" "the corpus was embedded by another model; a full reindex is needed (the console's message names both models; an API key's or the widget's caller gets a plain message)";
+    MALFORMED_JSON = BAD_REQUEST "malformed_json" "the body is not JSON";
+    BAD_REQUEST = BAD_REQUEST "bad_request" "the body is not JSON";
+    UNSUPPORTED_MEDIA_TYPE = UNSUPPORTED_MEDIA_TYPE "unsupported_media_type" "a JSON endpoint got another content type";
+    PAYLOAD_TOO_LARGE = PAYLOAD_TOO_LARGE "payload_too_large" "a JSON body over 2 MB";
+    METHOD_NOT_ALLOWED = METHOD_NOT_ALLOWED "method_not_allowed" "the path exists, but not with this method (on `/answer` and `/retrieve`, before any key is asked for)";
+    INVALID_INPUT = UNPROCESSABLE_ENTITY "invalid_input" "a field is missing, of the wrong type, unknown, or out of range";
+    INVALID_SOURCE = UNPROCESSABLE_ENTITY "invalid_source" "a source's name, kind or configuration is not valid";
+    SOURCE_KIND_UNAVAILABLE = UNPROCESSABLE_ENTITY "source_kind_unavailable" "the page bank is announced, not yet available";
+    SOURCE_NOT_FOUND = NOT_FOUND "source_not_found" "no such source or run";
+    JOB_NOT_FOUND = NOT_FOUND "job_not_found" "no such source or run";
+    SOURCE_DISABLED = CONFLICT "source_disabled" "the source is disabled; enable it first";
+    SOURCE_KIND_MISMATCH = CONFLICT "source_kind_mismatch" "files sent to a website source";
+    UNSUPPORTED_FILE_TYPE = UNSUPPORTED_MEDIA_TYPE "unsupported_file_type" "not Markdown, text, HTML or PDF";
+    CORRUPT_FILE = UNPROCESSABLE_ENTITY "corrupt_file" "the file cannot be read, or has no text";
+    EMPTY_FILE = UNPROCESSABLE_ENTITY "empty_file" "the file cannot be read, or has no text";
+    DOCUMENT_OVER_LIMIT = UNPROCESSABLE_ENTITY "document_over_limit" "the document passes an extraction limit (elements nested over 512 deep, over 400,000 elements, PDF streams expanding past 100× the file within 32–128 MiB, over 20 s to read); the message says which";
+    FILE_TOO_LARGE = PAYLOAD_TOO_LARGE "file_too_large" "over `ingest.upload_max_bytes`";
+    PRIVATE_ADDRESS_REFUSED = UNPROCESSABLE_ENTITY "private_address_refused" "a website on a private, loopback or link-local address";
+    FETCH_FAILED = BAD_GATEWAY "fetch_failed" "the site could not be fetched at all";
+    REINDEX_ACKNOWLEDGEMENT_REQUIRED = CONFLICT "reindex_acknowledgement_required" "a chunking change on an indexed corpus without the acknowledgement (nothing of the request is saved)";
+    INVALID_TUNING = UNPROCESSABLE_ENTITY "invalid_tuning" "chunk size or overlap out of range";
+    MISSING_API_KEY = UNAUTHORIZED "missing_api_key" "no `x-api-key`, an unknown key, a revoked key";
+    INVALID_API_KEY = UNAUTHORIZED "invalid_api_key" "no `x-api-key`, an unknown key, a revoked key";
+    KEY_REVOKED = UNAUTHORIZED "key_revoked" "no `x-api-key`, an unknown key, a revoked key";
+    INSUFFICIENT_SCOPE = FORBIDDEN "insufficient_scope" "the key lacks the endpoint's scope (`answer`, `retrieve`, `mcp`, `operations`)";
+    ORIGIN_NOT_ALLOWED = FORBIDDEN "origin_not_allowed" "a widget key used from an origin not on its list (or from no page at all); also a CORS preflight from an origin no active widget key lists";
+    RATE_LIMITED = TOO_MANY_REQUESTS "rate_limited" "a widget key over its requests per minute";
+    INVALID_KEY_REQUEST = UNPROCESSABLE_ENTITY "invalid_key_request" "a key's name, kind, scopes or origins are not valid";
+    KEY_NOT_FOUND = NOT_FOUND "key_not_found" "no such record";
+    PROVIDER_NOT_FOUND = NOT_FOUND "provider_not_found" "no such record";
+    TARGET_NOT_FOUND = NOT_FOUND "target_not_found" "no such record";
+    PROFILE_NOT_FOUND = NOT_FOUND "profile_not_found" "no such record";
+    PROFILE_VERSION_NOT_FOUND = NOT_FOUND "profile_version_not_found" "no such record";
+    INVALID_PROVIDER = UNPROCESSABLE_ENTITY "invalid_provider" "a provider type, endpoint, placement, model or price is not valid";
+    TARGET_NOT_READY = UNPROCESSABLE_ENTITY "target_not_ready" "the role-binding validator refused: the target is disabled, unprobed, blocked, stale or of another capability (`details.state`, `details.reason`)";
+    PROBE_FAILED = BAD_GATEWAY "probe_failed" "the provider did not answer the probe (the message says why); a provider call failed (the console's message says why; an API key's or the widget's caller gets a plain message, the log keeps the provider's address and reply)";
+    PROVIDER_UNAVAILABLE = BAD_GATEWAY "provider_unavailable" "the provider did not answer the probe (the message says why); a provider call failed (the console's message says why; an API key's or the widget's caller gets a plain message, the log keeps the provider's address and reply)";
+    PROFILE_VERSION_CONFLICT = CONFLICT "profile_version_conflict" "another version became active since the edit started (`details.active_version`); nothing was overwritten";
+    INVALID_PROFILE = UNPROCESSABLE_ENTITY "invalid_profile" "a snapshot out of range, or a persona not in the catalogue";
+    UNKNOWN_PERSONA = UNPROCESSABLE_ENTITY "unknown_persona" "a snapshot out of range, or a persona not in the catalogue";
+    METRICS_DISABLED = NOT_FOUND "metrics_disabled" "`/metrics` is off";
+    METRICS_KEY_REQUIRED = UNAUTHORIZED "metrics_key_required" "`/metrics` needs `Authorization: Bearer <metrics.key>`";
+    CONFIGURATION_INVALID = SERVICE_UNAVAILABLE "configuration_invalid" "the configuration cannot work";
+    NOT_READY = SERVICE_UNAVAILABLE "not_ready" "(`/readyz`) database unreachable or migrations pending";
+    INTERNAL = INTERNAL_SERVER_ERROR "internal" "anything else; details go to the log only";
+}
+
+/// The one code only the CLI prints: an indexing run it ran (or followed)
+/// ended `failed` or `cancelled`. Its `--json` body carries the run as
+/// `details`. Every other CLI failure uses a code of [`ALL`].
+pub const JOB_FAILED: &str = "job_failed";
+
+/// The code named `key`, if Lore has one.
+pub fn find(key: &str) -> Option<Code> {
+    ALL.iter().copied().find(|code| code.key == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// `(status, code)` of every row of the error table in `docs/http.md`.
+    fn documented() -> Vec<(u16, String)> {
+        let page = include_str!("../../../docs/http.md");
+        let mut rows = Vec::new();
+        for line in page.lines() {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let Some(status) = cells.first().and_then(|c| c.trim_start_matches("| ").parse::<u16>().ok())
+            else {
+                continue;
+            };
+            let Some(codes) = cells.get(1) else { continue };
+            for code in codes.split(", ") {
+                rows.push((status, code.trim().trim_matches('`').to_owned()));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn each_code_is_listed_once_and_named_in_snake_case() {
+        let mut seen = BTreeMap::new();
+        for code in ALL {
+            assert!(seen.insert(code.key, code.status).is_none(), "`{}` is listed twice", code.key);
+            assert!(code.key.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", code.key);
+            assert!(!code.meaning.is_empty(), "{}", code.key);
+        }
+        assert!(find(JOB_FAILED).is_none(), "the CLI's own code is not an HTTP code");
+    }
+
+    #[test]
+    fn the_documented_error_table_is_this_table() {
+        let documented = documented();
+        assert!(documented.len() >= 50, "the table in docs/http.md was not found: {documented:?}");
+        for (status, key) in &documented {
+            let code =
+                find(key).unwrap_or_else(|| panic!("docs/http.md names `{key}`, which Lore does not have"));
+            assert_eq!(code.status.as_u16(), *status, "docs/http.md lists `{key}` under {status}");
+        }
+        for code in ALL {
+            assert!(
+                documented.iter().any(|(_, key)| key == code.key),
+                "`{}` is missing from the error table in docs/http.md",
+                code.key
+            );
+        }
+    }
+}
