@@ -670,6 +670,12 @@ pub struct SetupWizardView {
     pub answered: bool,
 }
 
+/// A time on the wire: RFC 3339 in UTC, to the second.
+#[cfg(feature = "ssr")]
+pub fn time(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 #[cfg(feature = "ssr")]
 mod from_engine {
     use super::*;
@@ -729,6 +735,145 @@ mod from_engine {
                 settings: RetrievalSettingsView::from(p.settings),
                 sources: p.sources,
                 results: SearchResults::from(p.found),
+            }
+        }
+    }
+
+    impl From<engine::ingest::jobs::Job> for JobView {
+        fn from(job: engine::ingest::jobs::Job) -> Self {
+            Self {
+                id: job.id,
+                source_id: job.source_id,
+                full: job.full,
+                status: job.status,
+                trigger: job.trigger,
+                progress: job.progress.into(),
+                errors: job.errors.into_iter().map(Into::into).collect(),
+                message: job.message,
+                attempts: job.attempts.into(),
+                created_at: time(job.created_at),
+                started_at: job.started_at.map(time),
+                finished_at: job.finished_at.map(time),
+            }
+        }
+    }
+
+    impl From<engine::ingest::lifecycle::Overview> for SourceView {
+        fn from(overview: engine::ingest::lifecycle::Overview) -> Self {
+            let source = overview.source;
+            Self {
+                fresh: overview.fresh,
+                id: source.id,
+                name: source.name,
+                kind: source.kind,
+                enabled: source.enabled,
+                status: source.status,
+                config: source.config,
+                volatility: source.volatility,
+                document_count: source.document_count.into(),
+                chunk_count: source.chunk_count.into(),
+                last_error: source.last_error,
+                created_at: time(source.created_at),
+                last_synced_at: source.last_synced_at.map(time),
+                next_sync_at: source.next_sync_at.map(time),
+                latest_job: overview.latest_job.map(JobView::from),
+            }
+        }
+    }
+
+    impl From<engine::keys::KeySummary> for KeyView {
+        fn from(summary: engine::keys::KeySummary) -> Self {
+            let key = summary.key;
+            Self {
+                id: key.id,
+                name: key.name,
+                kind: key.kind,
+                prefix: key.prefix,
+                scopes: summary.scopes,
+                status: key.status,
+                origins: summary.origins,
+                rate_limit_per_minute: key.rate_limit_per_minute.map(i64::from),
+                created_at: time(key.created_at),
+                last_used_at: key.last_used_at.map(time),
+                revoked_at: key.revoked_at.map(time),
+                queries_7d: summary.queries_7d,
+                estimated_cost_7d: summary.estimated_cost_7d,
+            }
+        }
+    }
+
+    impl From<engine::keys::Issued> for CreatedKey {
+        fn from(issued: engine::keys::Issued) -> Self {
+            Self { key: issued.summary.into(), raw_key: issued.raw_key, snippet: issued.snippet }
+        }
+    }
+
+    impl From<engine::providers::Account> for AccountView {
+        fn from(account: engine::providers::Account) -> Self {
+            Self {
+                has_api_key: account.api_key_sealed.is_some(),
+                id: account.id,
+                name: account.name,
+                kind: account.kind,
+                placement: account.placement,
+                endpoint: account.endpoint,
+                created_at: time(account.created_at),
+                updated_at: time(account.updated_at),
+            }
+        }
+    }
+
+    impl From<engine::providers::TargetStatus> for TargetView {
+        fn from(status: engine::providers::TargetStatus) -> Self {
+            let target = status.target;
+            Self {
+                id: target.id,
+                account_id: target.account_id,
+                capability: target.capability,
+                model: target.model,
+                enabled: target.enabled,
+                state: status.state.key().to_owned(),
+                state_reason: status.reason,
+                probe_latency_ms: target.probe_latency_ms.map(i64::from),
+                probe_error: target.probe_error,
+                probed_at: target.probed_at.map(time),
+                input_price_per_mtok: target.input_price_per_mtok,
+                output_price_per_mtok: target.output_price_per_mtok,
+            }
+        }
+    }
+
+    impl From<engine::providers::Overview> for ProvidersOverview {
+        fn from(overview: engine::providers::Overview) -> Self {
+            let presets = overview
+                .presets
+                .iter()
+                .map(|p| ProviderPresetView {
+                    key: p.key.to_owned(),
+                    name: p.name.to_owned(),
+                    endpoint: p.endpoint.map(str::to_owned),
+                    placement: p.placement.map(|pl| pl.key().to_owned()),
+                    needs_key: p.needs_key,
+                })
+                .collect();
+            let roles = overview
+                .bindings
+                .into_iter()
+                .map(|binding| RoleView {
+                    role: binding.role.key().to_owned(),
+                    capability: binding.role.capability().key().to_owned(),
+                    target_id: binding.target.as_ref().map(|t| t.id.clone()),
+                    model: binding.target.as_ref().map(|t| t.model.clone()),
+                    state: binding.state.as_ref().map(|(s, _)| s.key().to_owned()),
+                    state_reason: binding.state.and_then(|(_, reason)| reason),
+                    unbound_means: binding.role.unbound_means().to_owned(),
+                })
+                .collect();
+            Self {
+                presets,
+                accounts: overview.accounts.into_iter().map(AccountView::from).collect(),
+                targets: overview.targets.into_iter().map(TargetView::from).collect(),
+                roles,
             }
         }
     }
@@ -882,8 +1027,6 @@ mod from_engine {
 
     impl From<engine::metrics::Dashboard> for ObservabilityResponse {
         fn from(d: engine::metrics::Dashboard) -> Self {
-            let time =
-                |at: chrono::DateTime<chrono::Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             let counts = |list: Vec<engine::metrics::QueryCount>| {
                 list.into_iter().map(|c| QueryCountView { query: c.query, count: c.count }).collect()
             };

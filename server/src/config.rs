@@ -11,16 +11,12 @@ use figment::Figment;
 /// The default configuration file, read when it exists.
 pub const DEFAULT_FILE: &str = "lore.toml";
 
-/// Top-level keys an environment variable may set: every top-level key of
-/// [`Settings`], read off its serialised defaults so that a new section is
-/// settable from the environment the day it exists (a hand-kept list once
-/// left `providers`, `answer` and `metrics` out). Other `LORE_*` variables
-/// are ignored (with a warning) rather than failing the start.
-static ENV_SECTIONS: std::sync::LazyLock<Vec<String>> =
-    std::sync::LazyLock::new(|| match serde_json::to_value(Settings::default()) {
-        Ok(serde_json::Value::Object(map)) => map.into_iter().map(|(key, _)| key).collect(),
-        _ => Vec::new(),
-    });
+/// The settings' defaults, serialised: what an environment variable may
+/// set is read off them, so a new section or key is settable from the
+/// environment the day it exists (a hand-kept list of sections once left
+/// `providers`, `answer` and `metrics` out).
+static DEFAULTS: std::sync::LazyLock<serde_json::Value> =
+    std::sync::LazyLock::new(|| serde_json::to_value(Settings::default()).unwrap_or_default());
 
 /// Loads the settings. A file named with `--config` must exist.
 pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
@@ -37,13 +33,27 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
 }
 
 /// Whether an environment key (the part after `LORE_`, any case) names a
-/// setting: its first `__`-separated part is a top-level key.
+/// setting: its first `__`-separated part is a top-level key and its second,
+/// if any, a key of that section.
 fn names_a_setting(key: &str) -> bool {
-    let section = key.split("__").next().unwrap_or_default().to_ascii_lowercase();
-    ENV_SECTIONS.contains(&section)
+    let mut parts = key.split("__").map(str::to_ascii_lowercase);
+    let section = parts.next().unwrap_or_default();
+    let Some(defaults) = DEFAULTS.get(section.as_str()) else {
+        return false;
+    };
+    // The key within the section must exist too: a variable such as
+    // `LORE_PROVIDERS__OPENAI_KEY`, named after Lore's pattern to hold a key
+    // for `--api-key-env`, is not a setting and must not stop the start.
+    match (parts.next(), defaults) {
+        (Some(field), serde_json::Value::Object(fields)) => {
+            fields.keys().any(|known| known.eq_ignore_ascii_case(&field))
+        }
+        _ => true,
+    }
 }
 
-/// Environment variables that look like Lore's but set nothing (likely typos).
+/// Environment variables that look like Lore's but set nothing (likely
+/// typos, or a provider key's variable named after Lore's pattern).
 pub fn ignored_env_vars() -> Vec<String> {
     std::env::vars()
         .map(|(name, _)| name)
@@ -120,6 +130,7 @@ mod tests {
             jail.set_env("LORE_ANSWER__GROUNDING_MIN_SUPPORT", "0.75");
             jail.set_env("LORE_METRICS__ENABLED", "true");
             jail.set_env("LORE_UNRELATED_THING", "ignored");
+            jail.set_env("LORE_PROVIDERS__OPENAI_KEY", "sk-not-a-setting");
             let settings = load(None).expect("layered settings load");
             assert_eq!(settings.server.bind.to_string(), "127.0.0.1:5000");
             assert_eq!(settings.data_dir, std::path::PathBuf::from("/var/lib/lore"));
@@ -133,7 +144,13 @@ mod tests {
             assert!(settings.metrics.enabled);
             let ignored = ignored_env_vars();
             assert!(ignored.contains(&"LORE_UNRELATED_THING".to_owned()), "{ignored:?}");
-            assert!(!ignored.iter().any(|v| v.starts_with("LORE_METRICS") || v.starts_with("LORE_ANSWER")));
+            assert!(ignored.contains(&"LORE_PROVIDERS__OPENAI_KEY".to_owned()), "{ignored:?}");
+            let set = [
+                "LORE_METRICS__ENABLED",
+                "LORE_ANSWER__GROUNDING_MIN_SUPPORT",
+                "LORE_PROVIDERS__PROBE_MAX_AGE_DAYS",
+            ];
+            assert!(!ignored.iter().any(|v| set.contains(&v.as_str())), "{ignored:?}");
             Ok(())
         });
     }

@@ -2,10 +2,8 @@
 //! parse input, call one engine function and map the result; see
 //! `ARCHITECTURE.md` for the map.
 
-pub mod admin_commands;
 pub mod bench;
 pub mod cli;
-pub mod command_output;
 pub mod commands;
 pub mod config;
 pub mod console;

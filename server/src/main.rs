@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use lore_server::cli::{BenchCommand, Cli, Command, RollupsCommand};
-use lore_server::{admin_commands, bench, command_output, commands, config, serve, telemetry};
+use lore_server::commands::{self, output};
+use lore_server::{bench, config, serve, telemetry};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -14,7 +15,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // Under --json, stdout holds one JSON document, the error included.
         Err(err) if json => {
-            command_output::print_json(&command_output::error_body(&err));
+            output::print_json(&output::error_body(&err));
             ExitCode::FAILURE
         }
         Err(err) => {
@@ -34,15 +35,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", config::render(&settings, json));
             Ok(())
         }
-        Command::Sources { command } => commands::sources(settings, command).await,
-        Command::Ingest { target, name, json } => commands::ingest(settings, &target, name, json).await,
-        Command::Providers { command } => admin_commands::providers(settings, command).await,
-        Command::Keys { command } => admin_commands::keys(settings, command).await,
-        Command::Ask { question, json } => commands::ask(settings, &question, json).await,
+        Command::Sources { command } => commands::sources::run(settings, command).await,
+        Command::Ingest { target, name, json } => commands::ingest::run(settings, &target, name, json).await,
+        Command::Providers { command } => commands::providers::run(settings, command).await,
+        Command::Keys { command } => commands::keys::run(settings, command).await,
+        Command::Ask { question, json } => commands::ask::run(settings, &question, json).await,
         Command::Rollups { command: RollupsCommand::Rebuild { json } } => {
-            commands::rebuild_rollups(settings, json).await
+            commands::rollups::rebuild(settings, json).await
         }
-        Command::Search { query, top_k, json } => commands::search(settings, &query, top_k, json).await,
+        Command::Search { query, top_k, json } => commands::search::run(settings, &query, top_k, json).await,
         Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
             let peers = match (peers_python, peers_script, onnx) {
                 (Some(python), Some(script), Some(onnx)) => Some(bench::Peers { python, script, onnx }),

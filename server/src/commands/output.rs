@@ -8,6 +8,7 @@ use std::fmt;
 
 use app::wire::{ErrorBody, ErrorDetail};
 
+use crate::http::codes;
 use crate::http::error::ApiError;
 
 /// A command's failure, with the stable code the API would give.
@@ -49,7 +50,7 @@ pub fn fail(err: impl Into<ApiError>) -> anyhow::Error {
 
 /// A request the operator must fix (`invalid_input`, as the API says it).
 pub fn invalid(message: impl Into<String>) -> anyhow::Error {
-    CommandError::new("invalid_input", message).into()
+    CommandError::new(codes::INVALID_INPUT.key, message).into()
 }
 
 /// The error body a failed `--json` command prints. A failure that carries
@@ -59,7 +60,7 @@ pub fn invalid(message: impl Into<String>) -> anyhow::Error {
 pub fn error_body(err: &anyhow::Error) -> ErrorBody {
     let error = match err.downcast_ref::<CommandError>() {
         Some(CommandError(detail)) => detail.clone(),
-        None => ErrorDetail { code: "internal".into(), message: format!("{err:#}"), details: None },
+        None => ErrorDetail { code: codes::INTERNAL.key.into(), message: format!("{err:#}"), details: None },
     };
     ErrorBody { error }
 }

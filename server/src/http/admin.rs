@@ -12,6 +12,13 @@ use crate::AppState;
 /// 403 `admin_unavailable` for a signed-in account that is not an admin.
 pub struct Admin(pub Viewer);
 
+impl Admin {
+    /// Who the audit log says acted.
+    pub fn actor(&self) -> engine::audit::Actor {
+        engine::audit::Actor::Account(self.0.account_id.clone())
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for Admin {
     type Rejection = ApiError;
 

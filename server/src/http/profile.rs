@@ -5,7 +5,6 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use engine::audit::Actor;
 use engine::profile::{self, Details, PersonaChoice, Snapshot, Version};
 use engine::Lore;
 use serde::Deserialize;
@@ -17,12 +16,8 @@ use app::wire::{
 use super::admin::Admin;
 use super::error::ApiError;
 use super::json::ApiJson;
-use super::sources::time;
 use crate::AppState;
-
-fn actor(admin: &Admin) -> Actor {
-    Actor::Account(admin.0.account_id.clone())
-}
+use app::wire::time;
 
 /// Engine and wire snapshots share one JSON shape; the engine's parse is
 /// the validation of enum values and unknown fields.
@@ -100,7 +95,7 @@ pub async fn save(
     let snapshot = from_wire(&request.snapshot)?;
     let base = i32::try_from(request.base_version)
         .map_err(|_| engine::Error::from(profile::ProfileError::UnknownVersion(0)))?;
-    let saved = profile::save(&state.lore, &actor(&admin), base, snapshot, request.note).await?;
+    let saved = profile::save(&state.lore, &admin.actor(), base, snapshot, request.note).await?;
     Ok((StatusCode::CREATED, Json(version_view(saved)?)))
 }
 
@@ -118,7 +113,7 @@ pub async fn restore(
     Path(number): Path<i32>,
     ApiJson(request): ApiJson<RestoreRequest>,
 ) -> Result<Json<ProfileVersionView>, ApiError> {
-    let restored = profile::restore(&state.lore, &actor(&admin), number, request.expected_active).await?;
+    let restored = profile::restore(&state.lore, &admin.actor(), number, request.expected_active).await?;
     Ok(Json(version_view(restored)?))
 }
 
@@ -137,7 +132,7 @@ pub async fn choose_persona(
     ApiJson(request): ApiJson<PersonaRequest>,
 ) -> Result<StatusCode, ApiError> {
     let choice = PersonaChoice { persona: request.persona, details: details_from_wire(request.details) };
-    profile::choose_persona(&state.lore, &actor(&admin), choice).await?;
+    profile::choose_persona(&state.lore, &admin.actor(), choice).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

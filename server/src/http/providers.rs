@@ -5,101 +5,22 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::Utc;
-use engine::audit::Actor;
-use engine::entities::{model_target, provider_account};
 use engine::providers::{self, AccountInput, QuickAdd, Role, TargetInput};
 use engine::settings::Secret;
-use engine::Lore;
 use serde::Deserialize;
 
-use app::wire::{AccountView, ProviderPresetView, ProvidersOverview, QuickAddResult, RoleView, TargetView};
+use app::wire::{AccountView, ProvidersOverview, QuickAddResult, TargetView};
 
 use super::admin::Admin;
 use super::error::ApiError;
 use super::json::ApiJson;
-use super::sources::time;
 use crate::AppState;
-
-fn actor(admin: &Admin) -> Actor {
-    Actor::Account(admin.0.account_id.clone())
-}
-
-pub fn account_view(account: provider_account::Model) -> AccountView {
-    AccountView {
-        has_api_key: account.api_key_sealed.is_some(),
-        id: account.id,
-        name: account.name,
-        kind: account.kind,
-        placement: account.placement,
-        endpoint: account.endpoint,
-        created_at: time(account.created_at),
-        updated_at: time(account.updated_at),
-    }
-}
-
-pub fn target_view(lore: &Lore, target: model_target::Model) -> TargetView {
-    let (state, reason) = providers::state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
-    TargetView {
-        id: target.id,
-        account_id: target.account_id,
-        capability: target.capability,
-        model: target.model,
-        enabled: target.enabled,
-        state: state.key().to_owned(),
-        state_reason: reason,
-        probe_latency_ms: target.probe_latency_ms.map(i64::from),
-        probe_error: target.probe_error,
-        probed_at: target.probed_at.map(time),
-        input_price_per_mtok: target.input_price_per_mtok,
-        output_price_per_mtok: target.output_price_per_mtok,
-    }
-}
-
-fn unbound_means(role: Role) -> &'static str {
-    match role {
-        Role::Generation => "Nothing can answer: bind a generation target.",
-        Role::Escalation => "No escalation: an ungrounded first-tier answer is refused.",
-        Role::Embedding => "The on-node CPU model (all-MiniLM-L6-v2).",
-        Role::Rerank => "No reranking: retrieval order is the fused score.",
-    }
-}
-
-/// Everything the Providers screen shows.
-pub async fn overview(lore: &Lore) -> Result<ProvidersOverview, ApiError> {
-    let presets = providers::PRESETS
-        .iter()
-        .map(|p| ProviderPresetView {
-            key: p.key.to_owned(),
-            name: p.name.to_owned(),
-            endpoint: p.endpoint.map(str::to_owned),
-            placement: p.placement.map(|pl| pl.key().to_owned()),
-            needs_key: p.needs_key,
-        })
-        .collect();
-    let accounts = providers::accounts(lore).await?.into_iter().map(account_view).collect();
-    let targets = providers::targets(lore).await?.into_iter().map(|t| target_view(lore, t)).collect();
-    let roles = providers::bindings(lore)
-        .await?
-        .into_iter()
-        .map(|binding| RoleView {
-            role: binding.role.key().to_owned(),
-            capability: binding.role.capability().key().to_owned(),
-            target_id: binding.target.as_ref().map(|t| t.id.clone()),
-            model: binding.target.as_ref().map(|t| t.model.clone()),
-            state: binding.state.as_ref().map(|(s, _)| s.key().to_owned()),
-            state_reason: binding.state.and_then(|(_, reason)| reason),
-            unbound_means: unbound_means(binding.role).to_owned(),
-        })
-        .collect();
-    Ok(ProvidersOverview { presets, accounts, targets, roles })
-}
 
 pub async fn get_overview(
     State(state): State<AppState>,
     _admin: Admin,
 ) -> Result<Json<ProvidersOverview>, ApiError> {
-    Ok(Json(overview(&state.lore).await?))
+    Ok(Json(providers::overview(&state.lore).await?.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -134,8 +55,8 @@ pub async fn create_account(
     admin: Admin,
     ApiJson(request): ApiJson<AccountRequest>,
 ) -> Result<(StatusCode, Json<AccountView>), ApiError> {
-    let account = providers::create_account(&state.lore, &actor(&admin), request.into()).await?;
-    Ok((StatusCode::CREATED, Json(account_view(account))))
+    let account = providers::create_account(&state.lore, &admin.actor(), request.into()).await?;
+    Ok((StatusCode::CREATED, Json(account.into())))
 }
 
 pub async fn update_account(
@@ -144,8 +65,8 @@ pub async fn update_account(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<AccountRequest>,
 ) -> Result<Json<AccountView>, ApiError> {
-    let account = providers::update_account(&state.lore, &actor(&admin), &id, request.into()).await?;
-    Ok(Json(account_view(account)))
+    let account = providers::update_account(&state.lore, &admin.actor(), &id, request.into()).await?;
+    Ok(Json(account.into()))
 }
 
 pub async fn delete_account(
@@ -153,7 +74,7 @@ pub async fn delete_account(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    providers::delete_account(&state.lore, &actor(&admin), &id).await?;
+    providers::delete_account(&state.lore, &admin.actor(), &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -189,8 +110,8 @@ pub async fn register_target(
         input_price_per_mtok: r.input_price_per_mtok,
         output_price_per_mtok: r.output_price_per_mtok,
     };
-    let target = providers::register_target(&state.lore, &actor(&admin), input).await?;
-    Ok((StatusCode::CREATED, Json(target_view(&state.lore, target))))
+    let target = providers::register_target(&state.lore, &admin.actor(), input).await?;
+    Ok((StatusCode::CREATED, Json(TargetView::from(providers::TargetStatus::of(&state.lore, target)))))
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,8 +138,8 @@ pub async fn update_target(
         output_price_per_mtok: patch.output_price_per_mtok,
     };
     let lore = &state.lore;
-    let target = providers::update_target(lore, &actor(&admin), &id, change).await?;
-    Ok(Json(target_view(lore, target)))
+    let target = providers::update_target(lore, &admin.actor(), &id, change).await?;
+    Ok(Json(TargetView::from(providers::TargetStatus::of(lore, target))))
 }
 
 pub async fn probe_target(
@@ -226,8 +147,8 @@ pub async fn probe_target(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Json<TargetView>, ApiError> {
-    let (target, _) = providers::probe(&state.lore, &actor(&admin), &id).await?;
-    Ok(Json(target_view(&state.lore, target)))
+    let (target, _) = providers::probe(&state.lore, &admin.actor(), &id).await?;
+    Ok(Json(TargetView::from(providers::TargetStatus::of(&state.lore, target))))
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,11 +169,11 @@ pub async fn bind_role(
     let role = Role::parse(&role)?;
     match request.target_id {
         Some(target_id) => {
-            providers::bind(lore, &actor(&admin), role, &target_id).await?;
+            providers::bind(lore, &admin.actor(), role, &target_id).await?;
         }
-        None => providers::unbind(lore, &actor(&admin), role).await?,
+        None => providers::unbind(lore, &admin.actor(), role).await?,
     }
-    Ok(Json(overview(lore).await?))
+    Ok(Json(providers::overview(lore).await?.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,9 +197,12 @@ pub async fn quick_add(
 ) -> Result<(StatusCode, Json<QuickAddResult>), ApiError> {
     let add =
         QuickAdd { kind: r.kind, endpoint: r.endpoint, api_key: r.api_key, model: r.model, name: r.name };
-    let (account, target) = providers::quick_add(&state.lore, &actor(&admin), add).await?;
+    let (account, target) = providers::quick_add(&state.lore, &admin.actor(), add).await?;
     Ok((
         StatusCode::CREATED,
-        Json(QuickAddResult { account: account_view(account), target: target_view(&state.lore, target) }),
+        Json(QuickAddResult {
+            account: account.into(),
+            target: TargetView::from(providers::TargetStatus::of(&state.lore, target)),
+        }),
     ))
 }

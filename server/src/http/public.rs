@@ -119,8 +119,7 @@ async fn listed(lore: &engine::Lore, origin: Option<&str>) -> bool {
 /// headers, so a page's script cannot read even the refusal.
 fn preflight(origin: Option<&str>, allowed: bool) -> Response {
     let Some(origin) = origin.filter(|_| allowed) else {
-        let asked = origin.unwrap_or("(none)").to_owned();
-        return ApiError::from(engine::Error::from(keys::KeyError::Origin(asked))).into_response();
+        return ApiError::PreflightRefused(origin.map(str::to_owned)).into_response();
     };
     let mut response = StatusCode::NO_CONTENT.into_response();
     let headers = response.headers_mut();

@@ -20,10 +20,11 @@ use serde::Deserialize;
 
 use super::admin::Admin;
 use super::error::ApiError;
+use super::jobs::job_view;
 use super::json::ApiJson;
 use super::profile::{details_from_wire, PersonaRequest};
 use super::providers::QuickAddRequest;
-use super::sources::{actor, job_view, source_view};
+use super::sources::source_view;
 use crate::AppState;
 use app::wire::{AnswerResponse, SetupWizardView};
 
@@ -41,7 +42,7 @@ async fn view(state: &AppState) -> Result<Json<SetupWizardView>, ApiError> {
         persona: overview.persona,
         source,
         generation_model: overview.generation_model,
-        job: overview.job.map(job_view),
+        job: overview.job.map(job_view).transpose()?,
         answered: overview.progress.answered,
     }))
 }
@@ -62,7 +63,7 @@ pub async fn persona(
         persona: request.persona,
         details: details_from_wire(request.details),
     };
-    wizard::choose_persona(&state.lore, &actor(&admin), choice).await?;
+    wizard::choose_persona(&state.lore, &admin.actor(), choice).await?;
     view(&state).await
 }
 
@@ -71,7 +72,7 @@ pub async fn source(
     admin: Admin,
     ApiJson(new): ApiJson<engine::sources::NewSource>,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    wizard::add_source(&state.lore, &actor(&admin), new).await?;
+    wizard::add_source(&state.lore, &admin.actor(), new).await?;
     view(&state).await
 }
 
@@ -87,12 +88,12 @@ pub async fn provider(
         model: r.model,
         name: r.name,
     };
-    wizard::add_provider(&state.lore, &actor(&admin), add).await?;
+    wizard::add_provider(&state.lore, &admin.actor(), add).await?;
     view(&state).await
 }
 
 pub async fn index(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    wizard::start_index(&state.lore, &actor(&admin)).await?;
+    wizard::start_index(&state.lore, &admin.actor()).await?;
     view(&state).await
 }
 
@@ -107,16 +108,16 @@ pub async fn ask(
     admin: Admin,
     ApiJson(request): ApiJson<AskRequest>,
 ) -> Result<Json<AnswerResponse>, ApiError> {
-    let answered = wizard::ask(&state.lore, &actor(&admin), &request.question).await?;
+    let answered = wizard::ask(&state.lore, &admin.actor(), &request.question).await?;
     Ok(Json(answered.into()))
 }
 
 pub async fn next(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    wizard::next(&state.lore, &actor(&admin)).await?;
+    wizard::next(&state.lore, &admin.actor()).await?;
     view(&state).await
 }
 
 pub async fn back(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
-    wizard::back(&state.lore, &actor(&admin)).await?;
+    wizard::back(&state.lore, &admin.actor()).await?;
     view(&state).await
 }

@@ -1,4 +1,4 @@
-//! Admin endpoints behind the Sources screen (and `lore sources`' JSON):
+//! Admin endpoints behind the Sources screen:
 //!
 //! | method | path | does |
 //! | --- | --- | --- |
@@ -7,52 +7,27 @@
 //! | GET | /admin/sources/{id} | one source |
 //! | DELETE | /admin/sources/{id} | delete with documents, chunks and files |
 //! | POST | /admin/sources/{id}/enable, /disable | the enabled switch |
-//! | POST | /admin/sources/{id}/sync | queue a run now |
+//! | PUT | /admin/sources/{id}/volatility | `{"volatility"}`: how fast its content goes stale |
 //! | POST | /admin/sources/{id}/files | multipart upload (field `file`, repeatable) |
 //! | GET | /admin/sources/{id}/documents | documents with per-document errors |
-//! | GET | /admin/jobs/{id} | one run with its progress |
-//! | POST | /admin/reindex | full reindex of every source |
-//! | POST | /admin/search | hybrid search with raw scores per mode |
-//! | PUT | /admin/tuning/chunking | `{"max_tokens", "overlap_tokens", "acknowledge_reindex"?}` |
+//!
+//! Runs (`sync`, reindex, one run) are in `jobs`, search in `search`, and
+//! chunking in `tuning`.
 
 use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
-use engine::audit::Actor;
-use engine::ingest::{jobs, upload, DocumentError, IngestError, Progress};
+use engine::ingest::{lifecycle, upload, IngestError};
 use engine::{sources, Lore};
 use serde::Deserialize;
 
-use app::wire::{DocumentView, JobView, SearchResults, SourceView, UploadReceipt};
+use app::wire::{time, DocumentView, SourceView, UploadReceipt};
 
 use super::admin::Admin;
 use super::error::ApiError;
+use super::jobs::job_view;
 use super::json::ApiJson;
 use crate::AppState;
-
-pub(crate) fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-pub fn job_view(job: entity_job::Model) -> JobView {
-    let progress: Progress = serde_json::from_value(job.progress).unwrap_or_default();
-    let errors: Vec<DocumentError> = serde_json::from_value(job.errors).unwrap_or_default();
-    JobView {
-        id: job.id,
-        source_id: job.source_id,
-        full: job.full,
-        status: job.status,
-        trigger: job.trigger,
-        progress: progress.into(),
-        errors: errors.into_iter().map(Into::into).collect(),
-        message: job.message,
-        attempts: job.attempts.into(),
-        created_at: time(job.created_at),
-        started_at: job.started_at.map(time),
-        finished_at: job.finished_at.map(time),
-    }
-}
 
 pub fn document_view(doc: entity_document::Model) -> DocumentView {
     DocumentView {
@@ -67,43 +42,18 @@ pub fn document_view(doc: entity_document::Model) -> DocumentView {
     }
 }
 
-/// A source with its latest run.
-pub async fn source_view(lore: &Lore, source: entity_source::Model) -> Result<SourceView, ApiError> {
-    let latest = jobs::recent(lore, Some(&source.id), 1).await?.into_iter().next();
-    let fresh = sources::is_fresh(&source, Utc::now());
-    Ok(SourceView {
-        fresh,
-        id: source.id,
-        name: source.name,
-        kind: source.kind,
-        enabled: source.enabled,
-        status: source.status,
-        config: source.config,
-        volatility: source.volatility,
-        document_count: source.document_count.into(),
-        chunk_count: source.chunk_count.into(),
-        last_error: source.last_error,
-        created_at: time(source.created_at),
-        last_synced_at: source.last_synced_at.map(time),
-        next_sync_at: source.next_sync_at.map(time),
-        latest_job: latest.map(job_view),
-    })
-}
-
 // The entity crate through the engine's re-export keeps `server` free of a
 // direct dependency on table shapes.
-use engine::entities::{document as entity_document, index_job as entity_job, source as entity_source};
+use engine::entities::{document as entity_document, source as entity_source};
 
-pub(crate) fn actor(admin: &Admin) -> Actor {
-    Actor::Account(admin.0.account_id.clone())
+/// A source as the console lists it (see `ingest::lifecycle::overview`).
+pub(crate) async fn source_view(lore: &Lore, source: entity_source::Model) -> Result<SourceView, ApiError> {
+    Ok(lifecycle::overview(lore, source).await?.into())
 }
 
 pub async fn list(State(state): State<AppState>, _admin: Admin) -> Result<Json<Vec<SourceView>>, ApiError> {
-    let mut views = Vec::new();
-    for source in sources::list(&state.lore).await? {
-        views.push(source_view(&state.lore, source).await?);
-    }
-    Ok(Json(views))
+    let overviews = lifecycle::overviews(&state.lore).await?;
+    Ok(Json(overviews.into_iter().map(SourceView::from).collect()))
 }
 
 pub async fn create(
@@ -111,7 +61,7 @@ pub async fn create(
     admin: Admin,
     ApiJson(new): ApiJson<sources::NewSource>,
 ) -> Result<(StatusCode, Json<SourceView>), ApiError> {
-    let added = engine::ingest::lifecycle::add_source(&state.lore, &actor(&admin), new, "admin").await?;
+    let added = engine::ingest::lifecycle::add_source(&state.lore, &admin.actor(), new, "admin").await?;
     Ok((StatusCode::CREATED, Json(source_view(&state.lore, added.source).await?)))
 }
 
@@ -129,7 +79,7 @@ pub async fn delete(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    sources::delete(&state.lore, &actor(&admin), &id).await?;
+    sources::delete(&state.lore, &admin.actor(), &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -138,7 +88,7 @@ pub async fn enable(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Json<SourceView>, ApiError> {
-    let updated = sources::set_enabled(&state.lore, &actor(&admin), &id, true).await?;
+    let updated = sources::set_enabled(&state.lore, &admin.actor(), &id, true).await?;
     Ok(Json(source_view(&state.lore, updated).await?))
 }
 
@@ -147,25 +97,8 @@ pub async fn disable(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Json<SourceView>, ApiError> {
-    let updated = sources::set_enabled(&state.lore, &actor(&admin), &id, false).await?;
+    let updated = sources::set_enabled(&state.lore, &admin.actor(), &id, false).await?;
     Ok(Json(source_view(&state.lore, updated).await?))
-}
-
-pub async fn sync(
-    State(state): State<AppState>,
-    _admin: Admin,
-    Path(id): Path<String>,
-) -> Result<(StatusCode, Json<JobView>), ApiError> {
-    let job = jobs::enqueue(&state.lore, Some(&id), false, "admin").await?;
-    Ok((StatusCode::ACCEPTED, Json(job_view(job))))
-}
-
-pub async fn reindex(
-    State(state): State<AppState>,
-    _admin: Admin,
-) -> Result<(StatusCode, Json<JobView>), ApiError> {
-    let job = jobs::enqueue(&state.lore, None, true, "admin").await?;
-    Ok((StatusCode::ACCEPTED, Json(job_view(job))))
 }
 
 pub async fn documents(
@@ -175,14 +108,6 @@ pub async fn documents(
 ) -> Result<Json<Vec<DocumentView>>, ApiError> {
     let docs = sources::documents(&state.lore, &id).await?;
     Ok(Json(docs.into_iter().map(document_view).collect()))
-}
-
-pub async fn job(
-    State(state): State<AppState>,
-    _admin: Admin,
-    Path(id): Path<String>,
-) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(job_view(jobs::get(&state.lore, &id).await?)))
 }
 
 /// Receives the multipart field `file` (one or more). Each file is checked
@@ -215,7 +140,7 @@ pub async fn upload_files(
         }
         let (document, job) =
             upload::receive(lore, &id, upload::Upload { file_name, content_type, bytes }).await?;
-        receipts.push(UploadReceipt { document: document_view(document), job: job_view(job) });
+        receipts.push(UploadReceipt { document: document_view(document), job: job_view(job)? });
     }
     if receipts.is_empty() {
         return Err(
@@ -236,53 +161,18 @@ fn multipart_error(err: axum::extract::multipart::MultipartError, limit: u64) ->
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SearchRequest {
-    pub query: String,
-    #[serde(default)]
-    pub top_k: Option<usize>,
-    /// The Playground's corpus diagnostic: no score cutoff, and disabled
-    /// sources searched too.
-    #[serde(default)]
-    pub raw: bool,
+pub struct VolatilityRequest {
+    /// `static`, `low`, `medium` or `high`.
+    pub volatility: String,
 }
 
-pub async fn search(
-    State(state): State<AppState>,
-    _admin: Admin,
-    ApiJson(request): ApiJson<SearchRequest>,
-) -> Result<Json<SearchResults>, ApiError> {
-    let found = engine::search::diagnose(&state.lore, &request.query, request.top_k, request.raw).await?;
-    Ok(Json(SearchResults::from(found)))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChunkingRequest {
-    pub max_tokens: usize,
-    pub overlap_tokens: usize,
-    #[serde(default)]
-    pub acknowledge_reindex: bool,
-}
-
-/// `PUT /admin/tuning/chunking`: 200 with the queued reindex (or none).
-pub async fn set_chunking(
+pub async fn set_volatility(
     State(state): State<AppState>,
     admin: Admin,
-    ApiJson(request): ApiJson<ChunkingRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let params = engine::chunk::ChunkingParams {
-        max_tokens: request.max_tokens,
-        overlap_tokens: request.overlap_tokens,
-    };
-    let change =
-        engine::tuning::set_chunking(&state.lore, &actor(&admin), params, request.acknowledge_reindex)
-            .await?;
-    let body = match change {
-        engine::tuning::ChunkingChange::Unchanged => serde_json::json!({"changed": false, "reindex": null}),
-        engine::tuning::ChunkingChange::Stored => serde_json::json!({"changed": true, "reindex": null}),
-        engine::tuning::ChunkingChange::Reindexing(job) => {
-            serde_json::json!({"changed": true, "reindex": job_view(*job)})
-        }
-    };
-    Ok(Json(body))
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<VolatilityRequest>,
+) -> Result<Json<SourceView>, ApiError> {
+    let lore = &state.lore;
+    let updated = engine::sources::set_volatility(lore, &admin.actor(), &id, &request.volatility).await?;
+    Ok(Json(source_view(lore, updated).await?))
 }

@@ -1,19 +1,21 @@
 //! Advanced tuning: `GET /admin/tuning` (effective values, stored or
-//! default) and `PUT /admin/tuning` (a blank field keeps its value; a
-//! chunking change of an indexed corpus needs `acknowledge_reindex`, and
-//! without it nothing at all is persisted). Source volatility is set per
-//! source with `PUT /admin/sources/{id}/volatility`.
+//! default), `PUT /admin/tuning` (a blank field keeps its value; a chunking
+//! change of an indexed corpus needs `acknowledge_reindex`, and without it
+//! nothing at all is persisted) and `PUT /admin/tuning/chunking`
+//! (`{"max_tokens", "overlap_tokens", "acknowledge_reindex"?}`: 200 with the
+//! queued reindex, or none). Source volatility is set per source
+//! (`sources::set_volatility`).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 
 use super::admin::Admin;
 use super::error::ApiError;
+use super::jobs::job_view;
 use super::json::ApiJson;
-use super::sources::{actor, source_view};
 use crate::AppState;
-use app::wire::{SourceView, TuningApplied, TuningChange, TuningView};
+use app::wire::{TuningApplied, TuningChange, TuningView};
 
 pub async fn get_tuning(State(state): State<AppState>, _admin: Admin) -> Result<Json<TuningView>, ApiError> {
     Ok(Json(engine::tuning::overview(&state.lore).await?.into()))
@@ -25,7 +27,7 @@ pub async fn put_tuning(
     ApiJson(change): ApiJson<TuningChange>,
 ) -> Result<Json<TuningApplied>, ApiError> {
     let lore = &state.lore;
-    let applied = engine::tuning::apply(lore, &actor(&admin), change.into()).await?;
+    let applied = engine::tuning::apply(lore, &admin.actor(), change.into()).await?;
     let reindex_job = match applied.chunking {
         engine::tuning::ChunkingChange::Reindexing(job) => Some(job.id),
         _ => None,
@@ -39,18 +41,32 @@ pub async fn put_tuning(
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct VolatilityRequest {
-    /// `static`, `low`, `medium` or `high`.
-    pub volatility: String,
+pub struct ChunkingRequest {
+    pub max_tokens: usize,
+    pub overlap_tokens: usize,
+    #[serde(default)]
+    pub acknowledge_reindex: bool,
 }
 
-pub async fn set_volatility(
+/// `PUT /admin/tuning/chunking`: 200 with the queued reindex (or none).
+pub async fn set_chunking(
     State(state): State<AppState>,
     admin: Admin,
-    Path(id): Path<String>,
-    ApiJson(request): ApiJson<VolatilityRequest>,
-) -> Result<Json<SourceView>, ApiError> {
-    let lore = &state.lore;
-    let updated = engine::sources::set_volatility(lore, &actor(&admin), &id, &request.volatility).await?;
-    Ok(Json(source_view(lore, updated).await?))
+    ApiJson(request): ApiJson<ChunkingRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let params = engine::chunk::ChunkingParams {
+        max_tokens: request.max_tokens,
+        overlap_tokens: request.overlap_tokens,
+    };
+    let change =
+        engine::tuning::set_chunking(&state.lore, &admin.actor(), params, request.acknowledge_reindex)
+            .await?;
+    let body = match change {
+        engine::tuning::ChunkingChange::Unchanged => serde_json::json!({"changed": false, "reindex": null}),
+        engine::tuning::ChunkingChange::Stored => serde_json::json!({"changed": true, "reindex": null}),
+        engine::tuning::ChunkingChange::Reindexing(job) => {
+            serde_json::json!({"changed": true, "reindex": job_view(*job)?})
+        }
+    };
+    Ok(Json(body))
 }

@@ -1,0 +1,124 @@
+//! `lore sources add|list|enable|disable|reindex|rm`.
+
+use app::wire::SourceView;
+use engine::ingest::lifecycle;
+use engine::{sources, Lore, Settings};
+
+use super::jobs::run_job;
+use super::output::{fail, invalid, print_json};
+use super::{open, ACTOR};
+use crate::cli::SourcesCommand;
+
+pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<()> {
+    let lore = open(settings).await?;
+    match command {
+        SourcesCommand::Add {
+            name,
+            kind,
+            url,
+            discovery,
+            include,
+            exclude,
+            max_pages,
+            max_depth,
+            volatility,
+            json,
+        } => {
+            let config = match url {
+                Some(start_url) => {
+                    let mut config =
+                        serde_json::json!({"start_url": start_url, "include": include, "exclude": exclude});
+                    if let Some(discovery) = discovery {
+                        config["discovery"] = discovery.into();
+                    }
+                    if let Some(max) = max_pages {
+                        config["max_pages"] = max.into();
+                    }
+                    if let Some(max) = max_depth {
+                        config["max_depth"] = max.into();
+                    }
+                    Some(config)
+                }
+                None => None,
+            };
+            let new = sources::NewSource { name, kind, config, volatility };
+            let added = lifecycle::add_source(&lore, &ACTOR, new, "cli").await.map_err(fail)?;
+            let view = SourceView::from(lifecycle::overview(&lore, added.source).await.map_err(fail)?);
+            if json {
+                print_json(&view);
+            } else {
+                println!("Created {} source {:?} ({}).", view.kind, view.name, view.id);
+                match added.first_sync {
+                    Some(_) => println!(
+                        "Its first crawl is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`.",
+                        view.id
+                    ),
+                    None => println!("Add files with `lore ingest PATH --name {:?}`.", view.name),
+                }
+            }
+        }
+        SourcesCommand::List { json } => {
+            let overviews = lifecycle::overviews(&lore).await.map_err(fail)?;
+            let views: Vec<SourceView> = overviews.into_iter().map(SourceView::from).collect();
+            if json {
+                print_json(&views);
+            } else if views.is_empty() {
+                println!("No sources yet: `lore ingest PATH-OR-URL` adds one.");
+            } else {
+                println!(
+                    "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  freshness",
+                    "id", "name", "kind", "status", "docs", "chunks"
+                );
+                for v in views {
+                    let status = if v.enabled { v.status.clone() } else { "disabled".into() };
+                    let freshness = match (v.fresh, &v.last_synced_at) {
+                        (Some(true), Some(at)) => format!("fresh (synced {at})"),
+                        (Some(false), Some(at)) => format!("stale (synced {at})"),
+                        _ => "never synced".into(),
+                    };
+                    println!(
+                        "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  {freshness}",
+                        v.id, v.name, v.kind, status, v.document_count, v.chunk_count
+                    );
+                }
+            }
+        }
+        SourcesCommand::Enable { source, json } => switch(&lore, &source, true, json).await?,
+        SourcesCommand::Disable { source, json } => switch(&lore, &source, false, json).await?,
+        SourcesCommand::Reindex { source, full, json } => {
+            let source_id = match &source {
+                Some(name) => Some(sources::find(&lore, name).await.map_err(fail)?.id),
+                None if full => None,
+                None => {
+                    return Err(invalid("name a source, or pass --full to re-embed every source"));
+                }
+            };
+            let queued =
+                lifecycle::start_run(&lore, source_id.as_deref(), full, "cli").await.map_err(fail)?;
+            run_job(&lore, &queued.id, json).await?;
+        }
+        SourcesCommand::Rm { source, json } => {
+            let found = sources::find(&lore, &source).await.map_err(fail)?;
+            sources::delete(&lore, &ACTOR, &found.id).await.map_err(fail)?;
+            if json {
+                print_json(&serde_json::json!({"deleted": found.id}));
+            } else {
+                println!("Deleted source {:?} with its documents and chunks.", found.name);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn switch(lore: &Lore, source: &str, enabled: bool, json: bool) -> anyhow::Result<()> {
+    let found = sources::find(lore, source).await.map_err(fail)?;
+    let updated = sources::set_enabled(lore, &ACTOR, &found.id, enabled).await.map_err(fail)?;
+    if json {
+        print_json(&SourceView::from(lifecycle::overview(lore, updated).await.map_err(fail)?));
+    } else if enabled {
+        println!("Enabled {:?}: its content is searchable again.", updated.name);
+    } else {
+        println!("Disabled {:?}: its content is kept but not searched.", updated.name);
+    }
+    Ok(())
+}
