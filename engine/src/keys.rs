@@ -23,7 +23,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrde
 use sha2::{Digest, Sha256};
 
 use crate::audit::{self, Actor};
-use crate::store::json_strings;
+use crate::store::decode;
 use crate::{Error, Lore, Result};
 
 pub const SECRET_PREFIX: &str = "lore_sk_";
@@ -87,6 +87,83 @@ impl KeyKind {
     }
 }
 
+/// Whether a key still works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyStatus {
+    Active,
+    /// Refused from now on (401); revoking is final.
+    Revoked,
+}
+
+impl KeyStatus {
+    pub fn key(self) -> &'static str {
+        match self {
+            KeyStatus::Active => "active",
+            KeyStatus::Revoked => "revoked",
+        }
+    }
+}
+
+/// An access key as every surface sees it (never its raw value or hash):
+/// its row with the kind, status, scopes and origins decoded once, here. A
+/// stored value that cannot be read is an error naming the key, never an
+/// empty list that would quietly change what the key may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    pub id: String,
+    pub name: String,
+    pub kind: KeyKind,
+    /// The first characters of the raw key, for recognising it in lists.
+    pub prefix: String,
+    pub scopes: Vec<Scope>,
+    pub status: KeyStatus,
+    /// Widget keys: the origins allowed to use it.
+    pub origins: Vec<String>,
+    /// Widget keys: requests per minute per node.
+    pub rate_limit_per_minute: Option<u32>,
+    pub created_by: String,
+    pub created_at: chrono::DateTime<Utc>,
+    pub revoked_at: Option<chrono::DateTime<Utc>>,
+    pub last_used_at: Option<chrono::DateTime<Utc>>,
+}
+
+impl Key {
+    fn decode(row: access_key::Model) -> Result<Key> {
+        let what = |column: &str| format!("access key {}'s {column}", row.id);
+        let corrupt = |detail: String| Error::Internal(format!("access key {}: {detail}", row.id));
+        let kind = match row.kind.as_str() {
+            "secret" => KeyKind::Secret,
+            "widget" => KeyKind::Widget,
+            other => return Err(corrupt(format!("its stored kind {other:?} is unknown"))),
+        };
+        let status = match row.status.as_str() {
+            "active" => KeyStatus::Active,
+            "revoked" => KeyStatus::Revoked,
+            other => return Err(corrupt(format!("its stored status {other:?} is unknown"))),
+        };
+        let rate_limit_per_minute = row
+            .rate_limit_per_minute
+            .map(|rate| {
+                u32::try_from(rate).map_err(|_| corrupt(format!("its stored rate limit {rate} is negative")))
+            })
+            .transpose()?;
+        Ok(Key {
+            scopes: decode(&what("scopes"), row.scopes.clone())?,
+            origins: decode(&what("origins"), row.origins.clone())?,
+            id: row.id,
+            name: row.name,
+            kind,
+            prefix: row.prefix,
+            status,
+            rate_limit_per_minute,
+            created_by: row.created_by,
+            created_at: row.created_at,
+            revoked_at: row.revoked_at,
+            last_used_at: row.last_used_at,
+        })
+    }
+}
+
 /// Why a keyed request was refused. Each maps to a status and a stable code
 /// at the edge.
 #[derive(Debug, thiserror::Error)]
@@ -124,9 +201,7 @@ pub struct NewKey {
 /// A key as listed: never its raw value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeySummary {
-    pub key: access_key::Model,
-    pub scopes: Vec<String>,
-    pub origins: Vec<String>,
+    pub key: Key,
     pub queries_7d: i64,
     pub estimated_cost_7d: f64,
 }
@@ -173,7 +248,7 @@ pub fn normalize_origin(raw: &str) -> Result<String> {
 
 /// Creates a key. Returns the stored row and the raw value, which is never
 /// available again.
-pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(access_key::Model, String)> {
+pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(Key, String)> {
     let name = new.name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(KeyError::Invalid("a key needs a name of 1 to 100 characters".into()).into());
@@ -248,7 +323,7 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(access_k
         serde_json::json!({"kind": kind.key(), "name": name}),
     )
     .await?;
-    Ok((row, raw))
+    Ok((Key::decode(row)?, raw))
 }
 
 /// A key just made: the only time its raw value is known, and for a widget
@@ -263,7 +338,7 @@ pub struct Issued {
 /// Makes a key (see [`create`]) as every surface hands it out.
 pub async fn issue(lore: &Lore, actor: &Actor, new: NewKey) -> Result<Issued> {
     let (key, raw_key) = create(lore, actor, new).await?;
-    let snippet = (key.kind == KeyKind::Widget.key()).then(|| {
+    let snippet = (key.kind == KeyKind::Widget).then(|| {
         format!(
             "<script src=\"{}/widget.js\" data-key=\"{raw_key}\" async></script>",
             lore.settings.base_url()
@@ -274,30 +349,24 @@ pub async fn issue(lore: &Lore, actor: &Actor, new: NewKey) -> Result<Issued> {
 
 impl KeySummary {
     /// A key with the given usage.
-    pub fn of(key: access_key::Model, queries_7d: i64, estimated_cost_7d: f64) -> Self {
-        KeySummary {
-            scopes: json_strings(&key.scopes),
-            origins: json_strings(&key.origins),
-            key,
-            queries_7d,
-            estimated_cost_7d,
-        }
+    pub fn of(key: Key, queries_7d: i64, estimated_cost_7d: f64) -> Self {
+        KeySummary { key, queries_7d, estimated_cost_7d }
     }
 }
 
 /// Every key, newest first, with its 7-day usage.
 pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
     let totals = usage(lore, None).await?;
-    Ok(access_key::Entity::find()
+    access_key::Entity::find()
         .order_by_desc(access_key::Column::CreatedAt)
         .all(&lore.db)
         .await?
         .into_iter()
-        .map(|key| {
-            let (queries, cost) = totals.get(&key.id).copied().unwrap_or_default();
-            KeySummary::of(key, queries, cost)
+        .map(|row| {
+            let (queries, cost) = totals.get(&row.id).copied().unwrap_or_default();
+            Ok(KeySummary::of(Key::decode(row)?, queries, cost))
         })
-        .collect())
+        .collect()
 }
 
 /// Queries and estimated cost per key over the usage window, for one key or
@@ -329,7 +398,7 @@ pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<KeySummary> 
         .one(&lore.db)
         .await?
         .ok_or_else(|| KeyError::NotFound(id.into()))?;
-    let key = if key.status == "revoked" {
+    let key = if key.status == KeyStatus::Revoked.key() {
         key
     } else {
         let mut row: access_key::ActiveModel = key.into();
@@ -340,7 +409,7 @@ pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<KeySummary> 
         key
     };
     let (queries, cost) = usage(lore, Some(id)).await?.get(id).copied().unwrap_or_default();
-    Ok(KeySummary::of(key, queries, cost))
+    Ok(KeySummary::of(Key::decode(key)?, queries, cost))
 }
 
 /// Per-node fixed-window counters for widget rate limits.
@@ -380,32 +449,32 @@ pub async fn authenticate(
     if !(raw.starts_with(SECRET_PREFIX) || raw.starts_with(WIDGET_PREFIX)) || raw.len() > 100 {
         return Err(KeyError::Unknown.into());
     }
-    let key = access_key::Entity::find()
+    let row = access_key::Entity::find()
         .filter(access_key::Column::Hash.eq(hash(raw)))
         .one(&lore.db)
         .await?
         .ok_or(KeyError::Unknown)?;
-    if key.status != "active" {
+    let key = Key::decode(row)?;
+    if key.status != KeyStatus::Active {
         return Err(KeyError::Revoked.into());
     }
-    let kind = KeyKind::parse(&key.kind)?;
+    let kind = key.kind;
     if kind == KeyKind::Widget {
-        let allowed = json_strings(&key.origins);
         let origin = origin.map(|o| o.trim().to_ascii_lowercase());
         match origin {
-            Some(origin) if allowed.iter().any(|a| a == &origin) => {}
+            Some(origin) if key.origins.iter().any(|a| a == &origin) => {}
             Some(origin) => return Err(KeyError::Origin(origin).into()),
             None => {
                 return Err(KeyError::Origin("(none: widget keys work from web pages only)".into()).into())
             }
         }
     }
-    if !json_strings(&key.scopes).iter().any(|s| s == scope.key()) {
+    if !key.scopes.contains(&scope) {
         return Err(KeyError::Scope(scope.key()).into());
     }
     if let Some(rate) = key.rate_limit_per_minute {
-        if !lore.rate_limiter.allow(&key.id, rate.max(1) as u32) {
-            return Err(KeyError::RateLimited(rate as u32).into());
+        if !lore.rate_limiter.allow(&key.id, rate.max(1)) {
+            return Err(KeyError::RateLimited(rate).into());
         }
     }
     Ok(Caller { key_id: key.id, kind, name: key.name })
@@ -415,13 +484,17 @@ pub async fn authenticate(
 /// carry no key).
 pub async fn origin_allowed(lore: &Lore, origin: &str) -> Result<bool> {
     let origin = origin.trim().to_ascii_lowercase();
-    Ok(access_key::Entity::find()
-        .filter(access_key::Column::Kind.eq("widget"))
-        .filter(access_key::Column::Status.eq("active"))
+    for row in access_key::Entity::find()
+        .filter(access_key::Column::Kind.eq(KeyKind::Widget.key()))
+        .filter(access_key::Column::Status.eq(KeyStatus::Active.key()))
         .all(&lore.db)
         .await?
-        .iter()
-        .any(|key| json_strings(&key.origins).contains(&origin)))
+    {
+        if Key::decode(row)?.origins.contains(&origin) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 impl From<KeyError> for Error {

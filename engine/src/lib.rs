@@ -193,9 +193,7 @@ impl Lore {
         if let Some(found) = cached.as_ref() {
             return Ok(found.clone());
         }
-        let opened = answer::cache::AnswerCache::open(&self.settings.vectors_uri(), dimensions)
-            .await
-            .map_err(ingest::IngestError::Index)?;
+        let opened = answer::cache::AnswerCache::open(&self.settings.vectors_uri(), dimensions).await?;
         let opened = Arc::new(opened);
         *cached = Some(opened.clone());
         Ok(opened)
@@ -210,9 +208,7 @@ impl Lore {
         if let Some(store) = cached.as_ref() {
             return Ok(store.clone());
         }
-        let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions)
-            .await
-            .map_err(ingest::IngestError::Index)?;
+        let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions).await?;
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
         *cached = Some(store.clone());
         Ok(store)
@@ -224,9 +220,7 @@ impl Lore {
     pub async fn rebuild_chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
         let mut cached = self.chunks.lock().await;
-        let store = index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), dimensions)
-            .await
-            .map_err(ingest::IngestError::Index)?;
+        let store = index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), dimensions).await?;
         corpus::set(&self.db, None).await?;
         tracing::warn!(dimensions, "re-created the chunk index for a new embedding size");
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;

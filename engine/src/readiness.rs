@@ -11,7 +11,7 @@
 //! profile are each read a single time, and the answer runtime goes on with
 //! the very profile version and enabled sources the verdict was made on.
 
-use entity::source;
+use crate::sources::{Source, SourceStatus};
 
 use crate::corpus::{self, RetrievalState};
 use crate::ingest::jobs;
@@ -98,7 +98,7 @@ pub struct Assessment {
     pub state: SetupState,
     /// The active profile version, when there is one.
     pub profile: Option<profile::Version>,
-    sources: Vec<source::Model>,
+    sources: Vec<Source>,
     stamp: Option<corpus::Fingerprint>,
     configured_model: String,
     /// The generation target the provider check passed, as read for it.
@@ -122,7 +122,7 @@ impl Assessment {
                     .await?;
                 Ok::<_, Error>(running)
             },
-            async { Ok::<_, Error>(source::Entity::find().all(&lore.db).await?) },
+            crate::sources::list(lore),
             corpus::stamped(&lore.db),
             profile::active(lore),
         )?;
@@ -162,7 +162,7 @@ impl Assessment {
     }
 
     /// Every source, as read for this assessment.
-    pub fn sources(&self) -> &[source::Model] {
+    pub fn sources(&self) -> &[Source] {
         &self.sources
     }
 
@@ -219,7 +219,7 @@ fn provider(lore: &Lore, bound: Option<&Resolved>) -> Check {
 /// succeeded, runs in progress or not (a scheduled re-sync or a second
 /// source does not stop the answers).
 fn indexing(
-    sources: &[source::Model],
+    sources: &[Source],
     running: u64,
     stamp: Option<&corpus::Fingerprint>,
     configured: &str,
@@ -252,7 +252,7 @@ fn indexing(
             };
             check(Status::Ok, detail)
         }
-        None if sources.iter().any(|s| s.status == "failed") => check(
+        None if sources.iter().any(|s| s.status == SourceStatus::Failed) => check(
             Status::Failing,
             "The last index failed; see the source's errors on the Sources screen.".into(),
         ),
@@ -261,7 +261,7 @@ fn indexing(
 }
 
 /// Content: chunks in at least one enabled source.
-fn content(sources: &[source::Model]) -> Check {
+fn content(sources: &[Source]) -> Check {
     let with_content: Vec<_> = sources.iter().filter(|s| s.enabled && s.chunk_count > 0).collect();
     let chunks: i64 = with_content.iter().map(|s| i64::from(s.chunk_count)).sum();
     if with_content.is_empty() {
@@ -341,19 +341,25 @@ mod tests {
 
     use super::*;
     use crate::chunk::ChunkingParams;
+    use crate::sources::{SourceConfig, SourceKind, Volatility};
 
     const MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
-    fn source(last_synced: bool, chunks: i32) -> source::Model {
+    fn source(last_synced: bool, chunks: u32) -> Source {
         let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 30, 0).single().unwrap();
-        source::Model {
+        Source {
             id: "s1".into(),
             name: "Docs".into(),
-            kind: "website".into(),
+            kind: SourceKind::Website,
             enabled: true,
-            status: if last_synced { "ready" } else { "indexing" }.into(),
-            config: serde_json::json!({}),
-            volatility: "medium".into(),
+            status: if last_synced { SourceStatus::Ready } else { SourceStatus::Indexing },
+            config: SourceConfig::Website(
+                crate::sources::parse_website_config(
+                    &serde_json::json!({"start_url": "https://docs.example.com/"}),
+                )
+                .unwrap(),
+            ),
+            volatility: Volatility::Medium,
             document_count: chunks / 4,
             chunk_count: chunks,
             last_error: None,

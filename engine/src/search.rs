@@ -7,7 +7,6 @@ use std::future::Future;
 use std::time::Instant;
 
 use crate::corpus::{self, RetrievalState};
-use crate::ingest::IngestError;
 use crate::retrieve::{self, Retrieval, RetrievalSettings};
 use crate::trace::{Stage, StageName};
 use crate::{Error, Lore, Result};
@@ -38,17 +37,19 @@ pub async fn retrieval_state_of(
         return Ok(corpus::retrieval_state(configured, stamp, 0));
     }
     // No stamp: chunks without one were embedded by a model since replaced.
-    let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
+    let indexed = lore.chunks().await?.count(None).await?;
     Ok(corpus::retrieval_state(configured, None, indexed))
 }
 
 /// Which chunks a search reaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reach {
     /// The enabled sources: what answers and `/retrieve` search.
     Enabled,
     /// Every source's chunks, disabled ones too: the corpus diagnostic.
     WholeCorpus,
+    /// A scope the caller has already read (from the same sources it shows).
+    Within(crate::index::Scope),
 }
 
 /// Hybrid retrieval for `query` with `settings` (top-k, cutoff, weights)
@@ -127,13 +128,12 @@ pub struct ProfileRetrieval {
 pub async fn profile_retrieval(lore: &Lore, query: &str) -> Result<ProfileRetrieval> {
     let active = crate::profile::active(lore).await?;
     let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
-    let sources = crate::sources::list(lore)
-        .await?
-        .into_iter()
-        .filter(|source| source.enabled)
-        .map(|source| (source.name, source.id))
-        .collect();
-    let found = search(lore, query, &settings, Reach::Enabled).await?;
+    // Read once: the sources shown are the sources searched.
+    let every = crate::sources::list(lore).await?;
+    let scope = crate::sources::scope_of(&every);
+    let sources =
+        every.into_iter().filter(|source| source.enabled).map(|source| (source.name, source.id)).collect();
+    let found = search(lore, query, &settings, Reach::Within(scope)).await?;
     Ok(ProfileRetrieval { profile_version: active.map(|v| v.version), settings, sources, found })
 }
 
@@ -188,6 +188,7 @@ async fn search_with(
         match reach {
             Reach::Enabled => crate::sources::search_scope(lore).await,
             Reach::WholeCorpus => crate::sources::whole_corpus(lore).await,
+            Reach::Within(scope) => Ok(scope),
         }
     };
     let (state, scope, settings) = tokio::try_join!(retrieval_state(lore), scope, settings)?;

@@ -162,10 +162,208 @@ pub struct NewSource {
     pub volatility: Option<String>,
 }
 
+/// Where a source's content stands, moved by indexing runs (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceStatus {
+    Empty,
+    Queued,
+    Indexing,
+    Ready,
+    Failed,
+}
+
+impl SourceStatus {
+    pub fn key(self) -> &'static str {
+        match self {
+            SourceStatus::Empty => "empty",
+            SourceStatus::Queued => "queued",
+            SourceStatus::Indexing => "indexing",
+            SourceStatus::Ready => "ready",
+            SourceStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(raw: &str) -> Option<Self> {
+        [Self::Empty, Self::Queued, Self::Indexing, Self::Ready, Self::Failed]
+            .into_iter()
+            .find(|status| status.key() == raw)
+    }
+}
+
+/// A source's kind-specific configuration, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceConfig {
+    /// Files arrive by upload; nothing to configure.
+    Upload,
+    Website(WebsiteConfig),
+    PageBank,
+}
+
+impl SourceConfig {
+    /// As stored and as the wire shows it: a website's settings, `{}` otherwise.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            SourceConfig::Website(config) => {
+                serde_json::to_value(config).unwrap_or_else(|_| serde_json::json!({}))
+            }
+            SourceConfig::Upload | SourceConfig::PageBank => serde_json::json!({}),
+        }
+    }
+}
+
+/// A source as every surface sees it: its row with the kind, status,
+/// volatility and configuration decoded once, here. A stored value that
+/// cannot be read is an error naming the source, never a default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    pub id: String,
+    pub name: String,
+    pub kind: SourceKind,
+    /// An admin's switch: a disabled source is neither synced nor searched.
+    pub enabled: bool,
+    pub status: SourceStatus,
+    pub config: SourceConfig,
+    pub volatility: Volatility,
+    pub document_count: u32,
+    pub chunk_count: u32,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// When the last run finished successfully (freshness).
+    pub last_synced_at: Option<DateTime<Utc>>,
+    /// When the scheduler starts the next re-sync (`None`: never).
+    pub next_sync_at: Option<DateTime<Utc>>,
+}
+
+impl Source {
+    pub(crate) fn decode(row: source::Model) -> Result<Source> {
+        let corrupt = |what: String| Error::Internal(format!("source {}: {what}", row.id));
+        let kind = SourceKind::parse(&row.kind)
+            .map_err(|_| corrupt(format!("its stored kind {:?} is unknown", row.kind)))?;
+        let status = SourceStatus::parse(&row.status)
+            .ok_or_else(|| corrupt(format!("its stored status {:?} is unknown", row.status)))?;
+        let volatility = Volatility::parse(&row.volatility)
+            .map_err(|_| corrupt(format!("its stored volatility {:?} is unknown", row.volatility)))?;
+        let config = match kind {
+            SourceKind::Upload => SourceConfig::Upload,
+            SourceKind::PageBank => SourceConfig::PageBank,
+            SourceKind::Website => SourceConfig::Website(
+                serde_json::from_value(row.config.clone())
+                    .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?,
+            ),
+        };
+        let count = |n: i32, what: &str| {
+            u32::try_from(n).map_err(|_| corrupt(format!("its stored {what} {n} is negative")))
+        };
+        Ok(Source {
+            document_count: count(row.document_count, "document count")?,
+            chunk_count: count(row.chunk_count, "chunk count")?,
+            id: row.id,
+            name: row.name,
+            kind,
+            enabled: row.enabled,
+            status,
+            config,
+            volatility,
+            last_error: row.last_error,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            last_synced_at: row.last_synced_at,
+            next_sync_at: row.next_sync_at,
+        })
+    }
+
+    /// The website configuration, for a website source.
+    pub fn website(&self) -> Option<&WebsiteConfig> {
+        match &self.config {
+            SourceConfig::Website(config) => Some(config),
+            SourceConfig::Upload | SourceConfig::PageBank => None,
+        }
+    }
+}
+
+/// Where a document stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocumentStatus {
+    /// Stored, waiting for its run.
+    Pending,
+    Indexed,
+    Failed,
+    /// A process died while reading it: skipped until its bytes change.
+    Quarantined,
+}
+
+impl DocumentStatus {
+    pub fn key(self) -> &'static str {
+        match self {
+            DocumentStatus::Pending => "pending",
+            DocumentStatus::Indexed => "indexed",
+            DocumentStatus::Failed => "failed",
+            DocumentStatus::Quarantined => "quarantined",
+        }
+    }
+
+    fn parse(raw: &str) -> Option<Self> {
+        [Self::Pending, Self::Indexed, Self::Failed, Self::Quarantined]
+            .into_iter()
+            .find(|status| status.key() == raw)
+    }
+}
+
+/// One file or page of a source, as every surface lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub id: String,
+    pub source_id: String,
+    /// Identity within the source: the file name, or the page's canonical URL.
+    pub uri: String,
+    pub title: String,
+    /// Where a citation links to (pages only).
+    pub url: Option<String>,
+    pub status: DocumentStatus,
+    pub chunk_count: u32,
+    pub error: Option<String>,
+    /// SHA-256 of the bytes a process died reading; set only while quarantined.
+    pub quarantined_hash: Option<String>,
+    pub indexed_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Document {
+    pub(crate) fn decode(row: document::Model) -> Result<Document> {
+        let corrupt = |what: String| Error::Internal(format!("document {}: {what}", row.id));
+        let status = DocumentStatus::parse(&row.status)
+            .ok_or_else(|| corrupt(format!("its stored status {:?} is unknown", row.status)))?;
+        let chunk_count = u32::try_from(row.chunk_count)
+            .map_err(|_| corrupt(format!("its stored chunk count {} is negative", row.chunk_count)))?;
+        Ok(Document {
+            id: row.id,
+            source_id: row.source_id,
+            uri: row.uri,
+            title: row.title,
+            url: row.url,
+            status,
+            chunk_count,
+            error: row.error,
+            quarantined_hash: row.quarantined_hash,
+            indexed_at: row.indexed_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
 /// Validates a website configuration (URL, patterns, limits).
 pub fn parse_website_config(value: &serde_json::Value) -> Result<WebsiteConfig, IngestError> {
     let config: WebsiteConfig = serde_json::from_value(value.clone())
         .map_err(|err| IngestError::InvalidSource(format!("website configuration: {err}")))?;
+    validate_website_config(&config)?;
+    Ok(config)
+}
+
+/// Checks a website configuration's URLs, patterns and limits (on creation,
+/// and again before each run of a stored one).
+pub fn validate_website_config(config: &WebsiteConfig) -> Result<(), IngestError> {
     let url = url::Url::parse(&config.start_url)
         .map_err(|err| IngestError::InvalidSource(format!("start_url {:?}: {err}", config.start_url)))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -185,12 +383,12 @@ pub fn parse_website_config(value: &serde_json::Value) -> Result<WebsiteConfig, 
     if config.max_depth > 50 {
         return Err(IngestError::InvalidSource("max_depth must be at most 50".into()));
     }
-    Ok(config)
+    Ok(())
 }
 
 /// Creates a source. Nothing is fetched yet: a website is synced by a job
 /// ([`crate::ingest::lifecycle::add_source`] queues it), an upload source waits for files.
-pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<source::Model> {
+pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<Source> {
     let name = new.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(IngestError::InvalidSource("a source needs a name of 1 to 200 characters".into()).into());
@@ -253,14 +451,26 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<source
     .await?;
     audit::record(&lore.db, actor, "source.create", Some(&row.id), serde_json::json!({"kind": row.kind}))
         .await?;
-    Ok(row)
+    Source::decode(row)
 }
 
-pub async fn list(lore: &Lore) -> Result<Vec<source::Model>> {
-    Ok(source::Entity::find().order_by_asc(source::Column::CreatedAt).all(&lore.db).await?)
+/// Every source, oldest first.
+pub async fn list(lore: &Lore) -> Result<Vec<Source>> {
+    source::Entity::find()
+        .order_by_asc(source::Column::CreatedAt)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(Source::decode)
+        .collect()
 }
 
-pub async fn get(lore: &Lore, id: &str) -> Result<source::Model> {
+pub async fn get(lore: &Lore, id: &str) -> Result<Source> {
+    Source::decode(row(lore, id).await?)
+}
+
+/// The stored row, for the engine's own writes.
+pub(crate) async fn row(lore: &Lore, id: &str) -> Result<source::Model> {
     source::Entity::find_by_id(id.to_owned())
         .one(&lore.db)
         .await?
@@ -268,20 +478,21 @@ pub async fn get(lore: &Lore, id: &str) -> Result<source::Model> {
 }
 
 /// Finds a source by id, or else by its exact name (for the CLI).
-pub async fn find(lore: &Lore, id_or_name: &str) -> Result<source::Model> {
+pub async fn find(lore: &Lore, id_or_name: &str) -> Result<Source> {
     if let Some(found) = source::Entity::find_by_id(id_or_name.to_owned()).one(&lore.db).await? {
-        return Ok(found);
+        return Source::decode(found);
     }
-    source::Entity::find()
+    let found = source::Entity::find()
         .filter(source::Column::Name.eq(id_or_name))
         .one(&lore.db)
         .await?
-        .ok_or_else(|| IngestError::SourceNotFound(id_or_name.to_owned()).into())
+        .ok_or_else(|| IngestError::SourceNotFound(id_or_name.to_owned()))?;
+    Source::decode(found)
 }
 
 /// The sources retrieval searches: the enabled ones.
 pub async fn search_scope(lore: &Lore) -> Result<Scope> {
-    Ok(scope_of(&source::Entity::find().all(&lore.db).await?))
+    Ok(scope_of(&list(lore).await?))
 }
 
 /// Every source, enabled or not: the corpus diagnostic's reach. A disabled
@@ -292,24 +503,25 @@ pub async fn whole_corpus(lore: &Lore) -> Result<Scope> {
 }
 
 /// The enabled ones of `sources`, noting whether that is all of them.
-pub fn scope_of(sources: &[source::Model]) -> Scope {
+pub fn scope_of(sources: &[Source]) -> Scope {
     let enabled: Vec<String> = sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect();
     Scope { every_source: enabled.len() == sources.len(), sources: enabled }
 }
 
 /// Enables or disables a source. Disabling also cancels its queued runs and
 /// its schedule; enabling re-arms the schedule. Chunks are never touched.
-pub async fn set_enabled(lore: &Lore, actor: &Actor, id: &str, enabled: bool) -> Result<source::Model> {
-    let found = get(lore, id).await?;
+pub async fn set_enabled(lore: &Lore, actor: &Actor, id: &str, enabled: bool) -> Result<Source> {
+    let stored = row(lore, id).await?;
+    let found = Source::decode(stored.clone())?;
     if found.enabled == enabled {
         return Ok(found);
     }
-    let next_sync = if enabled { next_sync_after(&found, Utc::now()) } else { None };
-    let mut row: source::ActiveModel = found.into();
+    let next_sync = if enabled { next_sync_after(&Source { enabled, ..found }, Utc::now()) } else { None };
+    let mut row: source::ActiveModel = stored.into();
     row.enabled = Set(enabled);
     row.next_sync_at = Set(next_sync);
     row.updated_at = Set(Utc::now());
-    let updated = row.update(&lore.db).await?;
+    let updated = Source::decode(row.update(&lore.db).await?)?;
     if !enabled {
         crate::ingest::jobs::cancel_queued(lore, id).await?;
     }
@@ -320,20 +532,19 @@ pub async fn set_enabled(lore: &Lore, actor: &Actor, id: &str, enabled: bool) ->
 
 /// Sets how often a source's content changes: it paces re-syncs and scales
 /// the semantic cache's maximum age for answers citing it.
-pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &str) -> Result<source::Model> {
+pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &str) -> Result<Source> {
     let volatility = Volatility::parse(volatility)?;
-    let found = get(lore, id).await?;
-    if found.volatility == volatility.key() {
+    let stored = row(lore, id).await?;
+    let found = Source::decode(stored.clone())?;
+    if found.volatility == volatility {
         return Ok(found);
     }
-    let mut changed = found.clone();
-    changed.volatility = volatility.key().to_owned();
-    let next_sync = if found.enabled { next_sync_after(&changed, Utc::now()) } else { None };
-    let mut row: source::ActiveModel = found.into();
+    let next_sync = next_sync_after(&Source { volatility, ..found }, Utc::now());
+    let mut row: source::ActiveModel = stored.into();
     row.volatility = Set(volatility.key().to_owned());
     row.next_sync_at = Set(next_sync);
     row.updated_at = Set(Utc::now());
-    let updated = row.update(&lore.db).await?;
+    let updated = Source::decode(row.update(&lore.db).await?)?;
     audit::record(
         &lore.db,
         actor,
@@ -346,18 +557,18 @@ pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &s
 }
 
 /// When the scheduler should next re-sync `source`, counted from `from`.
-pub fn next_sync_after(source: &source::Model, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    if source.kind != SourceKind::Website.key() || !source.enabled {
+pub fn next_sync_after(source: &Source, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    if source.kind != SourceKind::Website || !source.enabled {
         return None;
     }
-    let interval = Volatility::parse(&source.volatility).ok()?.resync_interval()?;
+    let interval = source.volatility.resync_interval()?;
     chrono::Duration::from_std(interval).ok().map(|step| from + step)
 }
 
 /// Whether the content is within its volatility's re-sync interval.
-pub fn is_fresh(source: &source::Model, now: DateTime<Utc>) -> Option<bool> {
+pub fn is_fresh(source: &Source, now: DateTime<Utc>) -> Option<bool> {
     let synced = source.last_synced_at?;
-    let interval = Volatility::parse(&source.volatility).ok()?.resync_interval();
+    let interval = source.volatility.resync_interval();
     Some(match interval.and_then(|i| chrono::Duration::from_std(i).ok()) {
         None => true,
         Some(step) => now - synced <= step,
@@ -367,10 +578,10 @@ pub fn is_fresh(source: &source::Model, now: DateTime<Utc>) -> Option<bool> {
 /// Deletes a source with its chunks, documents, jobs and stored files. The
 /// chunks go first: if that fails, nothing else has changed.
 pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
-    let found = get(lore, id).await?;
+    let found = row(lore, id).await?;
     crate::ingest::jobs::cancel_queued(lore, id).await?;
     let chunks = lore.chunks().await?;
-    chunks.delete_source(id).await.map_err(IngestError::Index)?;
+    chunks.delete_source(id).await?;
     // Documents and jobs go with the row (foreign keys cascade).
     index_job::Entity::delete_many().filter(index_job::Column::SourceId.eq(id)).exec(&lore.db).await?;
     document::Entity::delete_many().filter(document::Column::SourceId.eq(id)).exec(&lore.db).await?;
@@ -378,7 +589,7 @@ pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     // Again, now that the row is gone: a run indexing this source may have
     // written a page since the first removal, and it only cleans up after
     // itself when it finds the row gone (`jobs::remove_deleted`).
-    chunks.delete_source(id).await.map_err(IngestError::Index)?;
+    chunks.delete_source(id).await?;
     crate::ingest::upload::remove_all(lore, id).await?;
     audit::record(&lore.db, actor, "source.delete", Some(id), serde_json::json!({"name": found.name}))
         .await?;
@@ -386,13 +597,16 @@ pub async fn delete(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
 }
 
 /// The documents of a source, failed ones first.
-pub async fn documents(lore: &Lore, id: &str) -> Result<Vec<document::Model>> {
-    get(lore, id).await?;
+pub async fn documents(lore: &Lore, id: &str) -> Result<Vec<Document>> {
+    row(lore, id).await?;
     let mut docs = document::Entity::find()
         .filter(document::Column::SourceId.eq(id))
         .order_by_asc(document::Column::Uri)
         .all(&lore.db)
-        .await?;
-    docs.sort_by_key(|d| d.status != "failed");
+        .await?
+        .into_iter()
+        .map(Document::decode)
+        .collect::<Result<Vec<_>>>()?;
+    docs.sort_by_key(|d| d.status != DocumentStatus::Failed);
     Ok(docs)
 }

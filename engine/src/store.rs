@@ -32,20 +32,11 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection> {
     Ok(Database::connect(options).await?)
 }
 
-/// The strings of a JSON array column (key scopes and origins, an account's
-/// groups); anything else in it is skipped.
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {
     serde_json::from_value(value)
         .map_err(|err| crate::Error::Internal(format!("the stored {what} cannot be read: {err}")))
-}
-
-pub(crate) fn json_strings(value: &serde_json::Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
 }
 
 /// Applies pending migrations. Applying them again changes nothing.

@@ -6,11 +6,11 @@
 //! everything, so it is refused unless the request acknowledges the reindex;
 //! with the acknowledgement the change persists and a full reindex is queued.
 
-use entity::index_job;
 use sea_orm::TransactionTrait;
 
 use crate::audit::{self, Actor};
 use crate::chunk::ChunkingParams;
+use crate::ingest::jobs::Job;
 use crate::ingest::IngestError;
 use crate::{Error, Lore, Result};
 
@@ -35,7 +35,7 @@ pub enum ChunkingChange {
     /// Stored; nothing was indexed, so no reindex is needed.
     Stored,
     /// Stored, and this full reindex was queued.
-    Reindexing(Box<index_job::Model>),
+    Reindexing(Box<Job>),
 }
 
 /// Changes the chunking (see the module docs for the acknowledgement rule).
@@ -49,7 +49,7 @@ pub async fn set_chunking(
     if chunking(lore).await? == params {
         return Ok(ChunkingChange::Unchanged);
     }
-    let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
+    let indexed = lore.chunks().await?.count(None).await?;
     if indexed > 0 && !acknowledge_reindex {
         return Err(IngestError::ReindexAcknowledgementRequired.into());
     }
@@ -176,7 +176,7 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
     };
     chunking_wanted.validate().map_err(IngestError::InvalidTuning)?;
     if chunking_wanted != current && !change.acknowledge_reindex {
-        let indexed = lore.chunks().await?.count(None).await.map_err(IngestError::Index)?;
+        let indexed = lore.chunks().await?.count(None).await?;
         if indexed > 0 {
             return Err(IngestError::ReindexAcknowledgementRequired.into());
         }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::answer::{self, Answer, Ask, Surface};
 use crate::audit::{self, Actor};
-use crate::ingest::jobs;
+use crate::ingest::{jobs, IngestError};
 use crate::profile::{self, PersonaChoice};
 use crate::providers::{self, QuickAdd, Role, TargetState};
 use crate::sources::{self, NewSource, SourceKind};
@@ -85,21 +85,30 @@ pub struct Overview {
     /// The chosen persona's key, once chosen.
     pub persona: Option<String>,
     /// The first source (gone if it was deleted since).
-    pub source: Option<entity::source::Model>,
+    pub source: Option<sources::Source>,
     /// The model the generation role is bound to.
     pub generation_model: Option<String>,
     /// The first index run.
-    pub job: Option<entity::index_job::Model>,
+    pub job: Option<jobs::Job>,
 }
 
 pub async fn overview(lore: &Lore) -> Result<Overview> {
     let progress = progress(lore).await?;
+    // Gone when deleted since; anything else (a corrupt record) is an error.
     let source = match &progress.source_id {
-        Some(id) => sources::get(lore, id).await.ok(),
+        Some(id) => match sources::get(lore, id).await {
+            Ok(found) => Some(found),
+            Err(Error::Ingest(IngestError::SourceNotFound(_))) => None,
+            Err(err) => return Err(err),
+        },
         None => None,
     };
     let job = match &progress.job_id {
-        Some(id) => jobs::get(lore, id).await.ok(),
+        Some(id) => match jobs::job(lore, id).await {
+            Ok(found) => Some(found),
+            Err(Error::Ingest(IngestError::JobNotFound(_))) => None,
+            Err(err) => return Err(err),
+        },
         None => None,
     };
     let persona = match profile::persona_chosen(lore).await? {
@@ -180,16 +189,21 @@ pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
     let source_id =
         progress.source_id.clone().ok_or_else(|| Error::InvalidInput("add the first source first".into()))?;
     let source = sources::get(lore, &source_id).await?;
-    let job = if source.kind == SourceKind::Website.key() {
-        crate::ingest::lifecycle::start_run(lore, Some(&source_id), false, "setup").await?
+    let job = if source.kind == SourceKind::Website {
+        crate::ingest::lifecycle::start_run(lore, Some(&source_id), false, "setup").await?.id
     } else {
-        jobs::recent(lore, Some(&source_id), 1).await?.into_iter().next().ok_or_else(|| {
-            Error::InvalidInput(
-                "upload at least one file to the source first: uploading starts its indexing".into(),
-            )
-        })?
+        jobs::recent(lore, Some(&source_id), 1)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Error::InvalidInput(
+                    "upload at least one file to the source first: uploading starts its indexing".into(),
+                )
+            })?
+            .id
     };
-    progress.job_id = Some(job.id);
+    progress.job_id = Some(job);
     moved_on(lore, actor, progress).await
 }
 

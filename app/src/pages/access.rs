@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{CreatedKey, KeyView};
+use crate::wire::{CreateKeyRequest, CreatedKey, KeyView, NoBody};
 
 #[component]
 pub fn Access() -> impl IntoView {
@@ -103,20 +103,33 @@ fn NewKeyForm(
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = if kind.get() == "widget" {
-            serde_json::json!({
-                "name": name.get(),
-                "kind": "widget",
-                "origins": origins.get().split([',', '\n', ' ']).map(str::trim).filter(|o| !o.is_empty()).collect::<Vec<_>>(),
-                "rate_limit_per_minute": rate.get().trim().parse::<u32>().unwrap_or(30),
-            })
+            CreateKeyRequest {
+                name: name.get(),
+                kind: "widget".to_owned(),
+                scopes: Vec::new(),
+                origins: origins
+                    .get()
+                    .split([',', '\n', ' '])
+                    .map(str::trim)
+                    .filter(|o| !o.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                rate_limit_per_minute: Some(rate.get().trim().parse::<u32>().unwrap_or(30)),
+            }
         } else {
-            let scopes: Vec<&str> =
+            let scopes: Vec<String> =
                 [("answer", answer), ("retrieve", retrieve), ("mcp", mcp), ("operations", operations)]
                     .into_iter()
                     .filter(|(_, on)| on.get())
-                    .map(|(scope, _)| scope)
+                    .map(|(scope, _)| scope.to_owned())
                     .collect();
-            serde_json::json!({"name": name.get(), "kind": "secret", "scopes": scopes})
+            CreateKeyRequest {
+                name: name.get(),
+                kind: "secret".to_owned(),
+                scopes,
+                origins: Vec::new(),
+                rate_limit_per_minute: None,
+            }
         };
         leptos::task::spawn_local(async move {
             match client::send::<_, CreatedKey>("POST", "/admin/keys", &body).await {
@@ -173,13 +186,7 @@ fn KeyRow(
         let id = id.clone();
         confirming.set(false);
         leptos::task::spawn_local(async move {
-            match client::send::<_, KeyView>(
-                "POST",
-                &format!("/admin/keys/{id}/revoke"),
-                &serde_json::json!({}),
-            )
-            .await
-            {
+            match client::send::<_, KeyView>("POST", &format!("/admin/keys/{id}/revoke"), &NoBody {}).await {
                 Ok(k) => notice.set(Some((true, format!("Revoked “{}”.", k.name)))),
                 Err(message) => notice.set(Some((false, message))),
             }

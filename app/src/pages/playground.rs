@@ -10,7 +10,10 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{AnswerResponse, ErrorBody, ProfileRetrievalView, SearchResults, StageView};
+use crate::wire::{
+    AnswerRequest, AnswerResponse, ErrorBody, ProfileRetrievalView, RetrievalRequest, SearchRequest,
+    SearchResults, StageView,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -59,14 +62,14 @@ pub fn Playground() -> impl IntoView {
                 Mode::Profile => client::send::<_, ProfileRetrievalView>(
                     "POST",
                     "/admin/playground/retrieval",
-                    &serde_json::json!({ "query": text }),
+                    &RetrievalRequest { query: text },
                 )
                 .await
                 .map(Outcome::Profile),
                 Mode::Corpus => client::send::<_, SearchResults>(
                     "POST",
                     "/admin/search",
-                    &serde_json::json!({ "query": text, "top_k": 10, "raw": true }),
+                    &SearchRequest { query: text, top_k: Some(10), raw: true },
                 )
                 .await
                 .map(Outcome::Corpus),
@@ -132,7 +135,7 @@ async fn stream_answer(
     let mut finished = None;
     client::stream(
         "/admin/playground/answer",
-        &serde_json::json!({ "question": question, "stream": true }),
+        &AnswerRequest { question: question.to_owned(), stream: Some(true) },
         |event, data| match event {
             "stage" => {
                 if let Ok(stage) = serde_json::from_str::<StageView>(data) {

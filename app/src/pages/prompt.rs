@@ -7,7 +7,10 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{ProfileOverview, ProfileSnapshot, ProfileVersionView};
+use crate::wire::{
+    PersonaRequest, ProfileDetails, ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest,
+    SaveProfileRequest,
+};
 
 #[component]
 pub fn Prompt() -> impl IntoView {
@@ -49,10 +52,14 @@ fn ChoosePersona(data: ProfileOverview, notice: RwSignal<Option<(bool, String)>>
     let product = RwSignal::new(String::new());
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = serde_json::json!({
-            "persona": persona.get(),
-            "details": {"organisation": organisation.get(), "product": product.get()},
-        });
+        let body = PersonaRequest {
+            persona: persona.get(),
+            details: ProfileDetails {
+                organisation: Some(organisation.get()),
+                product: Some(product.get()),
+                ..ProfileDetails::default()
+            },
+        };
         leptos::task::spawn_local(async move {
             match client::send_no_content("PUT", "/admin/profile/persona", &body).await {
                 Ok(()) => notice
@@ -115,7 +122,7 @@ fn Editor(
 
     let details = move || {
         let opt = |v: String| (!v.trim().is_empty()).then(|| v.trim().to_owned());
-        crate::wire::ProfileDetails {
+        ProfileDetails {
             organisation: opt(organisation.get()),
             product: opt(product.get()),
             audience: opt(audience.get()),
@@ -123,7 +130,7 @@ fn Editor(
         }
     };
     let reset_prompt = move |_| {
-        let body = serde_json::json!({"persona": persona.get(), "details": details()});
+        let body = PersonaRequest { persona: persona.get(), details: details() };
         leptos::task::spawn_local(async move {
             match client::send::<_, ProfileSnapshot>("POST", "/admin/profile/render", &body).await {
                 Ok(rendered) => {
@@ -156,11 +163,11 @@ fn Editor(
         snapshot.retrieval.score_cutoff =
             cutoff.get().trim().parse().unwrap_or(snapshot.retrieval.score_cutoff);
         let note_text = note.get();
-        let body = serde_json::json!({
-            "base_version": base,
-            "snapshot": snapshot,
-            "note": (!note_text.trim().is_empty()).then_some(note_text),
-        });
+        let body = SaveProfileRequest {
+            base_version: base,
+            snapshot,
+            note: (!note_text.trim().is_empty()).then_some(note_text),
+        };
         leptos::task::spawn_local(async move {
             match client::send::<_, ProfileVersionView>("POST", "/admin/profile/versions", &body).await {
                 Ok(saved) => {
@@ -241,7 +248,10 @@ fn History(
                     let diff_v = v.clone();
                     let number = v.version;
                     let restore = move |_| {
-                        let body = serde_json::json!({"expected_active": active_version});
+                        // Versions are `i32` on the server; one that does not fit cannot be active.
+                        let body = RestoreRequest {
+                            expected_active: active_version.and_then(|active| i32::try_from(active).ok()),
+                        };
                         leptos::task::spawn_local(async move {
                             match client::send::<_, ProfileVersionView>("POST", &format!("/admin/profile/versions/{number}/restore"), &body).await {
                                 Ok(_) => {

@@ -6,7 +6,10 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{ProvidersOverview, QuickAddResult, RoleView, TargetView};
+use crate::wire::{
+    BindRequest, NoBody, ProvidersOverview, QuickAddRequest, QuickAddResult, RoleView, TargetPatch,
+    TargetRequest, TargetView,
+};
 
 #[component]
 pub fn Providers() -> impl IntoView {
@@ -63,13 +66,14 @@ fn QuickAdd(
     };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let mut body = serde_json::json!({"kind": kind.get(), "model": model.get()});
-        if !endpoint.get().trim().is_empty() {
-            body["endpoint"] = endpoint.get().trim().into();
-        }
-        if !api_key.get().trim().is_empty() {
-            body["api_key"] = api_key.get().trim().into();
-        }
+        let filled = |field: RwSignal<String>| Some(field.get().trim().to_owned()).filter(|v| !v.is_empty());
+        let body = QuickAddRequest {
+            kind: kind.get(),
+            endpoint: filled(endpoint),
+            api_key: filled(api_key),
+            model: model.get(),
+            name: None,
+        };
         busy.set(true);
         notice.set(Some((true, "Probing the model with a short chat completion…".into())));
         leptos::task::spawn_local(async move {
@@ -159,11 +163,7 @@ fn RoleRow(
     let bind = move |_| {
         let name = name.clone();
         let target = choice.get();
-        let body = if target.is_empty() {
-            serde_json::json!({"target_id": null})
-        } else {
-            serde_json::json!({"target_id": target})
-        };
+        let body = BindRequest { target_id: (!target.is_empty()).then_some(target) };
         leptos::task::spawn_local(async move {
             match client::send::<_, ProvidersOverview>("PUT", &format!("/admin/roles/{name}"), &body).await {
                 Ok(_) => {
@@ -248,12 +248,8 @@ fn TargetRow(
         let id = id.clone();
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let result = client::send::<_, TargetView>(
-                "POST",
-                &format!("/admin/targets/{id}/probe"),
-                &serde_json::json!({}),
-            )
-            .await;
+            let url = format!("/admin/targets/{id}/probe");
+            let result = client::send::<_, TargetView>("POST", &url, &NoBody {}).await;
             busy.set(false);
             match result {
                 Ok(t) if t.state == "ready" => {
@@ -271,7 +267,7 @@ fn TargetRow(
     let price = |p: Option<f64>| p.map(|v| v.to_string()).unwrap_or_default();
     let input_price = RwSignal::new(price(target.input_price_per_mtok));
     let output_price = RwSignal::new(price(target.output_price_per_mtok));
-    let patch = move |body: serde_json::Value, done: &'static str| {
+    let patch = move |body: TargetPatch, done: &'static str| {
         let id = target_id.clone();
         leptos::task::spawn_local(async move {
             match client::send::<_, TargetView>("PATCH", &format!("/admin/targets/{id}"), &body).await {
@@ -286,7 +282,7 @@ fn TargetRow(
         let enabled = target.enabled;
         move |_| {
             patch(
-                serde_json::json!({"enabled": !enabled}),
+                TargetPatch { enabled: Some(!enabled), ..TargetPatch::default() },
                 if enabled { "is disabled" } else { "is enabled" },
             )
         }
@@ -294,11 +290,13 @@ fn TargetRow(
     let save_prices = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let parse = |raw: String| raw.trim().parse::<f64>().ok();
+        // Both prices are sent: a blank one is `null`, which clears it.
         patch(
-            serde_json::json!({
-                "input_price_per_mtok": parse(input_price.get()),
-                "output_price_per_mtok": parse(output_price.get()),
-            }),
+            TargetPatch {
+                enabled: None,
+                input_price_per_mtok: Some(parse(input_price.get())),
+                output_price_per_mtok: Some(parse(output_price.get())),
+            },
             "has new prices",
         );
     };
@@ -354,11 +352,13 @@ fn AddTarget(
     };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = serde_json::json!({
-            "account_id": account_id.clone(),
-            "capability": capability.get(),
-            "model": model.get().trim(),
-        });
+        let body = TargetRequest {
+            account_id: account_id.clone(),
+            capability: capability.get(),
+            model: model.get().trim().to_owned(),
+            input_price_per_mtok: None,
+            output_price_per_mtok: None,
+        };
         leptos::task::spawn_local(async move {
             match client::send::<_, TargetView>("POST", "/admin/targets", &body).await {
                 Ok(t) => {

@@ -7,7 +7,10 @@ use leptos::prelude::*;
 
 use crate::client;
 use crate::pages::playground::AnswerPanel;
-use crate::wire::{AnswerResponse, ProfileOverview, ProvidersOverview, SetupWizardView, UploadReceipt};
+use crate::wire::{
+    AnswerResponse, AskRequest, CreateSourceRequest, NoBody, PersonaRequest, ProfileDetails, ProfileOverview,
+    ProvidersOverview, QuickAddRequest, SetupWizardView, UploadReceipt, WebsiteConfigInput,
+};
 
 type Wizard = RwSignal<Option<SetupWizardView>>;
 type Notice = RwSignal<Option<String>>;
@@ -25,9 +28,9 @@ fn title(step: &str) -> &'static str {
 }
 
 /// POSTs a step and shows where the wizard is now, or what is missing.
-fn post_step(
+fn post_step<B: serde::Serialize + 'static>(
     url: &'static str,
-    body: serde_json::Value,
+    body: B,
     wizard: Wizard,
     notice: Notice,
     busy: RwSignal<bool>,
@@ -93,7 +96,7 @@ pub fn SetupWizard() -> impl IntoView {
                             let busy = RwSignal::new(false);
                             view! {
                                 <button type="button" class="secondary back"
-                                    on:click=move |_| post_step("/admin/setup/back", serde_json::json!({}), wizard, notice, busy)>
+                                    on:click=move |_| post_step("/admin/setup/back", NoBody {}, wizard, notice, busy)>
                                     "Back"
                                 </button>
                             }
@@ -126,10 +129,15 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
             let v = s.get().trim().to_owned();
             (!v.is_empty()).then_some(v)
         };
-        let body = serde_json::json!({
-            "persona": persona.get(),
-            "details": {"organisation": optional(organisation), "product": optional(product), "audience": optional(audience)},
-        });
+        let body = PersonaRequest {
+            persona: persona.get(),
+            details: ProfileDetails {
+                organisation: optional(organisation),
+                product: optional(product),
+                audience: optional(audience),
+                extra_instructions: None,
+            },
+        };
         post_step("/admin/setup/persona", body, wizard, notice, busy);
     };
     view! {
@@ -166,11 +174,20 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let mut body = serde_json::json!({"name": name.get().trim(), "kind": kind.get()});
-        if kind.get() == "website" {
-            body["config"] =
-                serde_json::json!({"start_url": start_url.get().trim(), "discovery": discovery.get()});
-        }
+        let config = (kind.get() == "website").then(|| WebsiteConfigInput {
+            start_url: start_url.get().trim().to_owned(),
+            discovery: discovery.get(),
+            include: None,
+            exclude: None,
+            max_pages: None,
+            max_depth: None,
+        });
+        let body = CreateSourceRequest {
+            name: name.get().trim().to_owned(),
+            kind: kind.get(),
+            config,
+            volatility: None,
+        };
         post_step("/admin/setup/source", body, wizard, notice, busy);
     };
     let keep = view.source.clone().map(|source| {
@@ -178,7 +195,7 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
             <p class="existing">
                 "The first source is " <strong>{source.name}</strong> ". "
                 <button type="button" class="keep"
-                    on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+                    on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
                     "Keep it and continue"
                 </button>
             </p>
@@ -228,13 +245,14 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let mut body = serde_json::json!({"kind": kind.get(), "model": model.get().trim()});
-        if !endpoint.get().trim().is_empty() {
-            body["endpoint"] = endpoint.get().trim().into();
-        }
-        if !api_key.get().trim().is_empty() {
-            body["api_key"] = api_key.get().trim().into();
-        }
+        let filled = |field: RwSignal<String>| Some(field.get().trim().to_owned()).filter(|v| !v.is_empty());
+        let body = QuickAddRequest {
+            kind: kind.get(),
+            endpoint: filled(endpoint),
+            api_key: filled(api_key),
+            model: model.get().trim().to_owned(),
+            name: None,
+        };
         api_key.set(String::new());
         notice.set(None);
         post_step("/admin/setup/provider", body, wizard, notice, busy);
@@ -244,7 +262,7 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             <p class="existing">
                 "Answers come from " <strong>{model}</strong> ". "
                 <button type="button" class="keep"
-                    on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+                    on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
                     "Keep it and continue"
                 </button>
             </p>
@@ -278,7 +296,7 @@ fn AdvancedStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             <strong>{view.generation_model.unwrap_or_else(|| "nothing yet".into())}</strong> "."
         </p>
         <button type="button" class="continue"
-            on:click=move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy)>
+            on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
             "Continue"
         </button>
     }
@@ -290,7 +308,7 @@ fn IndexStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Into
     let Some(source) = view.source.clone() else {
         return view! { <p class="error">"There is no first source: go back and add one."</p> }.into_any();
     };
-    let start = move |_| post_step("/admin/setup/index", serde_json::json!({}), wizard, notice, busy);
+    let start = move |_| post_step("/admin/setup/index", NoBody {}, wizard, notice, busy);
     if source.kind == "upload" {
         let id = source.id.clone();
         let uploaded = RwSignal::new(0usize);
@@ -352,7 +370,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     });
     let ask = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = serde_json::json!({"question": question.get()});
+        let body = AskRequest { question: question.get() };
         asking.set(true);
         leptos::task::spawn_local(async move {
             match client::send::<_, AnswerResponse>("POST", "/admin/setup/ask", &body).await {
@@ -365,7 +383,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             asking.set(false);
         });
     };
-    let finish = move |_| post_step("/admin/setup/next", serde_json::json!({}), wizard, notice, busy);
+    let finish = move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy);
     view! {
         {move || job.get().map(|j| {
             let done = j.progress.embedded + j.progress.unchanged + j.progress.failed;

@@ -6,7 +6,10 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{DocumentView, JobView, SearchResults, SourceView, UploadReceipt};
+use crate::wire::{
+    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceView,
+    UploadReceipt, WebsiteConfigInput,
+};
 
 /// Shared by the list and the form: bumping it reloads the list at once.
 #[derive(Clone, Copy)]
@@ -80,7 +83,7 @@ fn ReindexEverything() -> impl IntoView {
     let start = move |_| {
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let result = client::send::<_, JobView>("POST", "/admin/reindex", &serde_json::json!({})).await;
+            let result = client::send::<_, JobView>("POST", "/admin/reindex", &NoBody {}).await;
             busy.set(false);
             let message = match result {
                 Ok(_) => (true, "A full reindex is queued: every source is embedded again.".to_owned()),
@@ -134,18 +137,20 @@ fn NewSourceForm() -> impl IntoView {
         let patterns = |raw: String| -> Vec<String> {
             raw.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect()
         };
-        let mut body = serde_json::json!({"name": name.get(), "kind": kind.get()});
-        if kind.get() == "website" {
-            body["config"] = serde_json::json!({
-                "start_url": start_url.get().trim(),
-                "discovery": discovery.get(),
-                "include": patterns(include.get()),
-                "exclude": patterns(exclude.get()),
-                "max_pages": max_pages.get().trim().parse::<u64>().unwrap_or(500),
-                "max_depth": max_depth.get().trim().parse::<u64>().unwrap_or(5),
-            });
-            body["volatility"] = volatility.get().into();
-        }
+        let website = kind.get() == "website";
+        let body = CreateSourceRequest {
+            name: name.get(),
+            kind: kind.get(),
+            config: website.then(|| WebsiteConfigInput {
+                start_url: start_url.get().trim().to_owned(),
+                discovery: discovery.get(),
+                include: Some(patterns(include.get())),
+                exclude: Some(patterns(exclude.get())),
+                max_pages: Some(max_pages.get().trim().parse::<u64>().unwrap_or(500)),
+                max_depth: Some(max_depth.get().trim().parse::<u64>().unwrap_or(5)),
+            }),
+            volatility: website.then(|| volatility.get()),
+        };
         busy.set(true);
         leptos::task::spawn_local(async move {
             let result = client::send::<_, SourceView>("POST", "/admin/sources/", &body).await;
@@ -215,7 +220,7 @@ fn CorpusSearch() -> impl IntoView {
     let found = RwSignal::new(None::<Result<SearchResults, String>>);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = serde_json::json!({"query": query.get(), "top_k": 5});
+        let body = SearchRequest { query: query.get(), top_k: Some(5), raw: false };
         leptos::task::spawn_local(async move {
             found.set(Some(client::send::<_, SearchResults>("POST", "/admin/search", &body).await));
         });
@@ -287,10 +292,10 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             leptos::task::spawn_local(async move {
                 let url = format!("/admin/sources/{id}/{what}");
                 let result = match what {
-                    "sync" => client::send::<_, JobView>("POST", &url, &serde_json::json!({}))
+                    "sync" => client::send::<_, JobView>("POST", &url, &NoBody {})
                         .await
                         .map(|_| "Sync queued.".to_owned()),
-                    _ => client::send::<_, SourceView>("POST", &url, &serde_json::json!({})).await.map(|s| {
+                    _ => client::send::<_, SourceView>("POST", &url, &NoBody {}).await.map(|s| {
                         format!("{:?} is {}.", s.name, if s.enabled { "enabled" } else { "disabled" })
                     }),
                 };

@@ -11,7 +11,7 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{EffectiveValue, SourceView, TuningApplied, TuningChange, TuningView};
+use crate::wire::{EffectiveValue, SourceView, TuningApplied, TuningChange, TuningView, VolatilityRequest};
 
 const REINDEX_NEEDED: &str = "(reindex_acknowledgement_required)";
 
@@ -221,7 +221,7 @@ fn Volatility(
                         let id = source.id.clone();
                         let change = move |ev: leptos::ev::Event| {
                             let id = id.clone();
-                            let body = serde_json::json!({"volatility": event_target_value(&ev)});
+                            let body = VolatilityRequest { volatility: event_target_value(&ev) };
                             leptos::task::spawn_local(async move {
                                 let url = format!("/admin/sources/{id}/volatility");
                                 match client::send::<_, SourceView>("PUT", &url, &body).await {

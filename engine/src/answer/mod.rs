@@ -596,7 +596,7 @@ struct Run<'a> {
     /// The enabled sources, as the readiness assessment read them.
     enabled: &'a [String],
     /// Every source, as read with them.
-    sources: &'a [entity::source::Model],
+    sources: &'a [sources::Source],
 }
 
 struct Generated {
@@ -678,11 +678,7 @@ impl Run<'_> {
 
     /// A source's volatility, as read with the readiness verdict.
     fn volatility(&self, source_id: &str) -> sources::Volatility {
-        self.sources
-            .iter()
-            .find(|s| s.id == source_id)
-            .and_then(|s| sources::Volatility::parse(&s.volatility).ok())
-            .unwrap_or(sources::Volatility::Medium)
+        self.sources.iter().find(|s| s.id == source_id).map_or(sources::Volatility::Medium, |s| s.volatility)
     }
 
     async fn serve_cached(

@@ -97,7 +97,16 @@ pub fn account_is_admin(settings: &Settings, account: &admin_account::Model) -> 
         .strip_prefix("oidc:")
         .and_then(|rest| rest.strip_prefix(issuer.trim_end_matches('/')))
         .is_some_and(|rest| rest.starts_with('#'));
-    let groups = account.groups.as_ref().map(crate::store::json_strings).unwrap_or_default();
+    // Unreadable groups fail closed: no admin rights from a corrupt row.
+    let groups: Vec<String> = match account.groups.clone().map(|g| crate::store::decode("account groups", g))
+    {
+        None => Vec::new(),
+        Some(Ok(groups)) => groups,
+        Some(Err(err)) => {
+            tracing::warn!(account = %account.id, %err, "an account's recorded groups cannot be read: not an admin");
+            return false;
+        }
+    };
     from_this_issuer
         && is_authorized_admin(settings, account.email.as_deref(), account.email_verified, &groups)
 }

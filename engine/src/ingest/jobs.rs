@@ -21,7 +21,7 @@ use super::{DocumentError, Indexer, IngestError, Progress};
 
 use crate::corpus::{self, Fingerprint};
 use crate::index::ChunkStore;
-use crate::sources::{self, SourceKind};
+use crate::sources::{self, Source, SourceConfig, SourceStatus};
 use crate::{Error, Lore, Result};
 
 pub const QUEUED: &str = "queued";
@@ -252,8 +252,10 @@ pub async fn cancel_queued(lore: &Lore, source_id: &str) -> Result<()> {
         .filter(index_job::Column::Status.is_in([QUEUED, RUNNING]))
         .exec(&lore.db)
         .await?;
-    let found = sources::get(lore, source_id).await?;
-    if matches!(found.status.as_str(), "queued" | "indexing") {
+    // The row, not the decoded source: a source whose stored configuration
+    // cannot be read can still be disabled or deleted.
+    let found = sources::row(lore, source_id).await?;
+    if [SourceStatus::Queued.key(), SourceStatus::Indexing.key()].contains(&found.status.as_str()) {
         let settled = if found.last_synced_at.is_some() { "ready" } else { "empty" };
         set_source_status(lore, source_id, settled).await?;
     }
@@ -569,10 +571,9 @@ async fn execute(
     // A new embedding model of another size: the old vectors cannot stay in
     // the table; retrieval fails closed until this run re-embeds everything.
     let (store, rebuilt) = match lore.chunks().await {
-        Err(
-            Error::Ingest(IngestError::Index(crate::index::IndexError::Dimensions { .. }))
-            | Error::Index(crate::index::IndexError::Dimensions { .. }),
-        ) => (lore.rebuild_chunks().await?, true),
+        Err(Error::Index(crate::index::IndexError::Dimensions { .. })) => {
+            (lore.rebuild_chunks().await?, true)
+        }
         opened => (opened?, false),
     };
     let chunking = crate::tuning::chunking(lore).await?;
@@ -582,7 +583,7 @@ async fn execute(
         chunking,
     };
     let stamp = corpus::stamped(&lore.db).await?;
-    let indexed = store.count(None).await.map_err(IngestError::Index)?;
+    let indexed = store.count(None).await?;
     let mut full = job.full || rebuilt;
     match &stamp {
         // An empty corpus: whatever this run writes is made by the current model.
@@ -592,9 +593,11 @@ async fn execute(
         _ => full = true,
     }
 
+    // Rows, decoded one by one below: a source that cannot be read fails on
+    // its own, the others are still synced.
     let scope = match (&job.source_id, full) {
-        (Some(id), false) => vec![sources::get(lore, id).await?],
-        _ => sources::list(lore).await?,
+        (Some(id), false) => vec![sources::row(lore, id).await?],
+        _ => source::Entity::find().order_by_asc(source::Column::CreatedAt).all(&lore.db).await?,
     };
     let indexer = Indexer {
         lore: lore.clone(),
@@ -607,16 +610,21 @@ async fn execute(
     };
     let synced: Vec<String> = scope.iter().map(|found| found.id.clone()).collect();
     let mut failures = Vec::new();
-    for found in scope {
+    for row in scope {
         if *cancel.borrow() {
             break;
         }
-        if let Err(err) = sync_source(&indexer, &found, progress, cancel.clone()).await {
-            failures.push(format!("{}: {err}", found.name));
+        let name = row.name.clone();
+        let outcome = match Source::decode(row) {
+            Ok(found) => sync_source(&indexer, &found, progress, cancel.clone()).await,
+            Err(err) => Err(err),
+        };
+        if let Err(err) = outcome {
+            failures.push(format!("{name}: {err}"));
         }
     }
     remove_deleted(lore, store.as_ref(), &synced).await?;
-    store.optimize().await.map_err(IngestError::Index)?;
+    store.optimize().await?;
     if !failures.is_empty() {
         return Err(Error::Ingest(IngestError::Fetch(failures.join("; "))));
     }
@@ -643,7 +651,7 @@ async fn remove_deleted(lore: &Lore, store: &dyn ChunkStore, synced: &[String]) 
     for id in synced {
         if source::Entity::find_by_id(id.clone()).one(&lore.db).await?.is_none() {
             tracing::info!(source = %id, "the source was deleted during the run: removing what the run wrote");
-            store.delete_source(id).await.map_err(IngestError::Index)?;
+            store.delete_source(id).await?;
         }
     }
     Ok(())
@@ -652,16 +660,16 @@ async fn remove_deleted(lore: &Lore, store: &dyn ChunkStore, synced: &[String]) 
 /// Syncs one source and records how it ended on the source row.
 async fn sync_source(
     indexer: &Indexer,
-    found: &source::Model,
+    found: &Source,
     progress: &ProgressHandle,
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
     let lore = &indexer.lore;
     set_source_status(lore, &found.id, "indexing").await?;
-    let result = match SourceKind::parse(&found.kind)? {
-        SourceKind::Upload => super::upload::sync(indexer, found, progress, cancel).await,
-        SourceKind::Website => super::web::sync(indexer, found, progress, cancel).await,
-        SourceKind::PageBank => Err(IngestError::KindUnavailable(found.kind.clone()).into()),
+    let result = match &found.config {
+        SourceConfig::Upload => super::upload::sync(indexer, found, progress, cancel).await,
+        SourceConfig::Website(config) => super::web::sync(indexer, found, config, progress, cancel).await,
+        SourceConfig::PageBank => Err(IngestError::KindUnavailable(found.kind.key().to_owned()).into()),
     };
     let Some(current) = source::Entity::find_by_id(found.id.clone()).one(&lore.db).await? else {
         return Ok(()); // deleted meanwhile
@@ -678,14 +686,12 @@ async fn sync_source(
             row.status = Set("ready".into());
             row.last_error = Set(None);
             row.last_synced_at = Set(Some(now));
-            let mut synced = current.clone();
-            synced.last_synced_at = Some(now);
-            row.next_sync_at = Set(sources::next_sync_after(&synced, now));
+            row.next_sync_at = Set(sources::next_sync_after(&Source::decode(current)?, now));
         }
         Err(err) => {
             row.status = Set("failed".into());
             row.last_error = Set(Some(err.to_string()));
-            row.next_sync_at = Set(sources::next_sync_after(&current, now));
+            row.next_sync_at = Set(sources::next_sync_after(&Source::decode(current)?, now));
         }
     }
     row.update(&lore.db).await?;

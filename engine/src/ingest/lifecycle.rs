@@ -4,12 +4,10 @@
 //! so a new site starts crawling whichever of them created it. (The setup
 //! wizard is the exception by design: its first sync is its own step.)
 
-use entity::{index_job, source};
-
-use super::jobs;
+use super::jobs::{self, Job};
 use crate::audit::Actor;
 use crate::ingest::IngestError;
-use crate::sources::{self, NewSource, SourceKind};
+use crate::sources::{self, NewSource, Source, SourceKind};
 use crate::{Lore, Result};
 
 /// Queues an indexing run of one source, or with `None` and `full` of every
@@ -19,22 +17,17 @@ use crate::{Lore, Result};
 /// an explicit step after the run is queued. Every surface that starts
 /// indexing comes through here; only the scheduler's re-syncs, of sources
 /// indexed before, queue directly.
-pub async fn start_run(
-    lore: &Lore,
-    source_id: Option<&str>,
-    full: bool,
-    trigger: &str,
-) -> Result<index_job::Model> {
+pub async fn start_run(lore: &Lore, source_id: Option<&str>, full: bool, trigger: &str) -> Result<Job> {
     let job = jobs::enqueue(lore, source_id, full, trigger).await?;
     crate::profile::ensure_on_first_index(lore, &Actor::System).await?;
-    Ok(job)
+    Job::decode(job)
 }
 
 /// A source just added, with the first sync queued for it (a website's).
 #[derive(Clone, Debug)]
 pub struct Added {
-    pub source: source::Model,
-    pub first_sync: Option<index_job::Model>,
+    pub source: Source,
+    pub first_sync: Option<Job>,
 }
 
 /// Creates a source and, for a website, queues its first sync (`trigger`
@@ -42,7 +35,7 @@ pub struct Added {
 /// each upload queues a run.
 pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &str) -> Result<Added> {
     let created = sources::create(lore, actor, new).await?;
-    let first_sync = match kind_of(&created)? {
+    let first_sync = match created.kind {
         SourceKind::Website => Some(start_run(lore, Some(&created.id), false, trigger).await?),
         SourceKind::Upload | SourceKind::PageBank => None,
     };
@@ -62,9 +55,7 @@ pub async fn website_at(
     trigger: &str,
 ) -> Result<Added> {
     for existing in sources::list(lore).await? {
-        if kind_of(&existing)? == SourceKind::Website
-            && existing.config.get("start_url").and_then(|v| v.as_str()) == Some(url)
-        {
+        if existing.website().is_some_and(|config| config.start_url == url) {
             return Ok(Added { source: existing, first_sync: None });
         }
     }
@@ -80,12 +71,12 @@ pub async fn website_at(
 
 /// The upload source named `name`, created when there is none. A source of
 /// that name of another kind is refused: files must not land in a website.
-pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Result<source::Model> {
+pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Result<Source> {
     match sources::find(lore, name).await {
-        Ok(found) if kind_of(&found)? == SourceKind::Upload => Ok(found),
+        Ok(found) if found.kind == SourceKind::Upload => Ok(found),
         Ok(found) => Err(crate::Error::InvalidInput(format!(
             "a source named {name:?} exists and is a {} source, not an upload source; choose another name",
-            found.kind
+            found.kind.key()
         ))),
         Err(crate::Error::Ingest(IngestError::SourceNotFound(_))) => {
             let new = NewSource {
@@ -103,15 +94,15 @@ pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Resu
 /// whether its content is fresh (`None`: never synced, or never goes stale).
 #[derive(Clone, Debug)]
 pub struct Overview {
-    pub source: source::Model,
-    pub latest_job: Option<jobs::Job>,
+    pub source: Source,
+    pub latest_job: Option<Job>,
     pub fresh: Option<bool>,
 }
 
 /// The [`Overview`] of `source`.
-pub async fn overview(lore: &Lore, source: source::Model) -> Result<Overview> {
+pub async fn overview(lore: &Lore, source: Source) -> Result<Overview> {
     let latest = jobs::recent(lore, Some(&source.id), 1).await?.into_iter().next();
-    let latest_job = latest.map(jobs::Job::decode).transpose()?;
+    let latest_job = latest.map(Job::decode).transpose()?;
     let fresh = sources::is_fresh(&source, chrono::Utc::now());
     Ok(Overview { source, latest_job, fresh })
 }
@@ -123,8 +114,4 @@ pub async fn overviews(lore: &Lore) -> Result<Vec<Overview>> {
         all.push(overview(lore, source).await?);
     }
     Ok(all)
-}
-
-fn kind_of(source: &source::Model) -> Result<SourceKind> {
-    Ok(SourceKind::parse(&source.kind)?)
 }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use crate::chunk::{chunk_sections, ChunkingParams};
 use crate::embed::Embedder;
 use crate::extract::{self, ExtractError, Extracted};
-use crate::index::{ChunkRow, ChunkStore, IndexError};
+use crate::index::{ChunkRow, ChunkStore};
 use crate::{Error, Lore, Result};
 
 /// Why ingestion refused or failed; each maps to a stable error code.
@@ -65,8 +65,6 @@ pub enum IngestError {
     ReindexAcknowledgementRequired,
     #[error("{0}")]
     InvalidTuning(String),
-    #[error(transparent)]
-    Index(#[from] IndexError),
 }
 
 impl From<ExtractError> for IngestError {
@@ -353,7 +351,7 @@ impl Indexer {
             Some(doc) => doc,
             None => self.insert_pending(&document_id, source_id, fetched, &title).await?,
         };
-        self.store.replace_document(&document_id, rows).await.map_err(IngestError::Index)?;
+        self.store.replace_document(&document_id, rows).await?;
         progress.add(|p| p.embedded += count as u64);
 
         let mut row: document::ActiveModel = doc.into();
@@ -499,7 +497,7 @@ impl Indexer {
             .filter(|doc| doc.last_job_id.as_deref() != Some(self.job_id.as_str()));
         let mut removed = 0;
         for doc in stale {
-            self.store.replace_document(&doc.id, Vec::new()).await.map_err(IngestError::Index)?;
+            self.store.replace_document(&doc.id, Vec::new()).await?;
             document::Entity::delete_by_id(doc.id).exec(&self.lore.db).await?;
             removed += 1;
         }

@@ -6,12 +6,12 @@
 
 use std::path::PathBuf;
 
-use entity::{document, index_job, source};
+use entity::document;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter};
 
-use super::jobs::ProgressHandle;
+use super::jobs::{Job, ProgressHandle};
 use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError, Reading};
-use crate::sources::SourceKind;
+use crate::sources::{Document, Source, SourceKind};
 use crate::{Error, Lore, Result};
 
 /// A file as received.
@@ -42,15 +42,11 @@ pub fn clean_file_name(raw: &str) -> Result<String, IngestError> {
 /// Receives one file into an upload source and queues its indexing. Checks
 /// everything first: on any error nothing is stored and earlier content is
 /// untouched.
-pub async fn receive(
-    lore: &Lore,
-    source_id: &str,
-    upload: Upload,
-) -> Result<(document::Model, index_job::Model)> {
+pub async fn receive(lore: &Lore, source_id: &str, upload: Upload) -> Result<(Document, Job)> {
     let found = crate::sources::get(lore, source_id).await?;
-    if found.kind != SourceKind::Upload.key() {
+    if found.kind != SourceKind::Upload {
         return Err(IngestError::WrongKind {
-            actual: found.kind,
+            actual: found.kind.key().to_owned(),
             wanted: "only upload sources take files".into(),
         }
         .into());
@@ -87,7 +83,7 @@ pub async fn receive(
     };
     store_file(lore, source_id, &doc.id, &fetched).await?;
     let job = super::lifecycle::start_run(lore, Some(source_id), false, "upload").await?;
-    Ok((doc, job))
+    Ok((Document::decode(doc)?, job))
 }
 
 /// Writes the file next to its final place, then renames it over: a reader
@@ -131,7 +127,7 @@ pub async fn remove_all(lore: &Lore, source_id: &str) -> Result<()> {
 /// Indexes every stored file of an upload source.
 pub async fn sync(
     indexer: &Indexer,
-    found: &source::Model,
+    found: &Source,
     progress: &ProgressHandle,
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {

@@ -25,7 +25,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use entity::{document, source};
+use entity::document;
 use futures::StreamExt;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -35,7 +35,7 @@ use super::address::{self, Reason};
 use super::jobs::ProgressHandle;
 use super::{text_hash, Fetched, Indexer, IngestError, Reading};
 use crate::settings::Settings;
-use crate::sources::{parse_website_config, Discovery, WebsiteConfig};
+use crate::sources::{validate_website_config, Discovery, Source, WebsiteConfig};
 use crate::{Error, Result};
 
 /// The crawler's name in User-Agent and for robots.txt rules.
@@ -542,11 +542,12 @@ struct Seen {
 /// pages that are gone (only after a run that reached the site).
 pub async fn sync(
     indexer: &Indexer,
-    found: &source::Model,
+    found: &Source,
+    config: &WebsiteConfig,
     progress: &ProgressHandle,
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
-    let config = parse_website_config(&found.config)?;
+    validate_website_config(config)?;
     let mut crawler = Crawler::new(&indexer.lore.settings, config.clone())?;
     check_address(&crawler.start, crawler.allow_private).await?;
     let listed = crawler.load_robots().await;
@@ -628,7 +629,7 @@ pub async fn sync(
 async fn visit(
     indexer: &Indexer,
     crawler: &Crawler,
-    found: &source::Model,
+    found: &Source,
     pages: Vec<(Url, Option<String>)>,
     known: &HashMap<String, document::Model>,
     seen: &mut Seen,
@@ -760,6 +761,7 @@ fn is_html(fetched: &Fetched) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::parse_website_config;
 
     #[test]
     fn private_loopback_and_link_local_addresses_are_recognised() {

@@ -284,21 +284,17 @@ impl TargetState {
 }
 
 /// The state of `target` at `now`, and the reason when it is not ready.
-pub fn state(
-    target: &model_target::Model,
-    max_age_days: u32,
-    now: DateTime<Utc>,
-) -> (TargetState, Option<String>) {
+pub fn state(target: &Target, max_age_days: u32, now: DateTime<Utc>) -> (TargetState, Option<String>) {
     if !target.enabled {
         return (TargetState::Disabled, Some("the target is disabled; enable it first".into()));
     }
-    match (target.probe_status.as_str(), target.probed_at) {
-        ("ok", Some(at)) if now - at > chrono::Duration::days(max_age_days.into()) => (
+    match (target.probe_status, target.probed_at) {
+        (ProbeStatus::Ok, Some(at)) if now - at > chrono::Duration::days(max_age_days.into()) => (
             TargetState::Stale,
             Some(format!("its last successful probe is older than {max_age_days} days; probe it again")),
         ),
-        ("ok", Some(_)) => (TargetState::Ready, None),
-        ("failed", _) => (
+        (ProbeStatus::Ok, Some(_)) => (TargetState::Ready, None),
+        (ProbeStatus::Failed, _) => (
             TargetState::Blocked,
             Some(format!(
                 "its last probe failed: {}",
@@ -400,12 +396,8 @@ fn check_api_key(secret: &Option<Secret>) -> Result<()> {
 }
 
 /// Stores a new account (its key sealed).
-pub async fn create_account(
-    lore: &Lore,
-    actor: &Actor,
-    input: AccountInput,
-) -> Result<provider_account::Model> {
-    create_account_in(lore, &lore.db, actor, input).await
+pub async fn create_account(lore: &Lore, actor: &Actor, input: AccountInput) -> Result<Account> {
+    Account::decode(create_account_in(lore, &lore.db, actor, input).await?)
 }
 
 async fn create_account_in(
@@ -449,13 +441,8 @@ async fn create_account_in(
 }
 
 /// Edits an account. A blank key keeps the stored one; a value rotates it.
-pub async fn update_account(
-    lore: &Lore,
-    actor: &Actor,
-    id: &str,
-    input: AccountInput,
-) -> Result<provider_account::Model> {
-    let account = account(lore, id).await?;
+pub async fn update_account(lore: &Lore, actor: &Actor, id: &str, input: AccountInput) -> Result<Account> {
+    let account = account_row(lore, id).await?;
     let (_, endpoint, placement) = resolve_account(&input)?;
     let rotated = non_blank(&input.api_key).is_some();
     let mut row: provider_account::ActiveModel = account.clone().into();
@@ -478,26 +465,33 @@ pub async fn update_account(
         serde_json::json!({"key_rotated": rotated}),
     )
     .await?;
-    Ok(updated)
+    Account::decode(updated)
 }
 
-pub async fn account(lore: &Lore, id: &str) -> Result<provider_account::Model> {
+pub async fn account(lore: &Lore, id: &str) -> Result<Account> {
+    Account::decode(account_row(lore, id).await?)
+}
+
+async fn account_row(lore: &Lore, id: &str) -> Result<provider_account::Model> {
     provider_account::Entity::find_by_id(id)
         .one(&lore.db)
         .await?
         .ok_or_else(|| ProviderError::AccountNotFound(id.to_owned()).into())
 }
 
-pub async fn accounts(lore: &Lore) -> Result<Vec<provider_account::Model>> {
-    Ok(provider_account::Entity::find()
+pub async fn accounts(lore: &Lore) -> Result<Vec<Account>> {
+    provider_account::Entity::find()
         .order_by_asc(provider_account::Column::CreatedAt)
         .all(&lore.db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(Account::decode)
+        .collect()
 }
 
 /// Deletes an account with its targets (and the roles bound to them).
 pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
-    let account = account(lore, id).await?;
+    let account = account_row(lore, id).await?;
     let txn = lore.db.begin().await?;
     delete_account_in(&txn, &account.id).await?;
     audit::record(&txn, actor, "provider.account_deleted", Some(id), serde_json::json!({})).await?;
@@ -524,7 +518,7 @@ async fn delete_account_in(db: &impl sea_orm::ConnectionTrait, id: &str) -> Resu
 }
 
 /// The account's endpoint with its key opened, for one call.
-pub fn endpoint_of(lore: &Lore, account: &provider_account::Model) -> Result<Endpoint> {
+pub fn endpoint_of(lore: &Lore, account: &Account) -> Result<Endpoint> {
     let api_key = account.api_key_sealed.as_deref().map(|sealed| lore.keys.open(sealed)).transpose()?;
     Ok(Endpoint { base: account.endpoint.clone(), api_key })
 }
@@ -556,8 +550,8 @@ fn check_price(price: Option<f64>) -> Result<Option<f64>> {
 }
 
 /// Registers a target, unprobed.
-pub async fn register_target(lore: &Lore, actor: &Actor, input: TargetInput) -> Result<model_target::Model> {
-    register_target_in(&lore.db, actor, input).await
+pub async fn register_target(lore: &Lore, actor: &Actor, input: TargetInput) -> Result<Target> {
+    Target::decode(register_target_in(&lore.db, actor, input).await?)
 }
 
 async fn register_target_in(
@@ -612,15 +606,25 @@ async fn register_target_in(
     Ok(row)
 }
 
-pub async fn target(lore: &Lore, id: &str) -> Result<model_target::Model> {
+pub async fn target(lore: &Lore, id: &str) -> Result<Target> {
+    Target::decode(target_row(lore, id).await?)
+}
+
+async fn target_row(lore: &Lore, id: &str) -> Result<model_target::Model> {
     model_target::Entity::find_by_id(id)
         .one(&lore.db)
         .await?
         .ok_or_else(|| ProviderError::TargetNotFound(id.to_owned()).into())
 }
 
-pub async fn targets(lore: &Lore) -> Result<Vec<model_target::Model>> {
-    Ok(model_target::Entity::find().order_by_asc(model_target::Column::CreatedAt).all(&lore.db).await?)
+pub async fn targets(lore: &Lore) -> Result<Vec<Target>> {
+    model_target::Entity::find()
+        .order_by_asc(model_target::Column::CreatedAt)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(Target::decode)
+        .collect()
 }
 
 /// What a change to a target sets; a field that is `None` keeps its value.
@@ -639,12 +643,7 @@ pub struct TargetChange {
 /// Changes a target's switch and prices in one transaction: a change that
 /// is refused (a price out of range) changes nothing, and a change that is
 /// stored is stored whole, with one audit entry per kind of change.
-pub async fn update_target(
-    lore: &Lore,
-    actor: &Actor,
-    id: &str,
-    change: TargetChange,
-) -> Result<model_target::Model> {
+pub async fn update_target(lore: &Lore, actor: &Actor, id: &str, change: TargetChange) -> Result<Target> {
     let txn = lore.db.begin().await?;
     let current = model_target::Entity::find_by_id(id)
         .one(&txn)
@@ -675,7 +674,7 @@ pub async fn update_target(
         audit::record(&txn, actor, action, Some(id), serde_json::json!({})).await?;
     }
     txn.commit().await?;
-    Ok(updated)
+    Target::decode(updated)
 }
 
 /// The outcome of one probe, as recorded.
@@ -688,10 +687,10 @@ pub struct Probe {
 }
 
 /// The minimal real call for the target's capability.
-async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &model_target::Model) -> Result<(), CallError> {
+async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &Target) -> Result<(), CallError> {
     let client = &lore.provider_client;
-    match Capability::parse(&target.capability) {
-        Ok(Capability::Embedding) => {
+    match target.capability {
+        Capability::Embedding => {
             let vectors = client.embeddings(endpoint, &target.model, &["probe".to_owned()]).await?;
             if vectors.first().is_none_or(|v| v.is_empty()) {
                 return Err(CallError::Protocol {
@@ -701,13 +700,13 @@ async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &model_target::Mod
             }
             Ok(())
         }
-        Ok(Capability::Rerank) => {
+        Capability::Rerank => {
             client
                 .rerank(endpoint, &target.model, "probe", &["probe".to_owned(), "other".to_owned()])
                 .await?;
             Ok(())
         }
-        _ => {
+        Capability::Generation => {
             client
                 .chat(endpoint, &target.model, &[Message::user("Reply with the single word: ok")], 8, 0.0)
                 .await?;
@@ -719,8 +718,9 @@ async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &model_target::Mod
 /// Probes a target with a minimal real call and records the result, latency
 /// and time (and the error, when it failed; the client has already scrubbed
 /// the provider's part of it).
-pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(model_target::Model, Probe)> {
-    let target = target(lore, id).await?;
+pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(Target, Probe)> {
+    let stored = target_row(lore, id).await?;
+    let target = Target::decode(stored.clone())?;
     let account = account(lore, &target.account_id).await?;
     let endpoint = endpoint_of(lore, &account)?;
     let started = Instant::now();
@@ -731,34 +731,144 @@ pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(model_target
         error: result.err().map(|err| err.to_string()),
         at: Utc::now(),
     };
-    let mut row: model_target::ActiveModel = target.into();
-    row.probe_status = Set(if probe.ok { "ok" } else { "failed" }.to_owned());
+    let mut row: model_target::ActiveModel = stored.into();
+    let status = if probe.ok { ProbeStatus::Ok } else { ProbeStatus::Failed };
+    row.probe_status = Set(status.key().to_owned());
     row.probe_latency_ms = Set(Some(probe.latency_ms.min(i32::MAX as u64) as i32));
     row.probe_error = Set(probe.error.clone());
     row.probed_at = Set(Some(probe.at));
     let updated = row.update(&lore.db).await?;
     audit::record(&lore.db, actor, "provider.target_probed", Some(id), serde_json::json!({"ok": probe.ok}))
         .await?;
-    Ok((updated, probe))
+    Ok((Target::decode(updated)?, probe))
 }
 
 /// A role and what it is bound to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Binding {
     pub role: Role,
-    pub target: Option<model_target::Model>,
+    pub target: Option<Target>,
     /// The bound target's state now (`None` when unbound).
     pub state: Option<(TargetState, Option<String>)>,
 }
 
-/// A provider account as stored; its key stays sealed in the engine (a
-/// surface shows only whether there is one).
-pub type Account = provider_account::Model;
+/// A provider account as every surface sees it. Its key stays sealed in
+/// the engine: a surface learns only whether there is one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    pub id: String,
+    pub name: String,
+    /// A preset's key (`openai`, `llama_cpp`, ...) or `custom`.
+    pub kind: String,
+    pub placement: Placement,
+    /// The API base, for example `http://127.0.0.1:8080/v1`.
+    pub endpoint: String,
+    api_key_sealed: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Account {
+    fn decode(row: provider_account::Model) -> Result<Account> {
+        let placement = Placement::parse(&row.placement).map_err(|_| {
+            Error::Internal(format!(
+                "provider account {}: its stored placement {:?} is unknown",
+                row.id, row.placement
+            ))
+        })?;
+        Ok(Account {
+            id: row.id,
+            name: row.name,
+            kind: row.kind,
+            placement,
+            endpoint: row.endpoint,
+            api_key_sealed: row.api_key_sealed,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+
+    /// Whether an API key is stored (it is never shown).
+    pub fn has_api_key(&self) -> bool {
+        self.api_key_sealed.is_some()
+    }
+}
+
+/// The last probe's verdict on a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeStatus {
+    Unprobed,
+    Ok,
+    Failed,
+}
+
+impl ProbeStatus {
+    pub fn key(self) -> &'static str {
+        match self {
+            ProbeStatus::Unprobed => "unprobed",
+            ProbeStatus::Ok => "ok",
+            ProbeStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One model reached through one account for one capability, with its last
+/// probe and its pricing, as every surface sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub id: String,
+    pub account_id: String,
+    pub capability: Capability,
+    pub model: String,
+    pub enabled: bool,
+    /// US dollars per million input tokens (for spend estimates).
+    pub input_price_per_mtok: Option<f64>,
+    pub output_price_per_mtok: Option<f64>,
+    pub probe_status: ProbeStatus,
+    pub probe_latency_ms: Option<u32>,
+    pub probe_error: Option<String>,
+    pub probed_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Target {
+    fn decode(row: model_target::Model) -> Result<Target> {
+        let corrupt = |detail: String| Error::Internal(format!("model target {}: {detail}", row.id));
+        let capability = Capability::parse(&row.capability)
+            .map_err(|_| corrupt(format!("its stored capability {:?} is unknown", row.capability)))?;
+        let probe_status = match row.probe_status.as_str() {
+            "unprobed" => ProbeStatus::Unprobed,
+            "ok" => ProbeStatus::Ok,
+            "failed" => ProbeStatus::Failed,
+            other => return Err(corrupt(format!("its stored probe status {other:?} is unknown"))),
+        };
+        let probe_latency_ms = row
+            .probe_latency_ms
+            .map(|ms| {
+                u32::try_from(ms).map_err(|_| corrupt(format!("its stored probe latency {ms} is negative")))
+            })
+            .transpose()?;
+        Ok(Target {
+            id: row.id,
+            account_id: row.account_id,
+            capability,
+            model: row.model,
+            enabled: row.enabled,
+            input_price_per_mtok: row.input_price_per_mtok,
+            output_price_per_mtok: row.output_price_per_mtok,
+            probe_status,
+            probe_latency_ms,
+            probe_error: row.probe_error,
+            probed_at: row.probed_at,
+            created_at: row.created_at,
+        })
+    }
+}
 
 /// A target with its state now, as every surface shows it.
 #[derive(Clone, Debug)]
 pub struct TargetStatus {
-    pub target: model_target::Model,
+    pub target: Target,
     pub state: TargetState,
     /// Why it is not ready (`None` when ready).
     pub reason: Option<String>,
@@ -766,7 +876,7 @@ pub struct TargetStatus {
 
 impl TargetStatus {
     /// `target`'s state now, with this deployment's probe age limit.
-    pub fn of(lore: &Lore, target: model_target::Model) -> Self {
+    pub fn of(lore: &Lore, target: Target) -> Self {
         let (state, reason) = state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
         TargetStatus { target, state, reason }
     }
@@ -776,7 +886,7 @@ impl TargetStatus {
 #[derive(Clone, Debug)]
 pub struct Overview {
     pub presets: &'static [Preset],
-    pub accounts: Vec<provider_account::Model>,
+    pub accounts: Vec<Account>,
     pub targets: Vec<TargetStatus>,
     pub bindings: Vec<Binding>,
 }
@@ -809,7 +919,7 @@ pub async fn bindings(lore: &Lore) -> Result<Vec<Binding>> {
 
 /// The role-binding validator: binds `role` to `target_id` only when the
 /// target has the role's capability and is `ready`.
-pub async fn bind(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<model_target::Model> {
+pub async fn bind(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<Target> {
     let target = target(lore, target_id).await?;
     bind_in(&lore.db, actor, role, &target, lore.settings.providers.probe_max_age_days).await?;
     if role == Role::Embedding {
@@ -822,17 +932,17 @@ async fn bind_in(
     db: &impl sea_orm::ConnectionTrait,
     actor: &Actor,
     role: Role,
-    target: &model_target::Model,
+    target: &Target,
     max_age_days: u32,
 ) -> Result<()> {
-    if target.capability != role.capability().key() {
+    if target.capability != role.capability() {
         return Err(ProviderError::TargetNotReady {
             role: role.key(),
             model: target.model.clone(),
             state: TargetState::Ready,
             reason: format!(
                 "it is a {} target; the {} role needs {}",
-                target.capability,
+                target.capability.key(),
                 role.key(),
                 role.capability().key()
             ),
@@ -881,8 +991,8 @@ pub async fn unbind(lore: &Lore, actor: &Actor, role: Role) -> Result<()> {
 /// A bound role's target with its account, ready to call.
 #[derive(Clone, Debug)]
 pub struct Resolved {
-    pub target: model_target::Model,
-    pub account: provider_account::Model,
+    pub target: Target,
+    pub account: Account,
     pub endpoint: Endpoint,
     pub state: TargetState,
 }
@@ -895,6 +1005,7 @@ pub async fn resolve(lore: &Lore, role: Role) -> Result<Option<Resolved>> {
     let Some(target) = model_target::Entity::find_by_id(binding.target_id).one(&lore.db).await? else {
         return Ok(None);
     };
+    let target = Target::decode(target)?;
     let account = account(lore, &target.account_id).await?;
     let endpoint = endpoint_of(lore, &account)?;
     let (state, _) = state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
@@ -914,11 +1025,7 @@ pub struct QuickAdd {
 /// Stores the account, registers the generation target, probes it and binds
 /// the generation role. The probe runs before anything is stored; the rows
 /// are then written in one transaction, so a failure leaves nothing behind.
-pub async fn quick_add(
-    lore: &Lore,
-    actor: &Actor,
-    add: QuickAdd,
-) -> Result<(provider_account::Model, model_target::Model)> {
+pub async fn quick_add(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<(Account, Target)> {
     let input = AccountInput {
         name: add.name.clone(),
         kind: add.kind.clone(),
@@ -938,15 +1045,15 @@ pub async fn quick_add(
     let call =
         Endpoint { base: endpoint, api_key: non_blank(&add.api_key).map(|k| Secret::new(k.expose().trim())) };
     let started = Instant::now();
-    let unsaved = model_target::Model {
+    let unsaved = Target {
         id: String::new(),
         account_id: String::new(),
-        capability: Capability::Generation.key().to_owned(),
+        capability: Capability::Generation,
         model: model.clone(),
         enabled: true,
         input_price_per_mtok: None,
         output_price_per_mtok: None,
-        probe_status: "unprobed".into(),
+        probe_status: ProbeStatus::Unprobed,
         probe_latency_ms: None,
         probe_error: None,
         probed_at: None,
@@ -971,13 +1078,13 @@ pub async fn quick_add(
     )
     .await?;
     let mut row: model_target::ActiveModel = target.into();
-    row.probe_status = Set("ok".into());
+    row.probe_status = Set(ProbeStatus::Ok.key().into());
     row.probe_latency_ms = Set(Some(latency));
     row.probed_at = Set(Some(Utc::now()));
-    let target = row.update(&txn).await?;
+    let target = Target::decode(row.update(&txn).await?)?;
     bind_in(&txn, actor, Role::Generation, &target, lore.settings.providers.probe_max_age_days).await?;
     txn.commit().await?;
-    Ok((account, target))
+    Ok((Account::decode(account)?, target))
 }
 
 impl From<ProviderError> for Error {
@@ -990,16 +1097,16 @@ impl From<ProviderError> for Error {
 mod tests {
     use super::*;
 
-    fn target(enabled: bool, status: &str, probed_days_ago: Option<i64>) -> model_target::Model {
-        model_target::Model {
+    fn target(enabled: bool, status: ProbeStatus, probed_days_ago: Option<i64>) -> Target {
+        Target {
             id: "t".into(),
             account_id: "a".into(),
-            capability: "generation".into(),
+            capability: Capability::Generation,
             model: "m".into(),
             enabled,
             input_price_per_mtok: None,
             output_price_per_mtok: None,
-            probe_status: status.into(),
+            probe_status: status,
             probe_latency_ms: None,
             probe_error: Some("connection refused".into()),
             probed_at: probed_days_ago.map(|d| Utc::now() - chrono::Duration::days(d)),
@@ -1010,11 +1117,11 @@ mod tests {
     #[test]
     fn target_states_follow_the_probe() {
         let now = Utc::now();
-        assert_eq!(state(&target(true, "ok", Some(1)), 7, now).0, TargetState::Ready);
-        assert_eq!(state(&target(true, "ok", Some(8)), 7, now).0, TargetState::Stale);
-        assert_eq!(state(&target(false, "ok", Some(1)), 7, now).0, TargetState::Disabled);
-        assert_eq!(state(&target(true, "unprobed", None), 7, now).0, TargetState::Unprobed);
-        let (blocked, reason) = state(&target(true, "failed", Some(0)), 7, now);
+        assert_eq!(state(&target(true, ProbeStatus::Ok, Some(1)), 7, now).0, TargetState::Ready);
+        assert_eq!(state(&target(true, ProbeStatus::Ok, Some(8)), 7, now).0, TargetState::Stale);
+        assert_eq!(state(&target(false, ProbeStatus::Ok, Some(1)), 7, now).0, TargetState::Disabled);
+        assert_eq!(state(&target(true, ProbeStatus::Unprobed, None), 7, now).0, TargetState::Unprobed);
+        let (blocked, reason) = state(&target(true, ProbeStatus::Failed, Some(0)), 7, now);
         assert_eq!(blocked, TargetState::Blocked);
         assert!(reason.unwrap().contains("connection refused"));
     }

@@ -11,8 +11,9 @@ use engine::audit::Actor;
 use engine::ingest::{jobs, IngestError};
 use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
-use engine::sources::{self, NewSource};
+use engine::sources::{self, DocumentStatus, NewSource, SourceStatus};
 use engine::{search, Error, Lore};
+use sea_orm::QueryFilter;
 
 const PAGES: usize = 55;
 
@@ -31,7 +32,7 @@ async fn indexed_uris(lore: &Lore, source: &str) -> Vec<String> {
         .await
         .unwrap()
         .into_iter()
-        .filter(|d| d.status == "indexed")
+        .filter(|d| d.status == DocumentStatus::Indexed)
         .map(|d| d.uri)
         .collect();
     uris.sort();
@@ -101,7 +102,7 @@ async fn a_sitemap_sync_indexes_exactly_the_pages_and_re_syncs_only_what_changed
     assert!(!found.results.iter().any(|r| r.chunk.text.contains(&page_text(4))), "the old text is replaced");
 
     let listed = sources::get(&lore, &source).await.unwrap();
-    assert_eq!((listed.status.as_str(), listed.document_count as usize), ("ready", PAGES));
+    assert_eq!((listed.status, listed.document_count as usize), (SourceStatus::Ready, PAGES));
     assert!(sources::is_fresh(&listed, chrono::Utc::now()).unwrap());
     assert!(listed.next_sync_at.is_some(), "a website is re-synced by its volatility");
 }
@@ -164,6 +165,30 @@ async fn private_addresses_are_refused_unless_allowed() {
 }
 
 #[tokio::test]
+async fn a_stored_configuration_that_cannot_be_read_is_an_error_naming_the_source() {
+    let site = Site::start(1, Duration::ZERO).await;
+    let (lore, _dir) = open().await;
+    let source = website(&lore, serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})).await;
+    <entity::source::Entity as sea_orm::EntityTrait>::update_many()
+        .col_expr(
+            entity::source::Column::Config,
+            sea_orm::sea_query::Expr::value(serde_json::json!({"start_url": 5})),
+        )
+        .filter(sea_orm::ColumnTrait::eq(&entity::source::Column::Id, source.as_str()))
+        .exec(&lore.db)
+        .await
+        .unwrap();
+
+    let err = sources::get(&lore, &source).await.unwrap_err().to_string();
+    assert!(err.contains(&source) && err.contains("configuration cannot be read"), "{err}");
+    let listed = engine::ingest::lifecycle::overviews(&lore).await;
+    assert!(listed.is_err(), "the list fails too, rather than showing an empty configuration: {listed:?}");
+    // It can still be removed.
+    sources::delete(&lore, &Actor::System, &source).await.unwrap();
+    assert!(sources::list(&lore).await.unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn a_failed_re_sync_keeps_the_earlier_content() {
     let site = Site::start(3, Duration::ZERO).await;
     let (lore, _dir) = open().await;
@@ -175,16 +200,21 @@ async fn a_failed_re_sync_keeps_the_earlier_content() {
     let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dead_url = format!("http://{}/docs/", dead.local_addr().unwrap());
     drop(dead);
-    let found = sources::get(&lore, &source).await.unwrap();
-    let mut row: entity::source::ActiveModel = found.into();
-    row.config = sea_orm::Set(serde_json::json!({"start_url": dead_url}));
-    sea_orm::ActiveModelTrait::update(row, &lore.db).await.unwrap();
+    <entity::source::Entity as sea_orm::EntityTrait>::update_many()
+        .col_expr(
+            entity::source::Column::Config,
+            sea_orm::sea_query::Expr::value(serde_json::json!({"start_url": dead_url})),
+        )
+        .filter(sea_orm::ColumnTrait::eq(&entity::source::Column::Id, source.as_str()))
+        .exec(&lore.db)
+        .await
+        .unwrap();
 
     let failed = run(&lore, Some(&source), false).await;
     assert_eq!(failed.status, "failed");
     assert_eq!(lore.chunks().await.unwrap().count(None).await.unwrap(), chunks, "nothing was lost");
     let listed = sources::get(&lore, &source).await.unwrap();
-    assert_eq!(listed.status, "failed");
+    assert_eq!(listed.status, SourceStatus::Failed);
     assert!(listed.last_error.is_some());
     assert_eq!(indexed_uris(&lore, &source).await.len(), 3);
 }
@@ -262,7 +292,7 @@ async fn a_crawled_page_that_passes_a_limit_fails_alone_and_the_rest_of_the_site
     let docs = sources::documents(&lore, &source).await.unwrap();
     for (page, reason) in [("deep", "512 deep"), ("bomb.pdf", "expand to more than")] {
         let doc = docs.iter().find(|d| d.uri.ends_with(page)).unwrap();
-        assert_eq!(doc.status, "failed");
+        assert_eq!(doc.status, DocumentStatus::Failed);
         assert!(doc.error.as_deref().unwrap().contains(reason), "{page}: {:?}", doc.error);
     }
 }

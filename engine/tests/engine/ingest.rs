@@ -9,7 +9,7 @@ use engine::ingest::upload::{self, Upload};
 use engine::ingest::IngestError;
 use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
-use engine::sources::{self, NewSource};
+use engine::sources::{self, DocumentStatus, NewSource, SourceKind, SourceStatus};
 use engine::{search, tuning, Error, Lore};
 
 const MARKDOWN: &str = "# Backups\n\n## Nightly snapshots\n\nLore writes a snapshot of the database every night at two o'clock and keeps fourteen of them.\n";
@@ -109,7 +109,7 @@ async fn every_upload_type_is_indexed_and_found() {
     assert!(found.results.iter().all(|r| !r.chunk.text.contains("Home | Docs")));
 
     let listed = sources::get(&lore, &source).await.unwrap();
-    assert_eq!((listed.status.as_str(), listed.document_count), ("ready", 4));
+    assert_eq!((listed.status, listed.document_count), (SourceStatus::Ready, 4));
     assert_eq!(listed.chunk_count as usize, chunk_count(&lore).await);
 }
 
@@ -332,7 +332,7 @@ async fn a_document_a_process_died_on_twice_is_quarantined_and_the_rest_of_the_s
     let suspected = jobs::in_flight(&jobs::get(&lore, &job.id).await.unwrap()).unwrap();
     assert_eq!(suspected.deaths, 1);
     let docs = sources::documents(&lore, &source).await.unwrap();
-    assert_ne!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "quarantined");
+    assert_ne!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, DocumentStatus::Quarantined);
     // The next attempt reads it again (marked with the death it carries) and
     // dies on it again: now it is quarantined.
     let held = jobs::claim(&lore, &job.id, "dead-again").await.unwrap().unwrap();
@@ -341,7 +341,7 @@ async fn a_document_a_process_died_on_twice_is_quarantined_and_the_rest_of_the_s
     assert_eq!(jobs::in_flight(&jobs::get(&lore, &job.id).await.unwrap()), None);
     let docs = sources::documents(&lore, &source).await.unwrap();
     let hours = docs.iter().find(|d| d.uri == "hours.txt").unwrap();
-    assert_eq!(hours.status, "quarantined");
+    assert_eq!(hours.status, DocumentStatus::Quarantined);
     assert!(hours.error.as_deref().unwrap().contains("stopped twice while reading this document"));
 
     // The resumed run skips it with that reason and indexes the rest.
@@ -364,7 +364,7 @@ async fn a_document_a_process_died_on_twice_is_quarantined_and_the_rest_of_the_s
     assert_eq!(progress(&changed).failed, 0);
     let docs = sources::documents(&lore, &source).await.unwrap();
     let hours = docs.iter().find(|d| d.uri == "hours.txt").unwrap();
-    assert_eq!((hours.status.as_str(), hours.quarantined_hash.as_deref()), ("indexed", None));
+    assert_eq!((hours.status, hours.quarantined_hash.as_deref()), (DocumentStatus::Indexed, None));
 }
 
 #[tokio::test]
@@ -385,7 +385,7 @@ async fn a_job_whose_process_keeps_dying_ends_failed_after_its_last_attempt() {
     assert!(message.contains(&format!("stopped {} times", jobs::MAX_ATTEMPTS)), "{message}");
     assert!(jobs::claim(&lore, &job.id, "another").await.unwrap().is_none(), "it is not started again");
     let listed = sources::get(&lore, &source).await.unwrap();
-    assert_eq!(listed.status, "failed");
+    assert_eq!(listed.status, SourceStatus::Failed);
     assert_eq!(listed.last_error.as_deref(), Some(message.as_str()));
 }
 
@@ -413,7 +413,7 @@ async fn a_full_reindex_retries_a_quarantined_document_once_not_in_every_attempt
         jobs::requeue_stale(&lore, std::time::Duration::ZERO).await.unwrap();
     }
     let docs = sources::documents(&lore, &source).await.unwrap();
-    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "quarantined");
+    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, DocumentStatus::Quarantined);
 
     // Its next attempt skips it (the job already tried it) and finishes.
     let ended = run_queued(&lore, &job.id).await;
@@ -424,7 +424,7 @@ async fn a_full_reindex_retries_a_quarantined_document_once_not_in_every_attempt
     let again = run(&lore, None, true).await;
     assert_eq!(progress(&again).failed, 0);
     let docs = sources::documents(&lore, &source).await.unwrap();
-    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, "indexed");
+    assert_eq!(docs.iter().find(|d| d.uri == "hours.txt").unwrap().status, DocumentStatus::Indexed);
 }
 
 #[tokio::test]
@@ -440,7 +440,7 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
     let added = lifecycle::add_source(&lore, &Actor::System, site, "test").await.unwrap();
     let job = added.first_sync.expect("a website's first sync is queued with it");
     assert_eq!(job.source_id.as_deref(), Some(added.source.id.as_str()));
-    assert_eq!(added.source.status, "queued");
+    assert_eq!(added.source.status, SourceStatus::Queued);
 
     // The same start URL finds that source; another creates one named after its host.
     let same =
@@ -450,18 +450,18 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
     let other =
         lifecycle::website_at(&lore, &Actor::System, "http://127.0.0.1:9/blog/", None, "test").await.unwrap();
     assert_ne!(other.source.id, added.source.id);
-    assert_eq!((other.source.name.as_str(), other.source.status.as_str()), ("127.0.0.1", "queued"));
+    assert_eq!((other.source.name.as_str(), other.source.status), ("127.0.0.1", SourceStatus::Queued));
     assert!(other.first_sync.is_some());
 
     // An upload source waits for its files, and is found again by name.
     let files = NewSource { name: "Manuals".into(), kind: "upload".into(), ..NewSource::default() };
     let added = lifecycle::add_source(&lore, &Actor::System, files, "test").await.unwrap();
     assert!(added.first_sync.is_none());
-    assert_eq!(added.source.status, "empty");
+    assert_eq!(added.source.status, SourceStatus::Empty);
     let found = lifecycle::upload_source_named(&lore, &Actor::System, "Manuals").await.unwrap();
     assert_eq!(found.id, added.source.id);
     let created = lifecycle::upload_source_named(&lore, &Actor::System, "Handbook").await.unwrap();
-    assert_eq!(created.kind, "upload");
+    assert_eq!(created.kind, SourceKind::Upload);
     // A website's name is not an upload source's.
     let refused = lifecycle::upload_source_named(&lore, &Actor::System, "Docs").await.unwrap_err();
     assert!(matches!(refused, Error::InvalidInput(_)), "{refused:?}");

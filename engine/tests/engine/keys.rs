@@ -73,7 +73,7 @@ async fn a_widget_key_answers_only_from_its_origins_and_within_its_rate() {
     };
     let (row, raw) = keys::create(&lore, &admin(), new).await.unwrap();
     assert!(raw.starts_with("lore_wk_"));
-    assert_eq!(row.scopes, serde_json::json!(["answer"]));
+    assert_eq!(row.scopes, vec![Scope::Answer]);
 
     let allowed =
         keys::authenticate(&lore, Some(&raw), Scope::Answer, Some("https://docs.example.com")).await;
@@ -152,10 +152,27 @@ async fn usage_is_counted_per_key_over_seven_days() {
 
     // Revoking answers with the key as the list shows it, its usage kept.
     let revoked = keys::revoke(&lore, &admin(), &a.id).await.unwrap();
-    assert_eq!((revoked.key.id.as_str(), revoked.key.status.as_str()), (a.id.as_str(), "revoked"));
+    assert_eq!((revoked.key.id.as_str(), revoked.key.status), (a.id.as_str(), keys::KeyStatus::Revoked));
     assert_eq!(revoked.queries_7d, 2);
     assert!((revoked.estimated_cost_7d - 0.005).abs() < 1e-9);
-    assert_eq!(revoked.scopes, vec!["answer".to_owned()]);
+    assert_eq!(revoked.key.scopes, vec![keys::Scope::Answer]);
     let again = keys::revoke(&lore, &admin(), &a.id).await.unwrap();
     assert_eq!(again.key.revoked_at, revoked.key.revoked_at, "revoking twice changes nothing");
+}
+
+#[tokio::test]
+async fn a_key_whose_stored_scopes_cannot_be_read_is_an_error_never_an_empty_list() {
+    let (lore, _dir) = support::open().await;
+    let (key, raw) = keys::create(&lore, &admin(), secret(&["answer"])).await.unwrap();
+    let stored = entity::access_key::Entity::find_by_id(key.id.clone()).one(&lore.db).await.unwrap().unwrap();
+    let mut row: entity::access_key::ActiveModel = stored.into();
+    row.scopes = sea_orm::Set(serde_json::json!(["answer", "everything"]));
+    sea_orm::ActiveModelTrait::update(row, &lore.db).await.unwrap();
+
+    let err = keys::list(&lore).await.unwrap_err().to_string();
+    assert!(err.contains(&key.id) && err.contains("scopes"), "{err}");
+    // The keyed check does not guess either: the request fails, it is not
+    // served with whatever scopes could be read.
+    let refused = keys::authenticate(&lore, Some(&raw), Scope::Answer, None).await.unwrap_err();
+    assert!(matches!(refused, Error::Internal(ref why) if why.contains("scopes")), "{refused:?}");
 }

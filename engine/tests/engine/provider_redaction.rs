@@ -125,7 +125,7 @@ async fn a_provider_echoing_the_key_in_a_401_reply_leaks_it_nowhere() {
         let error = probe.error.clone().unwrap();
         assert!(error.contains("[redacted]"), "{capability}: {error}");
         assert_keyless(&format!("the {capability} probe's result"), &format!("{probe:?}"));
-        assert_eq!(probed.probe_status, "failed");
+        assert_eq!(probed.probe_status, providers::ProbeStatus::Failed);
         assert_keyless(&format!("the {capability} target's probe_error"), &format!("{probed:?}"));
 
         let stored = providers::target(&lore, &target.id).await.unwrap();

@@ -112,7 +112,7 @@ async fn record(lore: &Lore, run: &Run) {
 }
 
 /// A secret key that may ask for answers.
-async fn answer_key(lore: &Lore, name: &str) -> entity::access_key::Model {
+async fn answer_key(lore: &Lore, name: &str) -> engine::keys::Key {
     let (key, _) = engine::keys::create(
         lore,
         &Actor::System,

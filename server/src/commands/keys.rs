@@ -51,9 +51,9 @@ pub async fn run(settings: Settings, command: KeysCommand) -> anyhow::Result<()>
             }
         }
         KeysCommand::Revoke { key, json } => {
-            let revoked = keys::revoke(&lore, &ACTOR, &key).await.map_err(fail)?.key;
+            let revoked = KeyView::from(keys::revoke(&lore, &ACTOR, &key).await.map_err(fail)?);
             if json {
-                print_json(&serde_json::json!({"id": revoked.id, "status": revoked.status}));
+                print_json(&revoked);
             } else {
                 println!("Revoked {} ({}…).", revoked.name, revoked.prefix);
             }

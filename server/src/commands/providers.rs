@@ -1,7 +1,7 @@
 //! `lore providers add|list|probe`: the same engine calls as the Providers
 //! screen; `providers add` is the quick add.
 
-use app::wire::{AccountView, ProvidersOverview, TargetView};
+use app::wire::{AccountView, ProvidersOverview, QuickAddResult, TargetView};
 use engine::providers::{self, QuickAdd};
 use engine::settings::Secret;
 use engine::Settings;
@@ -27,18 +27,19 @@ pub async fn run(settings: Settings, command: ProvidersCommand) -> anyhow::Resul
                 providers::quick_add(&lore, &ACTOR, QuickAdd { kind, endpoint, api_key, model, name })
                     .await
                     .map_err(fail)?;
+            let added = QuickAddResult {
+                account: AccountView::from(account),
+                target: TargetView::from(providers::TargetStatus::of(&lore, target)),
+            };
             if json {
-                print_json(&serde_json::json!({
-                    "account": AccountView::from(account),
-                    "target": TargetView::from(providers::TargetStatus::of(&lore, target)),
-                }));
+                print_json(&added);
             } else {
                 println!(
                     "Added {} ({}): {} answered in {} ms and now generates answers.",
-                    account.name,
-                    account.endpoint,
-                    target.model,
-                    target.probe_latency_ms.unwrap_or_default()
+                    added.account.name,
+                    added.account.endpoint,
+                    added.target.model,
+                    added.target.probe_latency_ms.unwrap_or_default()
                 );
             }
         }

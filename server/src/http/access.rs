@@ -4,10 +4,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use engine::keys::{self, NewKey};
-use serde::Deserialize;
+use engine::keys;
 
-use app::wire::{CreatedKey, KeyView};
+use app::wire::{CreateKeyRequest, CreatedKey, KeyView};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -18,33 +17,13 @@ pub async fn list(State(state): State<AppState>, _admin: Admin) -> Result<Json<V
     Ok(Json(keys::list(&state.lore).await?.into_iter().map(KeyView::from).collect()))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateKeyRequest {
-    pub name: String,
-    pub kind: String,
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    #[serde(default)]
-    pub origins: Vec<String>,
-    #[serde(default)]
-    pub rate_limit_per_minute: Option<u32>,
-}
-
 /// `POST /admin/keys`: the only response that ever carries the raw key.
 pub async fn create(
     State(state): State<AppState>,
     admin: Admin,
     ApiJson(r): ApiJson<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
-    let new = NewKey {
-        name: r.name,
-        kind: r.kind,
-        scopes: r.scopes,
-        origins: r.origins,
-        rate_limit_per_minute: r.rate_limit_per_minute,
-    };
-    let issued = keys::issue(&state.lore, &admin.actor(), new).await?;
+    let issued = keys::issue(&state.lore, &admin.actor(), r.into()).await?;
     Ok((StatusCode::CREATED, Json(issued.into())))
 }
 

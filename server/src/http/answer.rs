@@ -18,7 +18,10 @@
 
 use std::convert::Infallible;
 
-use app::wire::{AnswerResponse, ErrorBody, ErrorDetail, ProfileRetrievalView, StageView};
+use app::wire::{
+    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ErrorDetail, ProfileRetrievalView,
+    RetrievalRequest, StageView,
+};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -28,7 +31,6 @@ use engine::answer::{self, Ask, Surface};
 use engine::keys::Caller;
 use engine::Lore;
 use futures::StreamExt;
-use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
 
 use super::admin::Admin;
@@ -36,22 +38,6 @@ use super::error::ApiError;
 use super::json::ApiJson;
 use super::public::EstimatedCost;
 use crate::AppState;
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AnswerRequest {
-    /// The engine normalises the question before it checks it
-    /// (`engine::answer::normalise`): the document says how, and its
-    /// `pattern` refuses what normalisation leaves empty.
-    #[schemars(
-        length(min = 1, max = 4000),
-        pattern(crate::http::openapi::visible_text_pattern()),
-        description = crate::http::openapi::QUESTION_DESCRIPTION
-    )]
-    pub question: String,
-    #[serde(default)]
-    pub stream: Option<bool>,
-}
 
 /// Whether to answer with server-sent events: `stream` in the body decides
 /// when given; otherwise `Accept` must prefer `text/event-stream` to JSON
@@ -159,13 +145,6 @@ async fn stream_answer(
     Ok(response)
 }
 
-/// A `token` event's data: the next piece of the answer's text (a word
-/// with the whitespace before it), so that the pieces, joined, are the text.
-#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct AnswerToken {
-    pub text: String,
-}
-
 fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
     Event::default().event(name).data(serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned()))
 }
@@ -191,12 +170,6 @@ fn final_events(answer: AnswerResponse) -> Vec<Event> {
         pieces(&answer.answer).into_iter().map(|text| json_event("token", &AnswerToken { text })).collect();
     events.push(json_event("answer", &answer));
     events
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetrievalRequest {
-    pub query: String,
 }
 
 /// `POST /admin/playground/retrieval`: what the active profile version
@@ -246,7 +219,8 @@ pub fn pieces(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{pieces, wants_stream, AnswerRequest};
+    use super::{pieces, wants_stream};
+    use app::wire::AnswerRequest;
     use axum::http::{header, HeaderMap, HeaderValue};
 
     #[test]

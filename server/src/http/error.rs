@@ -292,13 +292,8 @@ fn ingest_parts(err: &IngestError) -> (Code, String) {
         IngestError::Fetch(_) => codes::FETCH_FAILED,
         IngestError::ReindexAcknowledgementRequired => codes::REINDEX_ACKNOWLEDGEMENT_REQUIRED,
         IngestError::InvalidTuning(_) => codes::INVALID_TUNING,
-        IngestError::Index(_) => codes::INTERNAL,
     };
-    let message = match err {
-        IngestError::Index(_) => "Something went wrong on our side.".to_owned(),
-        other => capitalise(&other.to_string()),
-    };
-    (code, message)
+    (code, capitalise(&err.to_string()))
 }
 
 fn capitalise(text: &str) -> String {

@@ -9,7 +9,6 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use engine::entities::index_job;
 use engine::ingest::{jobs, lifecycle};
 
 use app::wire::JobView;
@@ -18,18 +17,13 @@ use super::admin::Admin;
 use super::error::ApiError;
 use crate::AppState;
 
-/// A run as the console shows it; a stored column that cannot be read is an error.
-pub(crate) fn job_view(job: index_job::Model) -> Result<JobView, ApiError> {
-    Ok(jobs::Job::decode(job)?.into())
-}
-
 pub async fn sync(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let job = lifecycle::start_run(&state.lore, Some(&id), false, "admin").await?;
-    Ok((StatusCode::ACCEPTED, Json(job_view(job)?)))
+    Ok((StatusCode::ACCEPTED, Json(job.into())))
 }
 
 pub async fn reindex(
@@ -37,7 +31,7 @@ pub async fn reindex(
     _admin: Admin,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let job = lifecycle::start_run(&state.lore, None, true, "admin").await?;
-    Ok((StatusCode::ACCEPTED, Json(job_view(job)?)))
+    Ok((StatusCode::ACCEPTED, Json(job.into())))
 }
 
 pub async fn job(

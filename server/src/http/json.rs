@@ -65,18 +65,6 @@ fn is_object(bytes: &[u8]) -> bool {
     bytes.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b'{')
 }
 
-/// For a PATCH field that can be cleared: a key that is present becomes
-/// `Some`, even when its value is `null` (`Some(None)`: clear it), so that only
-/// an absent key (`#[serde(default)]`: `None`) means "leave it as it is".
-/// Plain `Option<Option<T>>` would read `null` as absent.
-pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
-}
-
 #[cfg(test)]
 mod tests {
     use axum::http::{header, StatusCode};

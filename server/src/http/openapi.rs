@@ -8,57 +8,11 @@ use axum::Json;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Value};
 
-use super::answer::{AnswerRequest, AnswerToken};
-use super::public::{RetrieveRequest, RetrieveResponse};
 use crate::AppState;
-use app::wire::{AnswerResponse, ErrorBody, ObservabilityRequest, ObservabilityResponse, StageView};
-
-/// The characters Rust's `char::is_whitespace` (Unicode `White_Space`)
-/// calls whitespace, as ranges: the ones the engine trims from a query and
-/// collapses in a question (`str::trim`, `str::split_whitespace`) before it
-/// checks them. A test holds this table to `char::is_whitespace` over every
-/// character.
-const WHITESPACE: &[(char, char)] = &[
-    ('\u{9}', '\u{d}'),
-    ('\u{20}', '\u{20}'),
-    ('\u{85}', '\u{85}'),
-    ('\u{a0}', '\u{a0}'),
-    ('\u{1680}', '\u{1680}'),
-    ('\u{2000}', '\u{200a}'),
-    ('\u{2028}', '\u{2029}'),
-    ('\u{202f}', '\u{202f}'),
-    ('\u{205f}', '\u{205f}'),
-    ('\u{3000}', '\u{3000}'),
-];
-
-/// The `pattern` of the question and the query: at least one character that
-/// is not whitespace, as an ECMA-262 regular expression (OpenAPI's dialect)
-/// that spells the whitespace out, since `\S` there means another set (it
-/// counts U+0085 as visible and U+FEFF as whitespace). The pattern is not
-/// anchored, so it matches a text with any such character.
-pub fn visible_text_pattern() -> String {
-    let class: String = WHITESPACE
-        .iter()
-        .map(|&(first, last)| {
-            let escape = |c: char| format!("\\u{:04X}", u32::from(c));
-            if first == last {
-                escape(first)
-            } else {
-                format!("{}-{}", escape(first), escape(last))
-            }
-        })
-        .collect();
-    format!("[^{class}]")
-}
-
-/// How `POST /answer` reads `question` (`engine::answer::normalise`): the
-/// length bounds hold after normalisation, so a question of whitespace alone
-/// is refused although its raw length is 1.
-pub const QUESTION_DESCRIPTION: &str = "The question. Lore normalises it before it checks it: whitespace at either end is removed and each run of whitespace inside becomes one space, where whitespace is Unicode `White_Space` (tab, line feed, vertical tab, form feed, carriage return, space, U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; `pattern` lists them). The normalised question must have from 1 to 4000 characters (Unicode scalar values), or the answer is 422 `invalid_input`: so a question of whitespace alone, such as a lone U+0085, is refused although its raw length is 1. Other characters, control characters included, are kept and counted. The raw text's `maxLength` is therefore a safe bound, not the exact one: whitespace that normalisation removes does not count.";
-
-/// How `POST /retrieve` reads `query` (`engine::search`): trimmed, then
-/// checked.
-pub const QUERY_DESCRIPTION: &str = "The search text. Lore trims whitespace from both ends before it checks it, where whitespace is Unicode `White_Space` (tab, line feed, vertical tab, form feed, carriage return, space, U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; `pattern` lists them). The trimmed query must have from 1 to 4000 characters (Unicode scalar values), or the answer is 422 `invalid_input`: so a query of whitespace alone, such as a lone U+0085, is refused although its raw length is 1. Whitespace inside the query and other characters, control characters included, are kept and counted. The raw text's `maxLength` is therefore a safe bound, not the exact one: whitespace at the ends does not count.";
+use app::wire::{
+    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ObservabilityRequest, ObservabilityResponse,
+    RetrieveRequest, RetrieveResponse, StageView,
+};
 
 /// The `text/event-stream` reply of `POST /answer`. OpenAPI 3.0.3 has no
 /// type for a stream of events; the schema describes one event as tools
@@ -246,6 +200,7 @@ pub async fn openapi(State(state): State<AppState>) -> Json<Value> {
 mod tests {
     use std::collections::BTreeMap;
 
+    use app::wire::{visible_text_pattern, QUERY_DESCRIPTION, QUESTION_DESCRIPTION, WHITESPACE};
     use axum::body::Body;
     use axum::extract::FromRequest;
     use axum::http::{header, Request};

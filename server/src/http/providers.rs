@@ -5,11 +5,12 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use engine::providers::{self, AccountInput, QuickAdd, Role, TargetInput};
-use engine::settings::Secret;
-use serde::Deserialize;
+use engine::providers::{self, Role};
 
-use app::wire::{AccountView, ProvidersOverview, QuickAddResult, TargetView};
+use app::wire::{
+    AccountRequest, AccountView, BindRequest, ProvidersOverview, QuickAddRequest, QuickAddResult,
+    TargetPatch, TargetRequest, TargetView,
+};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -21,33 +22,6 @@ pub async fn get_overview(
     _admin: Admin,
 ) -> Result<Json<ProvidersOverview>, ApiError> {
     Ok(Json(providers::overview(&state.lore).await?.into()))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AccountRequest {
-    #[serde(default)]
-    pub name: Option<String>,
-    pub kind: String,
-    #[serde(default)]
-    pub placement: Option<String>,
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    /// Blank or absent on edit: keep the stored key.
-    #[serde(default)]
-    pub api_key: Option<Secret>,
-}
-
-impl From<AccountRequest> for AccountInput {
-    fn from(r: AccountRequest) -> Self {
-        AccountInput {
-            name: r.name,
-            kind: r.kind,
-            placement: r.placement,
-            endpoint: r.endpoint,
-            api_key: r.api_key,
-        }
-    }
 }
 
 pub async fn create_account(
@@ -86,44 +60,13 @@ pub async fn list_models(
     Ok(Json(providers::list_models(&state.lore, &id).await?))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetRequest {
-    pub account_id: String,
-    pub capability: String,
-    pub model: String,
-    #[serde(default)]
-    pub input_price_per_mtok: Option<f64>,
-    #[serde(default)]
-    pub output_price_per_mtok: Option<f64>,
-}
-
 pub async fn register_target(
     State(state): State<AppState>,
     admin: Admin,
     ApiJson(r): ApiJson<TargetRequest>,
 ) -> Result<(StatusCode, Json<TargetView>), ApiError> {
-    let input = TargetInput {
-        account_id: r.account_id,
-        capability: r.capability,
-        model: r.model,
-        input_price_per_mtok: r.input_price_per_mtok,
-        output_price_per_mtok: r.output_price_per_mtok,
-    };
-    let target = providers::register_target(&state.lore, &admin.actor(), input).await?;
+    let target = providers::register_target(&state.lore, &admin.actor(), r.into()).await?;
     Ok((StatusCode::CREATED, Json(TargetView::from(providers::TargetStatus::of(&state.lore, target)))))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetPatch {
-    #[serde(default)]
-    pub enabled: Option<bool>,
-    /// A price key that is absent keeps the price; `null` clears it.
-    #[serde(default, deserialize_with = "super::json::present")]
-    pub input_price_per_mtok: Option<Option<f64>>,
-    #[serde(default, deserialize_with = "super::json::present")]
-    pub output_price_per_mtok: Option<Option<f64>>,
 }
 
 pub async fn update_target(
@@ -132,13 +75,8 @@ pub async fn update_target(
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<TargetPatch>,
 ) -> Result<Json<TargetView>, ApiError> {
-    let change = providers::TargetChange {
-        enabled: patch.enabled,
-        input_price_per_mtok: patch.input_price_per_mtok,
-        output_price_per_mtok: patch.output_price_per_mtok,
-    };
     let lore = &state.lore;
-    let target = providers::update_target(lore, &admin.actor(), &id, change).await?;
+    let target = providers::update_target(lore, &admin.actor(), &id, patch.into()).await?;
     Ok(Json(TargetView::from(providers::TargetStatus::of(lore, target))))
 }
 
@@ -149,13 +87,6 @@ pub async fn probe_target(
 ) -> Result<Json<TargetView>, ApiError> {
     let (target, _) = providers::probe(&state.lore, &admin.actor(), &id).await?;
     Ok(Json(TargetView::from(providers::TargetStatus::of(&state.lore, target))))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BindRequest {
-    /// `None` unbinds the role.
-    pub target_id: Option<String>,
 }
 
 /// `PUT /admin/roles/{role}`: the role-binding validator's verdict.
@@ -176,28 +107,13 @@ pub async fn bind_role(
     Ok(Json(providers::overview(lore).await?.into()))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuickAddRequest {
-    pub kind: String,
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    #[serde(default)]
-    pub api_key: Option<Secret>,
-    pub model: String,
-    #[serde(default)]
-    pub name: Option<String>,
-}
-
 /// `POST /admin/providers/quick-add`: account + target + probe + generation role.
 pub async fn quick_add(
     State(state): State<AppState>,
     admin: Admin,
     ApiJson(r): ApiJson<QuickAddRequest>,
 ) -> Result<(StatusCode, Json<QuickAddResult>), ApiError> {
-    let add =
-        QuickAdd { kind: r.kind, endpoint: r.endpoint, api_key: r.api_key, model: r.model, name: r.name };
-    let (account, target) = providers::quick_add(&state.lore, &admin.actor(), add).await?;
+    let (account, target) = providers::quick_add(&state.lore, &admin.actor(), r.into()).await?;
     Ok((
         StatusCode::CREATED,
         Json(QuickAddResult {

@@ -14,8 +14,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::keys::{self, Caller, Scope};
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
+
+use app::wire::{RetrieveRequest, RetrieveResponse};
 
 use super::error::ApiError;
 use super::json::ApiJson;
@@ -133,68 +134,6 @@ fn preflight(origin: Option<&str>, allowed: bool) -> Response {
     response
 }
 
-#[derive(Debug, schemars::JsonSchema, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetrieveRequest {
-    /// The engine trims the query before it checks it
-    /// (`engine::search`): the document says so, and its `pattern`
-    /// refuses what trimming leaves empty.
-    #[schemars(
-        length(min = 1, max = 4000),
-        pattern(crate::http::openapi::visible_text_pattern()),
-        description = crate::http::openapi::QUERY_DESCRIPTION
-    )]
-    pub query: String,
-    /// Replaces the active profile version's top k.
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 50))]
-    pub top_k: Option<usize>,
-}
-
-#[derive(Debug, schemars::JsonSchema, Serialize)]
-pub struct RetrieveResult {
-    pub chunk_id: String,
-    pub source_id: String,
-    pub document_id: String,
-    pub title: String,
-    pub url: Option<String>,
-    pub text: String,
-    pub score: f32,
-}
-
-#[derive(Debug, schemars::JsonSchema, Serialize)]
-pub struct TraceStage {
-    pub stage: &'static str,
-    pub decision: String,
-    pub reason: String,
-    pub duration_ms: f64,
-}
-
-/// One result's scores: the fused one and each mode's.
-#[derive(Debug, schemars::JsonSchema, Serialize)]
-pub struct ResultScores {
-    pub chunk_id: String,
-    pub score: f32,
-    /// Cosine similarity of the query's and the chunk's embeddings.
-    pub vector_score: f32,
-    /// BM25 score of the full-text search, when the chunk matched it.
-    pub text_score: Option<f32>,
-}
-
-#[derive(Debug, schemars::JsonSchema, Serialize)]
-pub struct RetrieveTrace {
-    pub id: String,
-    pub stages: Vec<TraceStage>,
-    /// Per result, in order: the fused score and the score of each mode.
-    pub retrieval: Vec<ResultScores>,
-}
-
-#[derive(Debug, schemars::JsonSchema, Serialize)]
-pub struct RetrieveResponse {
-    pub results: Vec<RetrieveResult>,
-    pub trace: RetrieveTrace,
-}
-
 /// `POST /retrieve`: hybrid retrieval with the active profile version's
 /// settings (the defaults before a profile exists).
 pub async fn retrieve(
@@ -206,44 +145,4 @@ pub async fn retrieve(
         .await
         .map_err(ApiError::public)?;
     Ok(Json(RetrieveResponse::from(traced)))
-}
-
-impl From<engine::search::Traced> for RetrieveResponse {
-    fn from(traced: engine::search::Traced) -> Self {
-        let engine::search::Traced { found, trace } = traced;
-        let retrieval = found
-            .results
-            .iter()
-            .map(|r| ResultScores {
-                chunk_id: r.chunk.id.clone(),
-                score: r.score,
-                vector_score: r.vector_score,
-                text_score: r.text_score,
-            })
-            .collect();
-        let results = found
-            .results
-            .into_iter()
-            .map(|r| RetrieveResult {
-                chunk_id: r.chunk.id,
-                source_id: r.chunk.source_id,
-                document_id: r.chunk.document_id,
-                title: r.chunk.title,
-                url: r.chunk.url,
-                text: r.chunk.text,
-                score: r.score,
-            })
-            .collect();
-        let stages = trace
-            .stages
-            .into_iter()
-            .map(|s| TraceStage {
-                stage: s.stage.key(),
-                decision: s.decision,
-                reason: s.reason,
-                duration_ms: s.duration_ms,
-            })
-            .collect();
-        RetrieveResponse { results, trace: RetrieveTrace { id: trace.id, stages, retrieval } }
-    }
 }

@@ -3,26 +3,13 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
 
-use app::wire::SearchResults;
+use app::wire::{SearchRequest, SearchResults};
 
 use super::admin::Admin;
 use super::error::ApiError;
 use super::json::ApiJson;
 use crate::AppState;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchRequest {
-    pub query: String,
-    #[serde(default)]
-    pub top_k: Option<usize>,
-    /// The Playground's corpus diagnostic: no score cutoff, and disabled
-    /// sources searched too.
-    #[serde(default)]
-    pub raw: bool,
-}
 
 pub async fn search(
     State(state): State<AppState>,

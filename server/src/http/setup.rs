@@ -16,17 +16,16 @@
 use axum::extract::State;
 use axum::Json;
 use engine::wizard::{self, Step};
-use serde::Deserialize;
 
 use super::admin::Admin;
 use super::error::ApiError;
-use super::jobs::job_view;
 use super::json::ApiJson;
-use super::profile::{details_from_wire, PersonaRequest};
-use super::providers::QuickAddRequest;
 use super::sources::source_view;
 use crate::AppState;
-use app::wire::{AnswerResponse, SetupWizardView};
+use app::wire::{
+    AnswerResponse, AskRequest, CreateSourceRequest, JobView, PersonaRequest, QuickAddRequest,
+    SetupWizardView,
+};
 
 /// Where the wizard is now, after a step moved it (or not).
 async fn view(state: &AppState) -> Result<Json<SetupWizardView>, ApiError> {
@@ -42,7 +41,7 @@ async fn view(state: &AppState) -> Result<Json<SetupWizardView>, ApiError> {
         persona: overview.persona,
         source,
         generation_model: overview.generation_model,
-        job: overview.job.map(job_view).transpose()?,
+        job: overview.job.map(JobView::from),
         answered: overview.progress.answered,
     }))
 }
@@ -59,10 +58,7 @@ pub async fn persona(
     admin: Admin,
     ApiJson(request): ApiJson<PersonaRequest>,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    let choice = engine::profile::PersonaChoice {
-        persona: request.persona,
-        details: details_from_wire(request.details),
-    };
+    let choice = engine::profile::PersonaChoice { persona: request.persona, details: request.details.into() };
     wizard::choose_persona(&state.lore, &admin.actor(), choice).await?;
     view(&state).await
 }
@@ -70,9 +66,9 @@ pub async fn persona(
 pub async fn source(
     State(state): State<AppState>,
     admin: Admin,
-    ApiJson(new): ApiJson<engine::sources::NewSource>,
+    ApiJson(new): ApiJson<CreateSourceRequest>,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    wizard::add_source(&state.lore, &admin.actor(), new).await?;
+    wizard::add_source(&state.lore, &admin.actor(), new.into()).await?;
     view(&state).await
 }
 
@@ -81,26 +77,13 @@ pub async fn provider(
     admin: Admin,
     ApiJson(r): ApiJson<QuickAddRequest>,
 ) -> Result<Json<SetupWizardView>, ApiError> {
-    let add = engine::providers::QuickAdd {
-        kind: r.kind,
-        endpoint: r.endpoint,
-        api_key: r.api_key,
-        model: r.model,
-        name: r.name,
-    };
-    wizard::add_provider(&state.lore, &admin.actor(), add).await?;
+    wizard::add_provider(&state.lore, &admin.actor(), r.into()).await?;
     view(&state).await
 }
 
 pub async fn index(State(state): State<AppState>, admin: Admin) -> Result<Json<SetupWizardView>, ApiError> {
     wizard::start_index(&state.lore, &admin.actor()).await?;
     view(&state).await
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AskRequest {
-    pub question: String,
 }
 
 pub async fn ask(

@@ -19,35 +19,16 @@ use axum::http::StatusCode;
 use axum::Json;
 use engine::ingest::{lifecycle, upload, IngestError};
 use engine::{sources, Lore};
-use serde::Deserialize;
 
-use app::wire::{time, DocumentView, SourceView, UploadReceipt};
+use app::wire::{CreateSourceRequest, DocumentView, SourceView, UploadReceipt, VolatilityRequest};
 
 use super::admin::Admin;
 use super::error::ApiError;
-use super::jobs::job_view;
 use super::json::ApiJson;
 use crate::AppState;
 
-pub fn document_view(doc: entity_document::Model) -> DocumentView {
-    DocumentView {
-        id: doc.id,
-        uri: doc.uri,
-        title: doc.title,
-        url: doc.url,
-        status: doc.status,
-        chunk_count: doc.chunk_count.into(),
-        error: doc.error,
-        indexed_at: doc.indexed_at.map(time),
-    }
-}
-
-// The entity crate through the engine's re-export keeps `server` free of a
-// direct dependency on table shapes.
-use engine::entities::{document as entity_document, source as entity_source};
-
 /// A source as the console lists it (see `ingest::lifecycle::overview`).
-pub(crate) async fn source_view(lore: &Lore, source: entity_source::Model) -> Result<SourceView, ApiError> {
+pub(crate) async fn source_view(lore: &Lore, source: sources::Source) -> Result<SourceView, ApiError> {
     Ok(lifecycle::overview(lore, source).await?.into())
 }
 
@@ -59,9 +40,10 @@ pub async fn list(State(state): State<AppState>, _admin: Admin) -> Result<Json<V
 pub async fn create(
     State(state): State<AppState>,
     admin: Admin,
-    ApiJson(new): ApiJson<sources::NewSource>,
+    ApiJson(new): ApiJson<CreateSourceRequest>,
 ) -> Result<(StatusCode, Json<SourceView>), ApiError> {
-    let added = engine::ingest::lifecycle::add_source(&state.lore, &admin.actor(), new, "admin").await?;
+    let added =
+        engine::ingest::lifecycle::add_source(&state.lore, &admin.actor(), new.into(), "admin").await?;
     Ok((StatusCode::CREATED, Json(source_view(&state.lore, added.source).await?)))
 }
 
@@ -107,7 +89,7 @@ pub async fn documents(
     Path(id): Path<String>,
 ) -> Result<Json<Vec<DocumentView>>, ApiError> {
     let docs = sources::documents(&state.lore, &id).await?;
-    Ok(Json(docs.into_iter().map(document_view).collect()))
+    Ok(Json(docs.into_iter().map(DocumentView::from).collect()))
 }
 
 /// Receives the multipart field `file` (one or more). Each file is checked
@@ -140,7 +122,7 @@ pub async fn upload_files(
         }
         let (document, job) =
             upload::receive(lore, &id, upload::Upload { file_name, content_type, bytes }).await?;
-        receipts.push(UploadReceipt { document: document_view(document), job: job_view(job)? });
+        receipts.push(UploadReceipt { document: document.into(), job: job.into() });
     }
     if receipts.is_empty() {
         return Err(
@@ -157,13 +139,6 @@ fn multipart_error(err: axum::extract::multipart::MultipartError, limit: u64) ->
         engine::Error::InvalidInput(format!("the upload is not valid multipart data: {}", err.body_text()))
             .into()
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VolatilityRequest {
-    /// `static`, `low`, `medium` or `high`.
-    pub volatility: String,
 }
 
 pub async fn set_volatility(

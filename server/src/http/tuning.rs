@@ -8,14 +8,12 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
 
 use super::admin::Admin;
 use super::error::ApiError;
-use super::jobs::job_view;
 use super::json::ApiJson;
 use crate::AppState;
-use app::wire::{TuningApplied, TuningChange, TuningView};
+use app::wire::{ChunkingApplied, ChunkingRequest, TuningApplied, TuningChange, TuningView};
 
 pub async fn get_tuning(State(state): State<AppState>, _admin: Admin) -> Result<Json<TuningView>, ApiError> {
     Ok(Json(engine::tuning::overview(&state.lore).await?.into()))
@@ -39,21 +37,12 @@ pub async fn put_tuning(
     }))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChunkingRequest {
-    pub max_tokens: usize,
-    pub overlap_tokens: usize,
-    #[serde(default)]
-    pub acknowledge_reindex: bool,
-}
-
 /// `PUT /admin/tuning/chunking`: 200 with the queued reindex (or none).
 pub async fn set_chunking(
     State(state): State<AppState>,
     admin: Admin,
     ApiJson(request): ApiJson<ChunkingRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ChunkingApplied>, ApiError> {
     let params = engine::chunk::ChunkingParams {
         max_tokens: request.max_tokens,
         overlap_tokens: request.overlap_tokens,
@@ -61,12 +50,12 @@ pub async fn set_chunking(
     let change =
         engine::tuning::set_chunking(&state.lore, &admin.actor(), params, request.acknowledge_reindex)
             .await?;
-    let body = match change {
-        engine::tuning::ChunkingChange::Unchanged => serde_json::json!({"changed": false, "reindex": null}),
-        engine::tuning::ChunkingChange::Stored => serde_json::json!({"changed": true, "reindex": null}),
+    let applied = match change {
+        engine::tuning::ChunkingChange::Unchanged => ChunkingApplied { changed: false, reindex: None },
+        engine::tuning::ChunkingChange::Stored => ChunkingApplied { changed: true, reindex: None },
         engine::tuning::ChunkingChange::Reindexing(job) => {
-            serde_json::json!({"changed": true, "reindex": job_view(*job)?})
+            ChunkingApplied { changed: true, reindex: Some((*job).into()) }
         }
     };
-    Ok(Json(body))
+    Ok(Json(applied))
 }

@@ -198,7 +198,16 @@ async fn the_provider_key_never_appears_in_plain_text() {
         .unwrap();
     assert_eq!(kept.status(), 200);
     let account = engine::providers::account(&app.lore, &id).await.unwrap();
-    let sealed_before = account.api_key_sealed.clone().unwrap();
+    let sealed = |id: String| async {
+        use sea_orm::EntityTrait;
+        entity::provider_account::Entity::find_by_id(id)
+            .one(&app.lore.db)
+            .await
+            .unwrap()
+            .unwrap()
+            .api_key_sealed
+    };
+    let sealed_before = sealed(id.clone()).await.unwrap();
     assert_eq!(engine::providers::endpoint_of(&app.lore, &account).unwrap().api_key.unwrap().expose(), key);
     let rotated_key = "sk-test-rotated-0123456789";
     app.client
@@ -208,7 +217,7 @@ async fn the_provider_key_never_appears_in_plain_text() {
         .await
         .unwrap();
     let account = engine::providers::account(&app.lore, &id).await.unwrap();
-    assert_ne!(account.api_key_sealed.clone().unwrap(), sealed_before);
+    assert_ne!(sealed(id.clone()).await.unwrap(), sealed_before);
     assert_eq!(
         engine::providers::endpoint_of(&app.lore, &account).unwrap().api_key.unwrap().expose(),
         rotated_key

@@ -1,0 +1,97 @@
+//! The Access screen: access keys as listed, a new key's one showing of its
+//! raw value, and the request that creates one.
+
+use serde::{Deserialize, Serialize};
+
+/// An access key as listed (never its raw value).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyView {
+    pub id: String,
+    pub name: String,
+    /// `secret` or `widget`.
+    pub kind: String,
+    /// The first characters of the raw key.
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    /// `active` or `revoked`.
+    pub status: String,
+    pub origins: Vec<String>,
+    pub rate_limit_per_minute: Option<i64>,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub queries_7d: i64,
+    pub estimated_cost_7d: f64,
+}
+
+/// A new key: the raw value appears here once and never again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CreatedKey {
+    pub key: KeyView,
+    pub raw_key: String,
+    /// For a widget key: the `<script>` tag to paste into a page, loading
+    /// the widget from `server.base_url` (the address visitors reach).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+/// `POST /admin/keys`. A secret key lists its scopes; a widget key its
+/// origins and rate limit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    pub name: String,
+    /// `secret` or `widget`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_per_minute: Option<u32>,
+}
+
+#[cfg(feature = "ssr")]
+mod from_engine {
+    use super::*;
+    use crate::wire::time;
+
+    impl From<engine::keys::KeySummary> for KeyView {
+        fn from(summary: engine::keys::KeySummary) -> Self {
+            let key = summary.key;
+            Self {
+                id: key.id,
+                name: key.name,
+                kind: key.kind.key().to_owned(),
+                prefix: key.prefix,
+                scopes: key.scopes.iter().map(|scope| scope.key().to_owned()).collect(),
+                status: key.status.key().to_owned(),
+                origins: key.origins,
+                rate_limit_per_minute: key.rate_limit_per_minute.map(i64::from),
+                created_at: time(key.created_at),
+                last_used_at: key.last_used_at.map(time),
+                revoked_at: key.revoked_at.map(time),
+                queries_7d: summary.queries_7d,
+                estimated_cost_7d: summary.estimated_cost_7d,
+            }
+        }
+    }
+
+    impl From<engine::keys::Issued> for CreatedKey {
+        fn from(issued: engine::keys::Issued) -> Self {
+            Self { key: issued.summary.into(), raw_key: issued.raw_key, snippet: issued.snippet }
+        }
+    }
+
+    impl From<CreateKeyRequest> for engine::keys::NewKey {
+        fn from(r: CreateKeyRequest) -> Self {
+            Self {
+                name: r.name,
+                kind: r.kind,
+                scopes: r.scopes,
+                origins: r.origins,
+                rate_limit_per_minute: r.rate_limit_per_minute,
+            }
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The Sources screen: sources, their documents and indexing runs, uploads,
+//! and the corpus search.
+
+use serde::{Deserialize, Serialize};
+
+/// A knowledge source (`GET /admin/sources/`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceView {
+    pub id: String,
+    pub name: String,
+    /// `upload` or `website`.
+    pub kind: String,
+    pub enabled: bool,
+    /// `empty`, `queued`, `indexing`, `ready` or `failed`.
+    pub status: String,
+    /// Kind-specific configuration (a website's start URL, patterns, limits).
+    pub config: serde_json::Value,
+    /// `static`, `low`, `medium` or `high`.
+    pub volatility: String,
+    pub document_count: i64,
+    pub chunk_count: i64,
+    pub last_error: Option<String>,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub last_synced_at: Option<String>,
+    pub next_sync_at: Option<String>,
+    /// Within its volatility's re-sync interval (`None`: never synced).
+    pub fresh: Option<bool>,
+    /// The latest indexing run, with its live progress.
+    pub latest_job: Option<JobView>,
+}
+
+/// One indexing run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: String,
+    pub source_id: Option<String>,
+    pub full: bool,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub trigger: String,
+    pub progress: ProgressView,
+    pub errors: Vec<DocumentErrorView>,
+    pub message: Option<String>,
+    /// More than 1: resumed after a restart.
+    pub attempts: i64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgressView {
+    pub discovered: u64,
+    pub fetched: u64,
+    pub extracted: u64,
+    pub chunked: u64,
+    pub embedded: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    pub duplicates: u64,
+    pub skipped: u64,
+    pub removed: u64,
+    pub done: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentErrorView {
+    pub uri: String,
+    pub error: String,
+}
+
+/// A document of a source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentView {
+    pub id: String,
+    pub uri: String,
+    pub title: String,
+    pub url: Option<String>,
+    /// `pending`, `indexed` or `failed`.
+    pub status: String,
+    pub chunk_count: i64,
+    pub error: Option<String>,
+    pub indexed_at: Option<String>,
+}
+
+/// `POST /admin/sources/{id}/files`: the stored file and the run indexing it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UploadReceipt {
+    pub document: DocumentView,
+    pub job: JobView,
+}
+
+/// `POST /admin/search`: hybrid retrieval with each mode's raw score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub results: Vec<SearchHit>,
+    pub candidates: usize,
+    pub below_cutoff: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub heading: Option<String>,
+    pub text: String,
+    /// The fused score that orders results and meets the cutoff.
+    pub score: f32,
+    /// Cosine similarity to the query.
+    pub vector_score: f32,
+    /// Raw BM25 score (absent: not a full-text match).
+    pub text_score: Option<f32>,
+}
+
+/// `POST /admin/sources/` and the wizard's `POST /admin/setup/source`: a new
+/// source, in the JSON shape of `engine::sources::NewSource`. `config` is
+/// kind-specific and the engine validates it, so the server reads any JSON
+/// there (`C` is `serde_json::Value`); the console sends a
+/// [`WebsiteConfigInput`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSourceRequest<C = serde_json::Value> {
+    pub name: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<C>,
+    /// `static`, `low`, `medium` or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volatility: Option<String>,
+}
+
+/// A website source's configuration as the console sends it. What is left
+/// out takes the engine's default (`engine::sources::WebsiteConfig`, which
+/// also validates it). Only sent: the server reads `config` as any JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WebsiteConfigInput {
+    pub start_url: String,
+    /// `sitemap` or `crawl`.
+    pub discovery: String,
+    /// Glob patterns on the URL path (`/docs/**`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pages: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u64>,
+}
+
+/// `PUT /admin/sources/{id}/volatility`: how fast the source's content goes stale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolatilityRequest {
+    /// `static`, `low`, `medium` or `high`.
+    pub volatility: String,
+}
+
+/// `POST /admin/search`: the corpus search of the Sources screen and the
+/// Playground's corpus diagnostic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    pub query: String,
+    #[serde(default)]
+    pub top_k: Option<usize>,
+    /// The Playground's corpus diagnostic: no score cutoff, and disabled
+    /// sources searched too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw: bool,
+}
+
+#[cfg(feature = "ssr")]
+mod from_engine {
+    use super::*;
+    use crate::wire::time;
+
+    /// Retrieval results with each mode's raw score, as the console and
+    /// `lore search` show them.
+    impl From<engine::retrieve::Retrieval> for SearchResults {
+        fn from(found: engine::retrieve::Retrieval) -> Self {
+            Self {
+                candidates: found.candidates,
+                below_cutoff: found.below_cutoff,
+                results: found
+                    .results
+                    .into_iter()
+                    .map(|r| SearchHit {
+                        chunk_id: r.chunk.id,
+                        source_id: r.chunk.source_id,
+                        document_id: r.chunk.document_id,
+                        title: r.chunk.title,
+                        url: r.chunk.url,
+                        heading: r.chunk.heading,
+                        text: r.chunk.text,
+                        score: r.score,
+                        vector_score: r.vector_score,
+                        text_score: r.text_score,
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    impl From<engine::sources::Document> for DocumentView {
+        fn from(doc: engine::sources::Document) -> Self {
+            Self {
+                id: doc.id,
+                uri: doc.uri,
+                title: doc.title,
+                url: doc.url,
+                status: doc.status.key().to_owned(),
+                chunk_count: doc.chunk_count.into(),
+                error: doc.error,
+                indexed_at: doc.indexed_at.map(time),
+            }
+        }
+    }
+
+    impl From<engine::ingest::jobs::Job> for JobView {
+        fn from(job: engine::ingest::jobs::Job) -> Self {
+            Self {
+                id: job.id,
+                source_id: job.source_id,
+                full: job.full,
+                status: job.status,
+                trigger: job.trigger,
+                progress: job.progress.into(),
+                errors: job.errors.into_iter().map(Into::into).collect(),
+                message: job.message,
+                attempts: job.attempts.into(),
+                created_at: time(job.created_at),
+                started_at: job.started_at.map(time),
+                finished_at: job.finished_at.map(time),
+            }
+        }
+    }
+
+    impl From<engine::ingest::lifecycle::Overview> for SourceView {
+        fn from(overview: engine::ingest::lifecycle::Overview) -> Self {
+            let source = overview.source;
+            Self {
+                fresh: overview.fresh,
+                id: source.id,
+                name: source.name,
+                kind: source.kind.key().to_owned(),
+                enabled: source.enabled,
+                status: source.status.key().to_owned(),
+                config: source.config.to_json(),
+                volatility: source.volatility.key().to_owned(),
+                document_count: source.document_count.into(),
+                chunk_count: source.chunk_count.into(),
+                last_error: source.last_error,
+                created_at: time(source.created_at),
+                last_synced_at: source.last_synced_at.map(time),
+                next_sync_at: source.next_sync_at.map(time),
+                latest_job: overview.latest_job.map(JobView::from),
+            }
+        }
+    }
+
+    impl From<engine::ingest::Progress> for ProgressView {
+        fn from(progress: engine::ingest::Progress) -> Self {
+            let engine::ingest::Progress {
+                discovered,
+                fetched,
+                extracted,
+                chunked,
+                embedded,
+                unchanged,
+                failed,
+                duplicates,
+                skipped,
+                removed,
+                done,
+            } = progress;
+            Self {
+                discovered,
+                fetched,
+                extracted,
+                chunked,
+                embedded,
+                unchanged,
+                failed,
+                duplicates,
+                skipped,
+                removed,
+                done,
+            }
+        }
+    }
+
+    impl From<engine::ingest::DocumentError> for DocumentErrorView {
+        fn from(error: engine::ingest::DocumentError) -> Self {
+            Self { uri: error.uri, error: error.error }
+        }
+    }
+
+    impl From<CreateSourceRequest> for engine::sources::NewSource {
+        fn from(r: CreateSourceRequest) -> Self {
+            Self { name: r.name, kind: r.kind, config: r.config, volatility: r.volatility }
+        }
+    }
+}
