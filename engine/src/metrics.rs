@@ -137,10 +137,10 @@ pub struct Sums {
 
 impl Sums {
     /// What one run adds.
-    fn of_run(run: &answer_run::Model) -> Self {
+    fn of_run(run: &RunFacts) -> Self {
         Sums {
             queries: 1,
-            cache_hits: i64::from(run.cache_status == "hit"),
+            cache_hits: i64::from(run.cache_hit),
             refusals: i64::from(run.refused),
             spend_usd: run.estimated_cost_usd,
             savings_usd: run.estimated_savings_usd,
@@ -187,19 +187,57 @@ pub struct Contribution {
 }
 
 /// One stage of a recorded trace, as much of it as the funnel needs.
-#[derive(Deserialize)]
-struct RecordedStage {
-    stage: String,
-    decision: String,
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct RecordedStage {
+    pub stage: String,
+    pub decision: String,
     #[serde(default)]
-    reason: String,
+    pub reason: String,
     /// What the stage's model call cost (generation, escalation).
     #[serde(default)]
-    cost_usd: Option<f64>,
+    pub cost_usd: Option<f64>,
+}
+
+/// What one answer run adds to the rollups: the recorded run with its trace
+/// decoded (once, here; a trace that cannot be read is an error naming the
+/// run, never an empty funnel).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFacts {
+    pub created_at: DateTime<Utc>,
+    /// `api`, `widget`, `playground`, `mcp` or `cli`.
+    pub surface: String,
+    pub key_id: Option<String>,
+    pub question: String,
+    pub cache_hit: bool,
+    pub refused: bool,
+    pub stages: Vec<RecordedStage>,
+    pub estimated_cost_usd: f64,
+    pub estimated_savings_usd: f64,
+    pub latency_ms: f64,
+}
+
+impl RunFacts {
+    pub fn decode(run: &answer_run::Model) -> Result<RunFacts> {
+        let stages = serde_json::from_value(run.stages.clone()).map_err(|err| {
+            crate::Error::Internal(format!("answer run {}: its stored trace cannot be read: {err}", run.id))
+        })?;
+        Ok(RunFacts {
+            created_at: run.created_at,
+            surface: run.surface.clone(),
+            key_id: run.key_id.clone(),
+            question: run.question.clone(),
+            cache_hit: run.cache_status == "hit",
+            refused: run.refused,
+            stages,
+            estimated_cost_usd: run.estimated_cost_usd,
+            estimated_savings_usd: run.estimated_savings_usd,
+            latency_ms: run.latency_ms,
+        })
+    }
 }
 
 impl Contribution {
-    pub fn add(&mut self, run: &answer_run::Model) {
+    pub fn add(&mut self, run: &RunFacts) {
         let contributed = Sums::of_run(run);
         for granularity in [Granularity::Hour, Granularity::Day] {
             let bucket = truncate(run.created_at, granularity);
@@ -226,8 +264,7 @@ impl Contribution {
         let key = run.key_id.clone().unwrap_or_default();
         let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
         count("key", key, &label, "", run.estimated_cost_usd);
-        let stages: Vec<RecordedStage> = serde_json::from_value(run.stages.clone()).unwrap_or_default();
-        for stage in stages {
+        for stage in &run.stages {
             let name = format!("{}/{}", stage.stage, stage.decision);
             count("funnel", name.clone(), &name, &stage.reason, stage.cost_usd.unwrap_or(0.0));
         }
@@ -428,7 +465,9 @@ pub async fn add_runs(db: &impl ConnectionTrait, runs: &[answer_run::Model]) -> 
     const ROWS_PER_INSERT: usize = 100;
     let mut contribution = Contribution::default();
     for batch in runs.chunks(ROWS_PER_INSERT) {
-        batch.iter().for_each(|run| contribution.add(run));
+        for run in batch {
+            contribution.add(&RunFacts::decode(run)?);
+        }
         let rows = batch.iter().cloned().map(sea_orm::IntoActiveModel::into_active_model);
         answer_run::Entity::insert_many(rows).exec_without_returning(db).await?;
     }
@@ -456,7 +495,7 @@ pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
     while let Some(page) = pages.fetch_and_next().await? {
         runs += page.len() as u64;
         for run in &page {
-            contribution.add(run);
+            contribution.add(&RunFacts::decode(run)?);
         }
     }
     metric_rollup::Entity::delete_many().exec(&txn).await?;

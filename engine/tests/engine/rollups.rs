@@ -335,6 +335,10 @@ fn generated(at: DateTime<Utc>, question: String, refused: bool) -> answer_run::
     }
 }
 
+fn run_facts(run: answer_run::Model) -> engine::metrics::RunFacts {
+    engine::metrics::RunFacts::decode(&run).unwrap()
+}
+
 async fn query_rows(lore: &Lore, day: DateTime<Utc>) -> Vec<entity::rollup_count::Model> {
     use entity::rollup_count::Column as C;
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -355,11 +359,15 @@ async fn folding(lore: &Lore) {
     for day in [10, 12] {
         for i in 0..kept {
             for minute in [1, 2] {
-                contribution.add(&generated(at(day, 9, minute), format!("popular question {i}"), false));
+                contribution.add(&run_facts(generated(
+                    at(day, 9, minute),
+                    format!("popular question {i}"),
+                    false,
+                )));
             }
         }
         for i in 0..30 {
-            contribution.add(&generated(at(day, 10, 0), format!("rare question {i}"), true));
+            contribution.add(&run_facts(generated(at(day, 10, 0), format!("rare question {i}"), true)));
         }
     }
     contribution.insert_into(&lore.db).await.unwrap();
@@ -496,4 +504,15 @@ fn latency_slots_are_ten_percent_wide() {
         let upper = metrics::slot_upper_ms(metrics::latency_slot(ms));
         assert!(upper >= ms && upper < ms * 1.1 + 1e-9, "{ms} → {upper}");
     }
+}
+
+#[tokio::test]
+async fn a_run_whose_trace_cannot_be_read_is_an_error_not_an_empty_funnel() {
+    let (lore, _dir) = support::open().await;
+    let mut run = generated(at(20, 9, 0), "how do i back up".into(), false);
+    run.stages = json!({"stage": "not a list of stages"});
+    let err = metrics::record_run(&lore, run.clone()).await.unwrap_err().to_string();
+    assert!(err.contains(&run.id) && err.contains("trace"), "{err}");
+    use sea_orm::{EntityTrait, PaginatorTrait};
+    assert_eq!(answer_run::Entity::find().count(&lore.db).await.unwrap(), 0, "nothing was stored");
 }

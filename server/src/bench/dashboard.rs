@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
-use engine::entities::answer_run;
-use engine::metrics::{self, Contribution, Range};
+use engine::metrics::{self, Contribution, Range, RecordedStage, RunFacts};
 use engine::{Lore, Settings};
 use serde_json::json;
 
@@ -31,43 +30,45 @@ fn question_rank(i: u64) -> u64 {
     (u * QUESTIONS.ln()).exp().floor() as u64
 }
 
-/// The `i`-th generated run (deterministic).
-fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> answer_run::Model {
+/// One recorded stage of a generated trace.
+fn stage(stage: &str, decision: &str, reason: &str) -> RecordedStage {
+    RecordedStage { stage: stage.into(), decision: decision.into(), reason: reason.into(), cost_usd: None }
+}
+
+/// The `i`-th generated run (deterministic), as the rollups see it.
+fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> RunFacts {
     let mix = i.wrapping_mul(2_654_435_761) % 1000;
-    let (cache, refused) = match mix {
-        0..=399 => ("hit", false),
-        400..=899 => ("miss", false),
-        _ => ("miss", true),
+    let (cache_hit, refused) = match mix {
+        0..=399 => (true, false),
+        400..=899 => (false, false),
+        _ => (false, true),
     };
     let seconds_back = (i * 30 * 86_400) / runs.max(1);
-    let stages = if cache == "hit" {
-        json!([{"stage": "exact_cache", "decision": "hit", "reason": "the same question"}])
+    let stages = if cache_hit {
+        vec![stage("exact_cache", "hit", "the same question")]
     } else if refused {
-        json!([{"stage": "exact_cache", "decision": "miss", "reason": "no cached answer"},
-               {"stage": "retrieval", "decision": "nothing", "reason": "none at or above the cutoff"}])
+        vec![
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("retrieval", "nothing", "none at or above the cutoff"),
+        ]
     } else {
-        json!([{"stage": "exact_cache", "decision": "miss", "reason": "no cached answer"},
-               {"stage": "generation", "decision": "answered", "reason": "the model wrote 80 tokens"},
-               {"stage": "grounding", "decision": "grounded", "reason": "supported"}])
+        vec![
+            stage("exact_cache", "miss", "no cached answer"),
+            stage("generation", "answered", "the model wrote 80 tokens"),
+            stage("grounding", "grounded", "supported"),
+        ]
     };
-    answer_run::Model {
-        id: i.to_string(),
+    RunFacts {
         created_at: now - Duration::seconds(i64::try_from(seconds_back).unwrap_or(0)),
         surface: SURFACES[(mix % 5) as usize].to_owned(),
         key_id: (!mix.is_multiple_of(7)).then(|| format!("key-{}", mix % 12)),
-        profile_version: 1,
         question: format!("generated question {}", question_rank(i)),
-        cache_status: cache.to_owned(),
+        cache_hit,
         refused,
-        grounded: !refused,
-        escalated: false,
-        model: None,
         stages,
-        input_tokens: 900,
-        output_tokens: 80,
-        estimated_cost_usd: if cache == "hit" { 0.0 } else { 0.0004 },
-        estimated_savings_usd: if cache == "hit" { 0.0004 } else { 0.0 },
-        latency_ms: if cache == "hit" { 4.0 + (mix % 10) as f64 } else { 400.0 + mix as f64 * 3.0 },
+        estimated_cost_usd: if cache_hit { 0.0 } else { 0.0004 },
+        estimated_savings_usd: if cache_hit { 0.0004 } else { 0.0 },
+        latency_ms: if cache_hit { 4.0 + (mix % 10) as f64 } else { 400.0 + mix as f64 * 3.0 },
     }
 }
 
