@@ -131,11 +131,8 @@ impl Key {
     fn decode(row: access_key::Model) -> Result<Key> {
         let what = |column: &str| format!("access key {}'s {column}", row.id);
         let corrupt = |detail: String| Error::Internal(format!("access key {}: {detail}", row.id));
-        let kind = match row.kind.as_str() {
-            "secret" => KeyKind::Secret,
-            "widget" => KeyKind::Widget,
-            other => return Err(corrupt(format!("its stored kind {other:?} is unknown"))),
-        };
+        let kind = KeyKind::parse(&row.kind)
+            .map_err(|_| corrupt(format!("its stored kind {:?} is unknown", row.kind)))?;
         let status = match row.status.as_str() {
             "active" => KeyStatus::Active,
             "revoked" => KeyStatus::Revoked,

@@ -85,7 +85,7 @@ pub struct Overview {
     /// The chosen persona's key, once chosen.
     pub persona: Option<String>,
     /// The first source (gone if it was deleted since).
-    pub source: Option<sources::Source>,
+    pub source: Option<crate::ingest::lifecycle::Overview>,
     /// The model the generation role is bound to.
     pub generation_model: Option<String>,
     /// The first index run.
@@ -97,7 +97,7 @@ pub async fn overview(lore: &Lore) -> Result<Overview> {
     // Gone when deleted since; anything else (a corrupt record) is an error.
     let source = match &progress.source_id {
         Some(id) => match sources::get(lore, id).await {
-            Ok(found) => Some(found),
+            Ok(found) => Some(crate::ingest::lifecycle::overview(lore, found).await?),
             Err(Error::Ingest(IngestError::SourceNotFound(_))) => None,
             Err(err) => return Err(err),
         },

@@ -11,8 +11,10 @@ pub struct PersonaView {
     pub summary: String,
 }
 
-/// Optional details that tailor the persona's prompt.
+/// Optional details that tailor the persona's prompt. A misspelt detail is
+/// refused, as the engine's `Details` refuses it, not silently dropped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProfileDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub organisation: Option<String>,

@@ -78,6 +78,20 @@ mod from_engine {
     use super::*;
     use engine::readiness;
 
+    impl From<engine::wizard::Overview> for SetupWizardView {
+        fn from(overview: engine::wizard::Overview) -> Self {
+            Self {
+                step: overview.progress.step.key().to_owned(),
+                steps: engine::wizard::Step::ALL.iter().map(|s| s.key().to_owned()).collect(),
+                persona: overview.persona,
+                source: overview.source.map(SourceView::from),
+                generation_model: overview.generation_model,
+                job: overview.job.map(JobView::from),
+                answered: overview.progress.answered,
+            }
+        }
+    }
+
     impl From<readiness::SetupState> for SetupState {
         fn from(state: readiness::SetupState) -> Self {
             Self {

@@ -614,10 +614,15 @@ async fn execute(
         if *cancel.borrow() {
             break;
         }
-        let name = row.name.clone();
+        let (id, name) = (row.id.clone(), row.name.clone());
         let outcome = match Source::decode(row) {
             Ok(found) => sync_source(&indexer, &found, progress, cancel.clone()).await,
-            Err(err) => Err(err),
+            Err(unreadable) => {
+                // Says so on the source, as a failed sync would, rather
+                // than leaving it queued.
+                mark_failed(lore, &id, &unreadable).await?;
+                Err(unreadable)
+            }
         };
         if let Err(err) = outcome {
             failures.push(format!("{name}: {err}"));
@@ -681,21 +686,34 @@ async fn sync_source(
     row.document_count = Set(docs.iter().filter(|d| d.status == "indexed").count() as i32);
     row.chunk_count = Set(docs.iter().map(|d| d.chunk_count).sum());
     row.updated_at = Set(now);
+    // From the row as it is now: the source may have been switched off or
+    // its volatility changed while the run held it.
+    row.next_sync_at = Set(sources::next_sync_after(&Source::decode(current)?, now));
     match &result {
         Ok(()) => {
-            row.status = Set("ready".into());
+            row.status = Set(SourceStatus::Ready.key().into());
             row.last_error = Set(None);
             row.last_synced_at = Set(Some(now));
-            row.next_sync_at = Set(sources::next_sync_after(&Source::decode(current)?, now));
         }
         Err(err) => {
-            row.status = Set("failed".into());
+            row.status = Set(SourceStatus::Failed.key().into());
             row.last_error = Set(Some(err.to_string()));
-            row.next_sync_at = Set(sources::next_sync_after(&Source::decode(current)?, now));
         }
     }
     row.update(&lore.db).await?;
     result
+}
+
+/// Records on a source that its sync failed, and why.
+async fn mark_failed(lore: &Lore, id: &str, err: &Error) -> Result<()> {
+    source::Entity::update_many()
+        .col_expr(source::Column::Status, Expr::value(SourceStatus::Failed.key()))
+        .col_expr(source::Column::LastError, Expr::value(err.to_string()))
+        .col_expr(source::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(source::Column::Id.eq(id))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
 }
 
 async fn set_source_status(lore: &Lore, id: &str, status: &str) -> Result<()> {

@@ -168,7 +168,11 @@ async fn private_addresses_are_refused_unless_allowed() {
 async fn a_stored_configuration_that_cannot_be_read_is_an_error_naming_the_source() {
     let site = Site::start(1, Duration::ZERO).await;
     let (lore, _dir) = open().await;
-    let source = website(&lore, serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})).await;
+    let config = serde_json::json!({"start_url": format!("{}/docs/", site.base_url)});
+    let healthy = website(&lore, config.clone()).await;
+    let broken =
+        NewSource { name: "Broken".into(), kind: "website".into(), config: Some(config), volatility: None };
+    let source = sources::create(&lore, &Actor::System, broken).await.unwrap().id;
     <entity::source::Entity as sea_orm::EntityTrait>::update_many()
         .col_expr(
             entity::source::Column::Config,
@@ -183,9 +187,24 @@ async fn a_stored_configuration_that_cannot_be_read_is_an_error_naming_the_sourc
     assert!(err.contains(&source) && err.contains("configuration cannot be read"), "{err}");
     let listed = engine::ingest::lifecycle::overviews(&lore).await;
     assert!(listed.is_err(), "the list fails too, rather than showing an empty configuration: {listed:?}");
+
+    // A full reindex syncs the other source and reports this one, on the run
+    // and on the source's row.
+    let job = run(&lore, None, true).await;
+    assert_eq!(job.status, "failed");
+    assert!(job.message.as_deref().is_some_and(|m| m.contains("Broken")), "{:?}", job.message);
+    assert!(!indexed_uris(&lore, &healthy).await.is_empty(), "the readable source was synced");
+    let row = <entity::source::Entity as sea_orm::EntityTrait>::find_by_id(source.clone())
+        .one(&lore.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.status, "failed");
+    assert!(row.last_error.is_some_and(|e| e.contains("configuration cannot be read")));
+
     // It can still be removed.
     sources::delete(&lore, &Actor::System, &source).await.unwrap();
-    assert!(sources::list(&lore).await.unwrap().is_empty());
+    assert_eq!(sources::list(&lore).await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -70,6 +70,6 @@ async fn steps_run_in_order_say_what_is_missing_and_resume_after_a_restart() {
     let overview = wizard::overview(&reopened).await.unwrap();
     assert_eq!(overview.progress.step, Step::Provider);
     assert_eq!(overview.persona.as_deref(), Some("customer_support"));
-    assert_eq!(overview.source.map(|s| s.id), Some(source_id));
+    assert_eq!(overview.source.map(|s| s.source.id), Some(source_id));
     assert_eq!(overview.generation_model, None);
 }

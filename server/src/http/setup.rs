@@ -15,35 +15,19 @@
 
 use axum::extract::State;
 use axum::Json;
-use engine::wizard::{self, Step};
+use engine::wizard;
 
 use super::admin::Admin;
 use super::error::ApiError;
 use super::json::ApiJson;
-use super::sources::source_view;
 use crate::AppState;
 use app::wire::{
-    AnswerResponse, AskRequest, CreateSourceRequest, JobView, PersonaRequest, QuickAddRequest,
-    SetupWizardView,
+    AnswerResponse, AskRequest, CreateSourceRequest, PersonaRequest, QuickAddRequest, SetupWizardView,
 };
 
 /// Where the wizard is now, after a step moved it (or not).
 async fn view(state: &AppState) -> Result<Json<SetupWizardView>, ApiError> {
-    let lore = &state.lore;
-    let overview = wizard::overview(lore).await?;
-    let source = match overview.source {
-        Some(found) => Some(source_view(lore, found).await?),
-        None => None,
-    };
-    Ok(Json(SetupWizardView {
-        step: overview.progress.step.key().to_owned(),
-        steps: Step::ALL.iter().map(|s| s.key().to_owned()).collect(),
-        persona: overview.persona,
-        source,
-        generation_model: overview.generation_model,
-        job: overview.job.map(JobView::from),
-        answered: overview.progress.answered,
-    }))
+    Ok(Json(wizard::overview(&state.lore).await?.into()))
 }
 
 pub async fn get_wizard(

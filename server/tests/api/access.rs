@@ -272,6 +272,19 @@ async fn concurrent_profile_saves_one_wins_one_conflicts_and_restore_brings_a_ve
     assert!(empty["active"].is_null());
     assert_eq!(empty["personas"].as_array().unwrap().len(), 5);
 
+    // A misspelt detail is refused, not dropped.
+    let misspelt = app
+        .client
+        .put(app.url("/admin/profile/persona"))
+        .json(&json!({"persona": "devrel_guide", "details": {"prodcut": "Lore"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(misspelt.status(), 422);
+    let refused: Value = misspelt.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "invalid_input");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("prodcut"), "{refused}");
+
     let chosen = app
         .client
         .put(app.url("/admin/profile/persona"))
