@@ -78,6 +78,19 @@ ensure_schemathesis() {
   fi
 }
 
+# The official validator of OpenAPI documents, for the test that validates
+# the data surface's document (`LORE_TEST_OPENAPI_PYTHON`).
+OPENAPI_VALIDATOR_VENV="$LORE_CACHE/openapi-validator"
+OPENAPI_VALIDATOR_VERSION=0.7.2
+ensure_openapi_validator() {
+  if ! "$OPENAPI_VALIDATOR_VENV/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: $OPENAPI_VALIDATOR_VERSION$"; then
+    step "Installing openapi-spec-validator $OPENAPI_VALIDATOR_VERSION (once)"
+    rm -rf "$OPENAPI_VALIDATOR_VENV"
+    python3 -m venv "$OPENAPI_VALIDATOR_VENV"
+    "$OPENAPI_VALIDATOR_VENV/bin/pip" install --quiet "openapi-spec-validator==$OPENAPI_VALIDATOR_VERSION"
+  fi
+}
+
 # cargo fuzz runs the fuzz targets in fuzz/ (scripts/harden).
 ensure_cargo_fuzz() {
   if ! cargo fuzz --version >/dev/null 2>&1; then

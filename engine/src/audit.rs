@@ -6,19 +6,22 @@ use sea_orm::{ActiveModelTrait, ConnectionTrait, NotSet, Set};
 
 use crate::Result;
 
-/// Who acted: an admin account, or Lore itself.
+/// Who acted: an admin account, an application-database user (through
+/// one of its keys), or Lore itself.
 #[derive(Clone, Debug)]
 pub enum Actor {
     Account(String),
+    User(String),
     System,
 }
 
 impl Actor {
-    /// The account id, or `system`.
-    pub fn label(&self) -> &str {
+    /// The account id, `user:<name>`, or `system`.
+    pub fn label(&self) -> String {
         match self {
-            Actor::Account(id) => id,
-            Actor::System => "system",
+            Actor::Account(id) => id.clone(),
+            Actor::User(name) => format!("user:{name}"),
+            Actor::System => "system".to_owned(),
         }
     }
 }
@@ -34,7 +37,7 @@ pub async fn record(
     audit_log::ActiveModel {
         id: NotSet,
         at: Set(Utc::now()),
-        actor: Set(actor.label().to_owned()),
+        actor: Set(actor.label()),
         action: Set(action.to_owned()),
         target: Set(target.map(str::to_owned)),
         details: Set(details),
@@ -42,4 +45,38 @@ pub async fn record(
     .insert(db)
     .await?;
     Ok(())
+}
+
+/// One entry as read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub id: i64,
+    pub at: chrono::DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub details: serde_json::Value,
+}
+
+/// The newest entries first, at most `limit`, older than entry `before` when
+/// given (for paging back).
+pub async fn recent(db: &impl ConnectionTrait, limit: u64, before: Option<i64>) -> Result<Vec<Entry>> {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+    let mut query = audit_log::Entity::find().order_by_desc(audit_log::Column::Id).limit(limit);
+    if let Some(before) = before {
+        query = query.filter(audit_log::Column::Id.lt(before));
+    }
+    Ok(query
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| Entry {
+            id: row.id,
+            at: row.at,
+            actor: row.actor,
+            action: row.action,
+            target: row.target,
+            details: row.details,
+        })
+        .collect())
 }

@@ -8,6 +8,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The application database: users, roles, permissions, tables, records.
+    #[error(transparent)]
+    AppDb(crate::appdb::AppDbError),
+
     /// Sign-in, session or authorization failures.
     #[error(transparent)]
     Auth(#[from] AuthError),

@@ -125,6 +125,9 @@ pub struct Key {
     pub created_at: chrono::DateTime<Utc>,
     pub revoked_at: Option<chrono::DateTime<Utc>>,
     pub last_used_at: Option<chrono::DateTime<Utc>>,
+    /// The application-database user the key acts for; `None` for keys made
+    /// before users existed, which serve `/answer` and `/retrieve` only.
+    pub user: Option<String>,
 }
 
 impl Key {
@@ -157,6 +160,7 @@ impl Key {
             created_at: row.created_at,
             revoked_at: row.revoked_at,
             last_used_at: row.last_used_at,
+            user: row.user_name,
         })
     }
 }
@@ -181,6 +185,9 @@ pub enum KeyError {
     Invalid(String),
     #[error("there is no access key {0}")]
     NotFound(String),
+    /// The `operations` and `mcp` scopes act as a user; this key has none.
+    #[error("the `{0}` scope acts as a user, and this access key belongs to none: create a key for a user")]
+    NeedsUser(&'static str),
 }
 
 /// What a new key is for.
@@ -193,6 +200,9 @@ pub struct NewKey {
     /// Widget keys: `https://docs.example.com` style origins.
     pub origins: Vec<String>,
     pub rate_limit_per_minute: Option<u32>,
+    /// The user the key acts for: required for the `operations` and `mcp`
+    /// scopes.
+    pub user: Option<String>,
 }
 
 /// A key as listed: never its raw value.
@@ -209,6 +219,8 @@ pub struct Caller {
     pub key_id: String,
     pub kind: KeyKind,
     pub name: String,
+    /// The user the key acts for, if it has one.
+    pub user: Option<String>,
 }
 
 pub fn hash(raw: &str) -> String {
@@ -291,6 +303,22 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(Key, Str
             (vec![Scope::Answer], origins, Some(rate as i32))
         }
     };
+    let user = match new.user.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        Some(name) => match crate::appdb::users::user(lore, name).await? {
+            Some(user) => Some(user.username),
+            None => return Err(KeyError::Invalid(format!("there is no user `{name}`")).into()),
+        },
+        None => None,
+    };
+    if user.is_none() {
+        if let Some(scope) = scopes.iter().find(|s| matches!(s, Scope::Operations | Scope::Mcp)) {
+            return Err(KeyError::Invalid(format!(
+                "the `{}` scope acts as a user: choose the user the key belongs to",
+                scope.key()
+            ))
+            .into());
+        }
+    }
     let raw = random_key(match kind {
         KeyKind::Secret => SECRET_PREFIX,
         KeyKind::Widget => WIDGET_PREFIX,
@@ -305,10 +333,11 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(Key, Str
         status: Set("active".to_owned()),
         origins: Set(serde_json::json!(origins)),
         rate_limit_per_minute: Set(rate),
-        created_by: Set(actor.label().to_owned()),
+        created_by: Set(actor.label()),
         created_at: Set(Utc::now()),
         revoked_at: Set(None),
         last_used_at: Set(None),
+        user_name: Set(user.clone()),
     }
     .insert(&lore.db)
     .await?;
@@ -317,7 +346,7 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(Key, Str
         actor,
         "key.created",
         Some(&row.id),
-        serde_json::json!({"kind": kind.key(), "name": name}),
+        serde_json::json!({"kind": kind.key(), "name": name, "user": user}),
     )
     .await?;
     Ok((Key::decode(row)?, raw))
@@ -469,12 +498,15 @@ pub async fn authenticate(
     if !key.scopes.contains(&scope) {
         return Err(KeyError::Scope(scope.key()).into());
     }
+    if matches!(scope, Scope::Operations | Scope::Mcp) && key.user.is_none() {
+        return Err(KeyError::NeedsUser(scope.key()).into());
+    }
     if let Some(rate) = key.rate_limit_per_minute {
         if !lore.rate_limiter.allow(&key.id, rate.max(1)) {
             return Err(KeyError::RateLimited(rate).into());
         }
     }
-    Ok(Caller { key_id: key.id, kind, name: key.name })
+    Ok(Caller { key_id: key.id, kind, name: key.name, user: key.user })
 }
 
 /// Whether any active widget key allows `origin` (for CORS preflights, which

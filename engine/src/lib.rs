@@ -6,6 +6,7 @@
 //! database and the keys derived from the master key.
 
 pub mod answer;
+pub mod appdb;
 pub mod audit;
 pub mod auth;
 pub mod chunk;
@@ -17,10 +18,12 @@ pub mod index;
 pub mod ingest;
 pub mod keys;
 pub mod metrics;
+pub mod operations;
 pub mod profile;
 pub mod providers;
 pub mod readiness;
 pub mod recorder;
+pub mod resources;
 pub mod retrieve;
 pub mod search;
 pub mod secrets;
@@ -59,12 +62,21 @@ pub struct Lore {
     pub(crate) rate_limiter: Arc<keys::RateLimiter>,
     /// Writes answer runs and key usage behind the requests that made them.
     recorder: recorder::Recorder,
+    /// Role and schema changes of the application database, for whoever
+    /// keeps a view of what a user may see (the tool server's sessions).
+    appdb_events: tokio::sync::broadcast::Sender<appdb::Event>,
+    /// Counts schema changes seen by this process: the resource registry
+    /// registers the catalog's exported tables again when it moved.
+    schema_generation: Arc<std::sync::atomic::AtomicU64>,
+    /// Every resource, by path (see [`resources`]).
+    resources: Arc<resources::Registry>,
 }
 
 impl Lore {
     /// Opens the data directory, the master key and the database, applies
-    /// pending migrations and makes sure the cluster row exists. Idempotent:
-    /// a second open of the same data changes nothing.
+    /// pending migrations, makes sure the cluster row exists and applies the
+    /// schema file (`appdb.schema`), if one is configured. Idempotent: a
+    /// second open of the same data changes nothing.
     pub async fn open(settings: Settings) -> Result<Self> {
         std::fs::create_dir_all(&settings.data_dir).map_err(|source| Error::Io {
             context: format!("creating data directory {}", settings.data_dir.display()),
@@ -79,7 +91,7 @@ impl Lore {
             settings.providers.request_timeout_seconds.max(1),
         ))
         .map_err(|err| Error::Internal(err.to_string()))?;
-        Ok(Self {
+        let lore = Self {
             settings: Arc::new(settings),
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
@@ -89,8 +101,15 @@ impl Lore {
             provider_client,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
             recorder: recorder::Recorder::start(db.clone()),
+            appdb_events: tokio::sync::broadcast::channel(64).0,
+            schema_generation: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            resources: Arc::new(resources::Registry::default()),
             db,
-        })
+        };
+        resources::install(&lore.resources);
+        // A schema file that cannot be applied stops the start, naming its line.
+        appdb::schema::apply_configured(&lore).await?;
+        Ok(lore)
     }
 
     /// What embeds text now: the target the embedding role is bound to, or
@@ -165,6 +184,31 @@ impl Lore {
         if let Some(old) = answer_cache.take() {
             flush(&old).await;
         }
+    }
+
+    /// Tells subscribers that roles or the schema changed. Nobody listening
+    /// is not an error.
+    pub fn appdb_event(&self, event: appdb::Event) {
+        if event == appdb::Event::SchemaReloaded {
+            self.schema_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let _ = self.appdb_events.send(event);
+    }
+
+    /// How many schema changes this process has seen.
+    pub fn schema_generation(&self) -> u64 {
+        self.schema_generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The resource registry as it stands (use [`resources::registry`] to
+    /// have the catalog's exported tables registered first).
+    pub fn resources(&self) -> &resources::Registry {
+        &self.resources
+    }
+
+    /// Role and schema changes from now on (see [`appdb::Event`]).
+    pub fn appdb_events(&self) -> tokio::sync::broadcast::Receiver<appdb::Event> {
+        self.appdb_events.subscribe()
     }
 
     /// Where answer runs and key usage are recorded (behind the request).

@@ -416,7 +416,7 @@ async fn insert_version(
         based_on: Set(based_on),
         snapshot: Set(stored_form(snapshot)?),
         note: Set(note.map(str::to_owned)),
-        created_by: Set(actor.label().to_owned()),
+        created_by: Set(actor.label()),
         created_at: Set(Utc::now()),
         evals: Set(None),
     }
@@ -633,7 +633,7 @@ pub async fn choose_persona(lore: &Lore, actor: &Actor, choice: PersonaChoice) -
     persona(&choice.persona)?;
     let value = serde_json::to_value(&choice).map_err(|err| Error::Internal(err.to_string()))?;
     let txn = lore.db.begin().await?;
-    crate::store::put_setting(&txn, CHOSEN_PERSONA, value.clone(), actor.label()).await?;
+    crate::store::put_setting(&txn, CHOSEN_PERSONA, value.clone(), &actor.label()).await?;
     audit::record(&txn, actor, "profile.persona_chosen", None, value).await?;
     txn.commit().await?;
     Ok(())

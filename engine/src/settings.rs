@@ -38,6 +38,8 @@ pub struct Settings {
     #[serde(default)]
     pub mcp: McpSettings,
     #[serde(default)]
+    pub appdb: AppDbSettings,
+    #[serde(default)]
     pub metrics: MetricsSettings,
     /// `text` (default) or `json` (`LORE_LOG_FORMAT=json`).
     #[serde(default)]
@@ -61,6 +63,7 @@ impl Default for Settings {
             providers: ProvidersSettings::default(),
             answer: AnswerSettings::default(),
             mcp: McpSettings::default(),
+            appdb: AppDbSettings::default(),
             metrics: MetricsSettings::default(),
             log_format: LogFormat::default(),
             master_key: None,
@@ -499,6 +502,16 @@ pub struct MetricsSettings {
     pub enabled: bool,
     #[serde(default)]
     pub key: Option<Secret>,
+}
+
+/// The application database: `schema` is the path of the schema file
+/// (GraphQL SDL), applied at start and by `lore schema apply`; a relative
+/// path is read from the working directory.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppDbSettings {
+    #[serde(default)]
+    pub schema: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

@@ -32,6 +32,21 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection> {
     Ok(Database::connect(options).await?)
 }
 
+/// Begins a transaction that will write. On SQLite it takes the write lock
+/// first (a write that changes nothing): a deferred transaction that reads
+/// and then writes fails at once, with a busy error no timeout waits out,
+/// when another connection committed in between (the recorder writing a
+/// key's usage behind the previous request, say); one that starts with a
+/// write waits its turn.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTransaction> {
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let txn = db.begin().await?;
+    if txn.get_database_backend() == sea_orm::DbBackend::Sqlite {
+        txn.execute_unprepared("UPDATE cluster_state SET id = id").await?;
+    }
+    Ok(txn)
+}
+
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {

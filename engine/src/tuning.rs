@@ -55,7 +55,7 @@ pub async fn set_chunking(
     }
     let value = serde_json::to_value(params).map_err(|err| Error::Internal(err.to_string()))?;
     let txn = lore.db.begin().await?;
-    crate::store::put_setting(&txn, CHUNKING, value.clone(), actor.label()).await?;
+    crate::store::put_setting(&txn, CHUNKING, value.clone(), &actor.label()).await?;
     audit::record(&txn, actor, "tuning.chunking", None, value).await?;
     txn.commit().await?;
     if indexed > 0 {

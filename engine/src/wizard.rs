@@ -129,7 +129,7 @@ pub async fn progress(lore: &Lore) -> Result<Progress> {
 
 async fn save(lore: &Lore, actor: &Actor, progress: &Progress) -> Result<()> {
     let value = serde_json::to_value(progress).map_err(|err| Error::Internal(err.to_string()))?;
-    crate::store::put_setting(&lore.db, PROGRESS, value, actor.label()).await?;
+    crate::store::put_setting(&lore.db, PROGRESS, value, &actor.label()).await?;
     audit::record(&lore.db, actor, "setup.step", None, serde_json::json!({"step": progress.step.key()}))
         .await?;
     Ok(())

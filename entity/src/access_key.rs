@@ -28,6 +28,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub revoked_at: Option<DateTimeUtc>,
     pub last_used_at: Option<DateTimeUtc>,
+    /// The application-database user the key acts for; none for keys made
+    /// before users existed (they serve `/answer` and `/retrieve` only).
+    pub user_name: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -14,6 +14,7 @@ mod m20261122_000005_rollups;
 mod m20261123_000006_rollup_count_by_kind;
 mod m20261123_000007_admin_account_claims;
 mod m20261124_000008_quarantine;
+mod m20261125_000009_appdb;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000006_rollup_count_by_kind::Migration),
             Box::new(m20261123_000007_admin_account_claims::Migration),
             Box::new(m20261124_000008_quarantine::Migration),
+            Box::new(m20261125_000009_appdb::Migration),
         ]
     }
 }

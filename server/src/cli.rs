@@ -80,6 +80,21 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Users of the application database (what keys act as).
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
+    /// Roles: HarperDB's permission trees.
+    Roles {
+        #[command(subcommand)]
+        command: RolesCommand,
+    },
+    /// The application database's schema file.
+    Schema {
+        #[command(subcommand)]
+        command: SchemaCommand,
+    },
     /// Ask a question through the answer pipeline (recorded as surface `cli`).
     Ask {
         question: String,
@@ -123,6 +138,19 @@ impl Command {
                 ProvidersCommand::Add { json, .. }
                 | ProvidersCommand::List { json }
                 | ProvidersCommand::Probe { json, .. } => *json,
+            },
+            Command::Schema { command: SchemaCommand::Apply { json, .. } } => *json,
+            Command::Users { command } => match command {
+                UsersCommand::List { json }
+                | UsersCommand::Add { json, .. }
+                | UsersCommand::Alter { json, .. }
+                | UsersCommand::Drop { json, .. } => *json,
+            },
+            Command::Roles { command } => match command {
+                RolesCommand::List { json }
+                | RolesCommand::Add { json, .. }
+                | RolesCommand::Alter { json, .. }
+                | RolesCommand::Drop { json, .. } => *json,
             },
             Command::Keys { command } => match command {
                 KeysCommand::Create { json, .. }
@@ -265,6 +293,9 @@ pub enum KeysCommand {
         /// Requests per minute (widget keys; default 30).
         #[arg(long)]
         rate_limit: Option<u32>,
+        /// The user the key acts for (needed for the mcp and operations scopes).
+        #[arg(long)]
+        user: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -276,6 +307,88 @@ pub enum KeysCommand {
     /// Revoke a key: callers using it get 401 at once.
     Revoke {
         key: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Users with their role and whether they are active.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a user with a role (users have no password: make a key for them).
+    Add {
+        username: String,
+        #[arg(long)]
+        role: String,
+        /// Add it inactive (its keys are refused until it is activated).
+        #[arg(long)]
+        inactive: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a user another role, or (de)activate it; counts from the next request.
+    Alter {
+        username: String,
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long)]
+        active: Option<bool>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop a user; its keys are revoked.
+    Drop {
+        username: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolesCommand {
+    /// Roles with their permission trees.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a role; `--permission` is HarperDB's permission object as JSON.
+    Add {
+        name: String,
+        #[arg(long)]
+        permission: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a role and/or replace its permission tree (ROLE: id or name).
+    Alter {
+        role: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        permission: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop a role no user has (ROLE: id or name).
+    Drop {
+        role: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SchemaCommand {
+    /// Apply the schema file (`appdb.schema`, or `--file`): create the
+    /// tables it declares, add their new attributes; nothing is dropped.
+    Apply {
+        /// A schema file other than the configured one.
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
     },

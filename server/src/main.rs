@@ -39,6 +39,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingest { target, name, json } => commands::ingest::run(settings, &target, name, json).await,
         Command::Providers { command } => commands::providers::run(settings, command).await,
         Command::Keys { command } => commands::keys::run(settings, command).await,
+        Command::Schema { command } => commands::schema::run(settings, command).await,
+        Command::Users { command } => commands::users::run_users(settings, command).await,
+        Command::Roles { command } => commands::users::run_roles(settings, command).await,
         Command::Ask { question, json } => commands::ask::run(settings, &question, json).await,
         Command::Rollups { command: RollupsCommand::Rebuild { json } } => {
             commands::rollups::rebuild(settings, json).await

@@ -17,8 +17,8 @@ pub fn app(lore: Lore) -> axum::Router {
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
-/// indexing worker and the hourly folding of closed rollup days run beside
-/// the server and stop with it; a job left unfinished is resumed by the next
+/// indexing worker, the hourly folding of closed rollup days and the sweep
+/// of expired application records run beside the server and stop with it; a job left unfinished is resumed by the next
 /// start. What the answer path writes behind its requests (runs, answer cache
 /// rows) is flushed last.
 pub async fn serve(
@@ -28,6 +28,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped.clone()));
+    let sweeper = tokio::spawn(engine::appdb::records::keep_sweeping(lore.clone(), stopped.clone()));
     let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));
     let served = axum::serve(listener, app(lore.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
@@ -36,6 +37,7 @@ pub async fn serve(
     let _ = stop_worker.send(true);
     worker.abort();
     rollups.abort();
+    sweeper.abort();
     lore.flush_writes().await;
     served
 }

@@ -100,6 +100,7 @@ fn NewKeyForm(
     let operations = RwSignal::new(false);
     let origins = RwSignal::new(String::new());
     let rate = RwSignal::new("30".to_owned());
+    let user = RwSignal::new(String::new());
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = if kind.get() == "widget" {
@@ -115,6 +116,7 @@ fn NewKeyForm(
                     .map(str::to_owned)
                     .collect(),
                 rate_limit_per_minute: Some(rate.get().trim().parse::<u32>().unwrap_or(30)),
+                user: None,
             }
         } else {
             let scopes: Vec<String> =
@@ -129,6 +131,7 @@ fn NewKeyForm(
                 scopes,
                 origins: Vec::new(),
                 rate_limit_per_minute: None,
+                user: Some(user.get().trim().to_owned()).filter(|u| !u.is_empty()),
             }
         };
         leptos::task::spawn_local(async move {
@@ -164,6 +167,10 @@ fn NewKeyForm(
                         <label><input type="checkbox" name="scope-mcp" bind:checked=mcp/>" mcp"</label>
                         <label><input type="checkbox" name="scope-operations" bind:checked=operations/>" operations"</label>
                     </fieldset>
+                    <label>
+                        "Acts as user"
+                        <input name="user" bind:value=user placeholder="needed for mcp and operations"/>
+                    </label>
                 }
             >
                 <label>"Allowed origins" <input name="origins" bind:value=origins placeholder="https://docs.example.com"/></label>

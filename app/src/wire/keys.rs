@@ -22,6 +22,10 @@ pub struct KeyView {
     pub revoked_at: Option<String>,
     pub queries_7d: i64,
     pub estimated_cost_7d: f64,
+    /// The application-database user the key acts for (none for keys made
+    /// before users existed: they serve `/answer` and `/retrieve` only).
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 /// A new key: the raw value appears here once and never again.
@@ -49,6 +53,9 @@ pub struct CreateKeyRequest {
     pub origins: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_per_minute: Option<u32>,
+    /// The user the key acts for; the `operations` and `mcp` scopes need one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 #[cfg(feature = "ssr")]
@@ -73,6 +80,7 @@ mod from_engine {
                 revoked_at: key.revoked_at.map(time),
                 queries_7d: summary.queries_7d,
                 estimated_cost_7d: summary.estimated_cost_7d,
+                user: key.user,
             }
         }
     }
@@ -91,6 +99,7 @@ mod from_engine {
                 scopes: r.scopes,
                 origins: r.origins,
                 rate_limit_per_minute: r.rate_limit_per_minute,
+                user: r.user,
             }
         }
     }

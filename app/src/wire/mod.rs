@@ -16,6 +16,7 @@ mod answer;
 mod errors;
 mod keys;
 mod observability;
+mod operations;
 mod profile;
 mod providers;
 mod setup;
@@ -26,6 +27,8 @@ pub use answer::*;
 pub use errors::*;
 pub use keys::*;
 pub use observability::*;
+#[cfg(feature = "ssr")]
+pub use operations::*;
 pub use profile::*;
 pub use providers::*;
 pub use setup::*;

@@ -962,7 +962,7 @@ async fn bind_in(
     role_binding::ActiveModel {
         role: Set(role.key().to_owned()),
         target_id: Set(target.id.clone()),
-        updated_by: Set(actor.label().to_owned()),
+        updated_by: Set(actor.label()),
         updated_at: Set(Utc::now()),
     }
     .insert(db)

@@ -18,6 +18,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("trace", 1),
     ("auth", 1),
     ("extract", 1),
+    ("appdb", 1),
     // 2. Models, corpus and index.
     ("providers", 2),
     ("embed", 2),
@@ -38,6 +39,9 @@ const FLOORS: &[(&str, u8)] = &[
     ("recorder", 4),
     ("metrics", 4),
     ("wizard", 4),
+    // 5. The operations API, over everything.
+    ("operations", 5),
+    ("resources", 5),
 ];
 
 fn floor(module: &str) -> Option<u8> {

@@ -9,6 +9,7 @@
 
 mod support;
 
+mod appdb;
 mod crawl;
 mod embedding;
 mod floors;

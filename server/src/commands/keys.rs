@@ -12,8 +12,8 @@ use crate::cli::KeysCommand;
 pub async fn run(settings: Settings, command: KeysCommand) -> anyhow::Result<()> {
     let lore = open(settings).await?;
     match command {
-        KeysCommand::Create { name, kind, scopes, origins, rate_limit, json } => {
-            let new = NewKey { name, kind, scopes, origins, rate_limit_per_minute: rate_limit };
+        KeysCommand::Create { name, kind, scopes, origins, rate_limit, user, json } => {
+            let new = NewKey { name, kind, scopes, origins, rate_limit_per_minute: rate_limit, user };
             let created = CreatedKey::from(keys::issue(&lore, &ACTOR, new).await.map_err(fail)?);
             if json {
                 print_json(&created);

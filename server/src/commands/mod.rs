@@ -11,8 +11,10 @@ pub mod keys;
 pub mod output;
 pub mod providers;
 pub mod rollups;
+pub mod schema;
 pub mod search;
 pub mod sources;
+pub mod users;
 
 use anyhow::Context;
 use engine::audit::Actor;

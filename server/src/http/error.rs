@@ -4,6 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use engine::appdb::AppDbError;
 use engine::auth::AuthError;
 use engine::ingest::IngestError;
 use engine::keys::KeyError;
@@ -88,6 +89,7 @@ impl ApiError {
             // about the request, or the 5xx mapping already hides it). A new
             // variant must be placed here or above: no wildcard.
             other @ (engine::Error::Auth(_)
+            | engine::Error::AppDb(_)
             | engine::Error::Config(_)
             | engine::Error::Embedding(_)
             | engine::Error::Ingest(_)
@@ -147,6 +149,7 @@ impl ApiError {
             }
             ApiError::Engine(E::Ingest(ingest)) => ingest_parts(ingest),
             ApiError::Engine(E::Key(key)) => key_parts(key),
+            ApiError::Engine(E::AppDb(appdb)) => appdb_parts(appdb),
             ApiError::Engine(E::Provider(provider)) => provider_parts(provider),
             ApiError::Engine(E::Profile(profile)) => profile_parts(profile),
             ApiError::Engine(E::InvalidInput(message)) => (codes::INVALID_INPUT, capitalise(message)),
@@ -233,6 +236,7 @@ impl ApiError {
             ApiError::Engine(engine::Error::NotAnswerable(reasons)) => {
                 Some(serde_json::json!({"reasons": reasons}))
             }
+            ApiError::Engine(engine::Error::AppDb(err)) => appdb_details(err),
             _ => None,
         }
     }
@@ -248,8 +252,49 @@ fn key_parts(err: &KeyError) -> (Code, String) {
         KeyError::RateLimited(_) => codes::RATE_LIMITED,
         KeyError::Invalid(_) => codes::INVALID_KEY_REQUEST,
         KeyError::NotFound(_) => codes::KEY_NOT_FOUND,
+        KeyError::NeedsUser(_) => codes::KEY_NEEDS_USER,
     };
     (code, capitalise(&err.to_string()))
+}
+
+fn appdb_parts(err: &AppDbError) -> (Code, String) {
+    let code = match err {
+        AppDbError::PermissionDenied { .. } => codes::PERMISSION_DENIED,
+        AppDbError::UnknownOperation(_) => codes::UNKNOWN_OPERATION,
+        AppDbError::UnknownDatabase(_) => codes::DATABASE_NOT_FOUND,
+        AppDbError::UnknownTable(_) => codes::TABLE_NOT_FOUND,
+        AppDbError::UnknownResource(_) => codes::RESOURCE_NOT_FOUND,
+        AppDbError::UnknownRecord(_) => codes::RECORD_NOT_FOUND,
+        AppDbError::UnknownAttribute(_) => codes::UNKNOWN_ATTRIBUTE,
+        AppDbError::TypeMismatch { .. } => codes::TYPE_MISMATCH,
+        AppDbError::DuplicateKey { .. } => codes::DUPLICATE_PRIMARY_KEY,
+        AppDbError::MissingAttribute(_) => codes::MISSING_ATTRIBUTE,
+        AppDbError::AlreadyExists(_) => codes::ALREADY_EXISTS,
+        AppDbError::UnknownUser(_) => codes::USER_NOT_FOUND,
+        AppDbError::UnknownRole(_) => codes::ROLE_NOT_FOUND,
+        AppDbError::RoleInUse(_) => codes::ROLE_IN_USE,
+        AppDbError::InvalidPermission(_) => codes::INVALID_PERMISSION,
+        AppDbError::InvalidSchema { .. } => codes::INVALID_SCHEMA,
+        AppDbError::Invalid(_) => codes::INVALID_OPERATION,
+    };
+    (code, capitalise(&err.to_string()))
+}
+
+fn appdb_details(err: &AppDbError) -> Option<serde_json::Value> {
+    match err {
+        AppDbError::PermissionDenied { action, target } => {
+            Some(serde_json::json!({"action": action, "target": target}))
+        }
+        AppDbError::TypeMismatch { attribute, expected } => {
+            Some(serde_json::json!({"field": attribute, "expected": expected}))
+        }
+        AppDbError::UnknownAttribute(field) | AppDbError::MissingAttribute(field) => {
+            Some(serde_json::json!({"field": field}))
+        }
+        AppDbError::DuplicateKey { table, key } => Some(serde_json::json!({"table": table, "key": key})),
+        AppDbError::InvalidSchema { line, .. } => Some(serde_json::json!({"line": line})),
+        _ => None,
+    }
 }
 
 fn provider_parts(err: &ProviderError) -> (Code, String) {

@@ -5,12 +5,14 @@ pub mod admin;
 pub mod answer;
 pub mod auth;
 pub mod codes;
+pub mod data;
 pub mod error;
 pub mod health;
 pub mod jobs;
 pub mod json;
 pub mod layers;
 pub mod openapi;
+pub mod operation;
 pub mod profile;
 pub mod prometheus;
 pub mod providers;
@@ -86,6 +88,15 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/profile/versions/{version}/restore", post(profile::restore))
         .route("/admin/playground/answer", post(answer::playground_answer))
         .route("/admin/playground/retrieval", post(answer::playground_retrieval))
+        // A key or an admin's session: behind the session layer and the
+        // cross-origin guard, so a foreign page cannot ride a session here.
+        .route("/operation", post(operation::operation))
+        // REST for the exported resources: the same credentials.
+        .route("/data/openapi.json", get(data::openapi))
+        .route(
+            "/data/{*path}",
+            get(data::data).post(data::data).put(data::data).patch(data::data).delete(data::data),
+        )
         .method_not_allowed_fallback(method_not_allowed);
 
     // Documents any page may load, cached publicly: outside the session

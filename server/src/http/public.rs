@@ -39,7 +39,6 @@ fn scope_for(path: &str) -> Option<Scope> {
         "/answer" => Some(Scope::Answer),
         "/retrieve" => Some(Scope::Retrieve),
         "/mcp" | "/operation/mcp" => Some(Scope::Mcp),
-        "/operation" => Some(Scope::Operations),
         _ => None,
     }
 }

@@ -130,3 +130,87 @@ async fn providers_add_reads_the_key_from_the_environment_and_never_prints_it() 
     assert!(!ok);
     assert!(err.contains("probe_failed"), "{err}");
 }
+
+#[test]
+fn schema_apply_creates_the_declared_tables_and_names_the_line_of_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.graphql");
+    std::fs::write(&file, "type Dog @table(database: \"dev\") {\n  id: ID @primaryKey\n  name: String\n}\n")
+        .unwrap();
+    let path = file.to_str().unwrap();
+    let (ok, out, err) = run(lore(dir.path()).args(["schema", "apply", "--file", path, "--json"]));
+    assert!(ok, "{err}");
+    let applied: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(applied["created"], serde_json::json!(["dev.Dog"]));
+    let (ok, out, _) = run(lore(dir.path()).args(["schema", "apply", "--file", path]));
+    assert!(ok);
+    assert!(out.contains("nothing changed"), "{out}");
+
+    std::fs::write(&file, "type Dog @table(database: \"dev\") {\n  id: ID @primaryKey @nope\n}\n").unwrap();
+    let (ok, _, err) = run(lore(dir.path()).args(["schema", "apply", "--file", path]));
+    assert!(!ok);
+    assert!(err.contains("invalid_schema") && err.contains("line 2"), "{err}");
+    // Without a configured file or --file there is nothing to apply.
+    let (ok, _, err) = run(lore(dir.path()).args(["schema", "apply"]));
+    assert!(!ok);
+    assert!(err.contains("appdb.schema"), "{err}");
+}
+
+#[test]
+fn users_and_roles_are_managed_at_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, err) = run(lore(dir.path()).args([
+        "roles",
+        "add",
+        "reader",
+        "--permission",
+        r#"{"dev": {"tables": {"dog": {"read": "yes"}}}}"#,
+    ]));
+    assert!(!ok);
+    assert!(err.contains("invalid_permission") && err.contains("permission.dev.tables.dog.read"), "{err}");
+    let (ok, out, err) = run(lore(dir.path()).args([
+        "roles",
+        "add",
+        "reader",
+        "--permission",
+        r#"{"dev": {"tables": {"dog": {"read": true}}}}"#,
+        "--json",
+    ]));
+    assert!(ok, "{err}");
+    let role: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(role["permission"]["dev"]["tables"]["dog"]["read"], true);
+
+    let (ok, _, err) = run(lore(dir.path()).args(["users", "add", "ada", "--role", "reader"]));
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(lore(dir.path()).args([
+        "keys",
+        "create",
+        "--name",
+        "ada's",
+        "--scope",
+        "operations",
+        "--user",
+        "ada",
+    ]));
+    assert!(ok, "{err}");
+    let (_, out, _) = run(lore(dir.path()).args(["users", "list", "--json"]));
+    let users: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&users[0]["username"], &users[0]["role"]["role"]),
+        (&serde_json::json!("ada"), &serde_json::json!("reader"))
+    );
+
+    let (ok, _, err) = run(lore(dir.path()).args(["roles", "drop", "reader"]));
+    assert!(!ok && err.contains("role_in_use"), "a role a user has stays: {err}");
+    let (ok, _, _) = run(lore(dir.path()).args(["users", "alter", "ada", "--active", "false"]));
+    assert!(ok);
+    let (ok, _, _) = run(lore(dir.path()).args(["users", "drop", "ada"]));
+    assert!(ok);
+    let (_, out, _) = run(lore(dir.path()).args(["keys", "list", "--json"]));
+    let keys: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(keys[0]["status"], "revoked", "dropping a user revokes its keys");
+    let (ok, _, err) = run(lore(dir.path()).args(["roles", "drop", "reader"]));
+    assert!(ok, "{err}");
+    let (_, out, _) = run(lore(dir.path()).args(["roles", "list", "--json"]));
+    assert_eq!(out.trim(), "[]");
+}

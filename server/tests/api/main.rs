@@ -9,14 +9,17 @@ mod answer;
 mod auth;
 mod cli;
 mod cli_admin;
+mod data;
 mod embedding_role;
 mod health;
 mod helpers;
 mod indexing_jobs;
 mod llama;
 mod metrics;
+mod operations;
 mod providers;
 mod request_bodies;
+mod schema_file;
 mod setup_state;
 #[path = "../../../engine/tests/engine/support/site.rs"]
 mod site;

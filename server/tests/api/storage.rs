@@ -7,11 +7,15 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 23] = [
+const TABLES: [&str; 27] = [
     "access_key",
     "admin_account",
     "admin_session",
     "answer_run",
+    "app_database",
+    "app_role",
+    "app_table",
+    "app_user",
     "audit_log",
     "bootstrap_token",
     "cluster_setting",
