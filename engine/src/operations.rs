@@ -168,6 +168,24 @@ pub const OPERATIONS: &[Spec] = &[
     spec!("list_keys", [], Lore, NoArgs, "The access keys with 7-day usage (never a raw key)."),
     spec!("list_profile_versions", [], Lore, NoArgs, "The profile's versions, the active one marked."),
     spec!("retrieve", [], Lore, RetrieveArgs, "Hybrid retrieval over the indexed content, with a trace."),
+    spec!(
+        "answer",
+        [],
+        Lore,
+        AnswerArgs,
+        "Answers a question from the indexed content, with citations and a trace; refuses when nothing retrievable answers."
+    ),
+    spec!("get_status", [], Lore, NoArgs, "Whether Lore can answer, check by check (the readiness verdict)."),
+    spec!("search_jobs", [], Lore, SearchJobsArgs, "Recent indexing runs, newest first (of one source, if given)."),
+    spec!(
+        "add_source",
+        [],
+        Lore,
+        AddSourceArgs,
+        "Adds a knowledge source; a website's first sync is queued at once."
+    ),
+    spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
+    spec!("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
 ];
 
 /// The operation called `name` (or one of its aliases).
@@ -240,6 +258,10 @@ pub enum Outcome {
     Keys(Vec<crate::keys::KeySummary>),
     ProfileVersions(Vec<crate::profile::Version>),
     Retrieved(crate::search::Traced),
+    Answer(Box<crate::answer::Answer>),
+    Status(crate::readiness::SetupState),
+    Jobs(Vec<crate::ingest::jobs::Job>),
+    Source(Box<crate::ingest::lifecycle::Overview>),
 }
 
 /// Runs one operation call: `body` is `{"operation": name, ...args}`.
@@ -554,6 +576,45 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let a: RetrieveArgs = parse(spec, args)?;
             Ok(Outcome::Retrieved(crate::search::retrieve(lore, &a.query, a.top_k).await?))
         }
+        "answer" => {
+            let a: AnswerArgs = parse(spec, args)?;
+            let ask = crate::answer::Ask {
+                question: a.question,
+                surface: crate::answer::Surface::Api,
+                key_id: None,
+            };
+            Ok(Outcome::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
+        }
+        "get_status" => Ok(Outcome::Status(crate::readiness::assess(lore).await?)),
+        "search_jobs" => {
+            let a: SearchJobsArgs = parse(spec, args)?;
+            let limit = a.limit.unwrap_or(50).clamp(1, 500);
+            let rows = crate::ingest::jobs::recent(lore, a.source_id.as_deref(), limit).await?;
+            Ok(Outcome::Jobs(rows.into_iter().map(crate::ingest::jobs::Job::decode).collect::<Result<_>>()?))
+        }
+        "add_source" => {
+            let a: AddSourceArgs = parse(spec, args)?;
+            let new = crate::sources::NewSource {
+                name: a.name,
+                kind: a.kind,
+                config: a.config,
+                volatility: a.volatility,
+            };
+            let added = crate::ingest::lifecycle::add_source(lore, &actor, new, "operation").await?;
+            let overview = crate::ingest::lifecycle::overview(lore, added.source).await?;
+            Ok(Outcome::Source(Box::new(overview)))
+        }
+        "sync_source" => {
+            let a: SyncSourceArgs = parse(spec, args)?;
+            let source = crate::sources::get(lore, &a.id).await?;
+            Ok(Outcome::Job(
+                crate::ingest::lifecycle::start_run(lore, Some(&source.id), a.full, "operation").await?,
+            ))
+        }
+        // Secrets serialize as `[redacted]`.
+        "get_configuration" => json(
+            serde_json::to_value(&*lore.settings).map_err(|err| crate::Error::Internal(err.to_string()))?,
+        ),
         other => Err(crate::Error::Internal(format!("operation `{other}` is registered but has no handler"))),
     }
 }
@@ -913,6 +974,44 @@ pub struct ReadAuditLogArgs {
     /// Entries older than this entry id (for paging back).
     #[serde(default)]
     pub before: Option<i64>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AnswerArgs {
+    /// The question, in the asker's words.
+    pub question: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SearchJobsArgs {
+    /// Only this source's runs.
+    #[serde(default)]
+    pub source_id: Option<String>,
+    /// At most this many (default 50, at most 500).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AddSourceArgs {
+    pub name: String,
+    /// `website` or `upload`.
+    pub kind: String,
+    /// A website's `{"url", "discovery", "include", "exclude", "max_pages", "max_depth"}`.
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// `static`, `low`, `medium` or `high`.
+    #[serde(default)]
+    pub volatility: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SyncSourceArgs {
+    /// The source's id.
+    pub id: String,
+    /// Re-embed everything instead of syncing what changed.
+    #[serde(default)]
+    pub full: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

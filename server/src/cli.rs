@@ -213,6 +213,33 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The operations API and REST over HTTP on loopback, on SQLite and
+    /// PostgreSQL, beside HarperDB 4.7 (`../shared/peers/harperdb.sh start`).
+    Operations {
+        /// Records inserted (in batches of 500).
+        #[arg(long, default_value_t = 10_000)]
+        records: usize,
+        /// Requests per latency measurement.
+        #[arg(long, default_value_t = 500)]
+        requests: usize,
+        /// A PostgreSQL server (a fresh database is made on it and dropped).
+        #[arg(long)]
+        postgres_url: Option<String>,
+        /// HarperDB's operations API (`http://127.0.0.1:9925/`).
+        #[arg(long)]
+        harperdb_url: Option<String>,
+        /// HarperDB's REST port (`http://127.0.0.1:9926`).
+        #[arg(long)]
+        harperdb_rest_url: Option<String>,
+        #[arg(long, default_value = "admin")]
+        harperdb_user: String,
+        /// HarperDB's admin password (read from the environment, not the command line).
+        #[arg(long, env = "HDB_PEER_PASS", default_value = "lore-peer-pass", hide_env_values = true)]
+        harperdb_password: String,
+        /// Where the JSON record goes (default bench-results/operations.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The public API over HTTP on loopback: /retrieve latency, /answer's
     /// overhead excluding model time, cache-hit latency and throughput at 8,
     /// 32 and 64 clients (`scripts/bench-answer` starts the model server).

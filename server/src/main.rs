@@ -57,6 +57,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { command: BenchCommand::Index { pages, sizes, out } } => {
             bench::index(settings, pages, sizes, out).await
         }
+        Command::Bench {
+            command:
+                BenchCommand::Operations {
+                    records,
+                    requests,
+                    postgres_url,
+                    harperdb_url,
+                    harperdb_rest_url,
+                    harperdb_user,
+                    harperdb_password,
+                    out,
+                },
+        } => {
+            let options = bench::OperationsOptions {
+                records,
+                requests,
+                postgres_url,
+                harperdb_url,
+                harperdb_rest_url,
+                harperdb_user,
+                harperdb_password,
+                out,
+            };
+            bench::operations(settings, options).await
+        }
         Command::Bench { command: BenchCommand::Dashboard { runs, out } } => {
             bench::dashboard(settings, runs, out).await
         }

@@ -1,9 +1,11 @@
 //! The Access screen: create secret and widget keys (the raw value is shown
 //! once, with a copy button, and cannot be shown again), list them with
-//! prefix, kind, scopes, status and 7-day usage, and revoke them.
+//! prefix, kind, scopes, status and 7-day usage, and revoke them; and the
+//! users and roles keys act as ([`UsersAndRoles`]).
 
 use leptos::prelude::*;
 
+use super::users::UsersAndRoles;
 use crate::client;
 use crate::wire::{CreateKeyRequest, CreatedKey, KeyView, NoBody};
 
@@ -47,6 +49,7 @@ pub fn Access() -> impl IntoView {
                     .into_any(),
                 }}
             </div>
+            <UsersAndRoles/>
         </section>
     }
 }

@@ -10,6 +10,7 @@ mod setup;
 mod signin;
 mod sources;
 mod tuning;
+mod users;
 
 pub use access::Access;
 pub use dashboard::Dashboard;

@@ -27,7 +27,6 @@ pub use answer::*;
 pub use errors::*;
 pub use keys::*;
 pub use observability::*;
-#[cfg(feature = "ssr")]
 pub use operations::*;
 pub use profile::*;
 pub use providers::*;

@@ -25,7 +25,9 @@ impl From<engine::appdb::schema::Applied> for SchemaAppliedView {
 
 #[cfg(feature = "ssr")]
 mod from_engine {
-    use crate::wire::{JobView, KeyView, ProfileVersionView, RetrieveResponse, SourceView};
+    use crate::wire::{
+        AnswerResponse, JobView, KeyView, ProfileVersionView, RetrieveResponse, SetupState, SourceView,
+    };
     use engine::operations::Outcome;
 
     fn to_json<T: serde::Serialize>(value: T) -> Result<serde_json::Value, engine::Error> {
@@ -59,12 +61,32 @@ mod from_engine {
                 versions.into_iter().map(ProfileVersionView::try_from).collect::<Result<Vec<_>, _>>()?,
             ),
             Outcome::Retrieved(traced) => to_json(RetrieveResponse::from(traced)),
+            Outcome::Answer(answer) => to_json(AnswerResponse::from(*answer)),
+            Outcome::Status(state) => to_json(SetupState::from(state)),
+            Outcome::Jobs(jobs) => to_json(jobs.into_iter().map(JobView::from).collect::<Vec<_>>()),
+            Outcome::Source(overview) => to_json(SourceView::from(*overview)),
         }
     }
 }
 
 #[cfg(feature = "ssr")]
 pub use from_engine::{data_response, operation_response};
+
+/// A role as the operations API lists it (`list_roles`, `add_role`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoleRow {
+    pub id: String,
+    pub role: String,
+    pub permission: serde_json::Value,
+}
+
+/// A user as the operations API lists it (`list_users`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub username: String,
+    pub active: bool,
+    pub role: RoleRow,
+}
 
 /// A page of a REST search under `/data/` (`next_cursor` when there is more).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

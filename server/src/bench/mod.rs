@@ -14,11 +14,15 @@
 //!   /answer's own overhead, cache hits, throughput under concurrent clients.
 //! - dashboard ([`dashboard`]): the Dashboard's aggregate time over the
 //!   rollups of a million answer runs.
+//! - operations ([`operations`]): the operations API and REST on SQLite and
+//!   PostgreSQL, beside HarperDB 4.7 in the same run.
 
 mod answer;
 mod dashboard;
+mod operations;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
+pub use operations::{operations, OperationsOptions};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -507,3 +507,60 @@ async fn calls_are_audited_and_lores_own_operations_answer() {
     assert_eq!(log[1]["operation"], "operation.list_sources");
     assert_eq!(log[1]["details"]["outcome"], "ok");
 }
+
+/// Lore's system operations call the console's engine functions: status,
+/// sources and their runs, answering; the configuration is a super user's
+/// only and never shows a secret.
+#[tokio::test]
+async fn the_system_operations_work_through_the_same_engine_calls() {
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| {
+            settings.metrics.key = Some(engine::settings::Secret::new("s3cret-metrics-key"));
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let operator = user_with(
+        &app,
+        "operator",
+        json!({"operations": ["get_status", "add_source", "sync_source", "search_jobs", "answer", "get_configuration"]}),
+    )
+    .await;
+    let key = Some(operator.as_str());
+
+    let (status, config) = op(&app, key, json!({"operation": "get_configuration"})).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "configuration is a super user's, whatever a list says: {config}"
+    );
+    let config = admin_op(&app, json!({"operation": "get_configuration"})).await;
+    assert_eq!(config["metrics"]["key"], "[redacted]");
+    assert!(!config.to_string().contains("s3cret-metrics-key"));
+
+    let (status, state) = op(&app, key, json!({"operation": "get_status"})).await;
+    assert_eq!(status, StatusCode::OK, "{state}");
+    assert!(state["checks"].as_array().is_some_and(|c| !c.is_empty()), "{state}");
+
+    let (status, source) =
+        op(&app, key, json!({"operation": "add_source", "name": "handbook", "kind": "upload"})).await;
+    assert_eq!(status, StatusCode::OK, "{source}");
+    assert_eq!(source["name"], "handbook");
+    let id = source["id"].as_str().unwrap().to_owned();
+    let (status, job) = op(&app, key, json!({"operation": "sync_source", "id": id})).await;
+    assert_eq!(status, StatusCode::OK, "{job}");
+    let (_, jobs) = op(&app, key, json!({"operation": "search_jobs", "source_id": id})).await;
+    assert!(jobs.as_array().unwrap().iter().any(|j| j["id"] == job["id"]), "{jobs}");
+    let (status, refused) =
+        op(&app, key, json!({"operation": "add_source", "name": "", "kind": "upload"})).await;
+    assert_eq!(status.as_u16() / 100, 4, "a bad source is the caller's to fix: {refused}");
+
+    // Nothing indexed, no model bound: the answer pipeline says why.
+    let (status, answer) =
+        op(&app, key, json!({"operation": "answer", "question": "How do I reset it?"})).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("not_answerable"))
+    );
+}
