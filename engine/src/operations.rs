@@ -295,14 +295,15 @@ pub async fn dispatch(lore: &Lore, principal: &Principal, body: Value) -> Result
         Err(crate::Error::AppDb(AppDbError::PermissionDenied { .. })) => "refused".to_owned(),
         Err(err) => format!("failed: {}", error_kind(err)),
     };
-    audit::record(
-        &lore.db,
-        &principal.actor(),
-        &format!("operation.{}", spec.name),
-        target.as_deref(),
-        json!({"outcome": outcome}),
-    )
-    .await?;
+    // Behind the call, as key usage is: a read must not wait for a write.
+    lore.recorder()
+        .audit(
+            &principal.actor(),
+            &format!("operation.{}", spec.name),
+            target.as_deref(),
+            json!({"outcome": outcome}),
+        )
+        .await?;
     result
 }
 
@@ -554,6 +555,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
         })),
         "read_audit_log" => {
             let a: ReadAuditLogArgs = parse(spec, args)?;
+            lore.recorder().flush().await?;
             let entries = audit::recent(&lore.db, a.limit.unwrap_or(100).min(1000), a.before).await?;
             json(Value::Array(
                 entries

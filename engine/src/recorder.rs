@@ -1,6 +1,7 @@
 //! What requests leave behind, written behind them: answer runs (with their
-//! share of the Dashboard's rollups and, for a refusal, a content-gap count)
-//! and access-key usage.
+//! share of the Dashboard's rollups and, for a refusal, a content-gap count),
+//! access-key usage, and the audit entries of operation calls (whose
+//! changes, if any, were audited in their own transaction).
 //!
 //! One [`Recorder`] task per [`crate::Lore`] writes them. A run's
 //! transaction (its row, a few rollup upserts, a commit) and a key's usage
@@ -9,7 +10,7 @@
 //! it wakes in one transaction, so under load many requests share one
 //! commit.
 //!
-//! Whatever reads runs, rollups, gaps or key usage flushes the queue first
+//! Whatever reads runs, rollups, gaps, key usage or the audit log flushes the queue first
 //! ([`Recorder::flush`]), so it sees every request answered before it; a
 //! stopping server and `lore ask` flush last. A failed batch is tried again
 //! a few times, then logged with what it loses; a crash loses the last
@@ -19,7 +20,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use entity::{access_key, answer_run, content_gap, key_usage};
+use entity::{access_key, answer_run, audit_log, content_gap, key_usage};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, Set, TransactionTrait,
@@ -60,6 +61,7 @@ struct Usage {
 enum Queued {
     Run(Box<answer_run::Model>, Option<Gap>),
     Usage(Usage),
+    Audit(Box<audit_log::ActiveModel>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -70,11 +72,12 @@ struct Batch {
     /// Each with the index of its run (whose time it takes).
     gaps: Vec<(Gap, usize)>,
     usage: Vec<Usage>,
+    audit: Vec<audit_log::ActiveModel>,
 }
 
 impl Batch {
     fn len(&self) -> usize {
-        self.runs.len() + self.usage.len()
+        self.runs.len() + self.usage.len() + self.audit.len()
     }
 }
 
@@ -103,6 +106,25 @@ impl Recorder {
     pub async fn key_usage(&self, key_id: &str, estimated_cost_usd: f64) -> Result<()> {
         self.send(Queued::Usage(Usage { key_id: key_id.to_owned(), estimated_cost_usd, at: Utc::now() }))
             .await
+    }
+
+    /// Queues an audit entry, stamped now.
+    pub async fn audit(
+        &self,
+        actor: &crate::audit::Actor,
+        action: &str,
+        target: Option<&str>,
+        details: serde_json::Value,
+    ) -> Result<()> {
+        let entry = audit_log::ActiveModel {
+            id: sea_orm::NotSet,
+            at: Set(Utc::now()),
+            actor: Set(actor.label()),
+            action: Set(action.to_owned()),
+            target: Set(target.map(str::to_owned)),
+            details: Set(details),
+        };
+        self.send(Queued::Audit(Box::new(entry))).await
     }
 
     /// Waits until everything queued so far is written (or given up on).
@@ -135,6 +157,7 @@ async fn write_behind(db: DatabaseConnection, mut queued: mpsc::Receiver<Queued>
                     batch.gaps.extend(gap.map(|gap| (gap, batch.runs.len() - 1)));
                 }
                 Queued::Usage(usage) => batch.usage.push(usage),
+                Queued::Audit(entry) => batch.audit.push(*entry),
                 Queued::Flush(done) => flushes.push(done),
             }
             if batch.len() < BATCH {
@@ -154,14 +177,14 @@ async fn write_with_retries(db: &DatabaseConnection, batch: &Batch) {
     let mut delays = RETRY_AFTER.iter();
     loop {
         let Err(err) = write(db, batch).await else { return };
-        let (runs, usage) = (batch.runs.len(), batch.usage.len());
+        let (runs, usage, audit) = (batch.runs.len(), batch.usage.len(), batch.audit.len());
         match delays.next() {
             Some(delay) => {
-                tracing::warn!(error = %err, runs, usage, "recording failed; trying again");
+                tracing::warn!(error = %err, runs, usage, audit, "recording failed; trying again");
                 tokio::time::sleep(*delay).await;
             }
             None => {
-                tracing::error!(error = %err, runs, usage, "answer runs and key usage could not be recorded");
+                tracing::error!(error = %err, runs, usage, audit, "answer runs, key usage and audit entries could not be recorded");
                 return;
             }
         }
@@ -174,6 +197,9 @@ async fn write(db: &DatabaseConnection, batch: &Batch) -> Result<()> {
     crate::metrics::add_runs(&txn, &batch.runs).await?;
     count_gaps(&txn, batch.gaps.iter().map(|(gap, run)| (gap, batch.runs[*run].created_at))).await?;
     count_usage(&txn, &batch.usage).await?;
+    if !batch.audit.is_empty() {
+        audit_log::Entity::insert_many(batch.audit.iter().cloned()).exec_without_returning(&txn).await?;
+    }
     txn.commit().await?;
     Ok(())
 }
