@@ -17,6 +17,7 @@ pub mod extract;
 pub mod index;
 pub mod ingest;
 pub mod keys;
+pub mod logbook;
 pub mod metrics;
 pub mod operations;
 pub mod profile;

@@ -186,6 +186,21 @@ pub const OPERATIONS: &[Spec] = &[
     ),
     spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
     spec!("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
+    spec!("read_log", [], Admin, ReadLogArgs, "Lore's own log, newest lines first (the last 2,000 lines are kept)."),
+    spec!(
+        "get_metrics",
+        [],
+        Lore,
+        NoArgs,
+        "Counters since the start of records: answers per surface (queries, cache hits, refusals, spend) and indexing runs per status."
+    ),
+    spec!(
+        "get_analytics",
+        [],
+        Lore,
+        AnalyticsArgs,
+        "The Dashboard's figures over the last `hours` (default 24): totals, series, funnel, top questions and content gaps."
+    ),
 ];
 
 /// The operation called `name` (or one of its aliases).
@@ -262,6 +277,7 @@ pub enum Outcome {
     Status(crate::readiness::SetupState),
     Jobs(Vec<crate::ingest::jobs::Job>),
     Source(Box<crate::ingest::lifecycle::Overview>),
+    Analytics(Box<crate::metrics::Dashboard>),
 }
 
 /// Runs one operation call: `body` is `{"operation": name, ...args}`.
@@ -611,6 +627,42 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let source = crate::sources::get(lore, &a.id).await?;
             Ok(Outcome::Job(
                 crate::ingest::lifecycle::start_run(lore, Some(&source.id), a.full, "operation").await?,
+            ))
+        }
+        "get_metrics" => {
+            let answers: Vec<Value> = crate::metrics::totals_by_surface(lore)
+                .await?
+                .into_iter()
+                .map(|(surface, sums)| {
+                    json!({"surface": surface, "queries": sums.queries, "cache_hits": sums.cache_hits,
+                           "refusals": sums.refusals, "spend_usd": sums.spend_usd, "savings_usd": sums.savings_usd})
+                })
+                .collect();
+            let jobs: Map<String, Value> = crate::ingest::jobs::counts_by_status(lore)
+                .await?
+                .into_iter()
+                .map(|(status, count)| (status, Value::from(count)))
+                .collect();
+            json(json!({"answers": answers, "jobs": jobs}))
+        }
+        "get_analytics" => {
+            let a: AnalyticsArgs = parse(spec, args)?;
+            let hours = a.hours.unwrap_or(24);
+            if !(1..=24 * 400).contains(&hours) {
+                return Err(crate::Error::InvalidInput("`hours` must be between 1 and 9600".into()));
+            }
+            let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
+            Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
+        }
+        "read_log" => {
+            let a: ReadLogArgs = parse(spec, args)?;
+            let lines =
+                crate::logbook::recent(a.limit.unwrap_or(100).min(crate::logbook::KEPT), a.level.as_deref());
+            json(Value::Array(
+                lines
+                    .into_iter()
+                    .map(|l| json!({"time": l.at.to_rfc3339(), "level": l.level, "target": l.target, "message": l.message}))
+                    .collect(),
             ))
         }
         // Secrets serialize as `[redacted]`.
@@ -976,6 +1028,23 @@ pub struct ReadAuditLogArgs {
     /// Entries older than this entry id (for paging back).
     #[serde(default)]
     pub before: Option<i64>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ReadLogArgs {
+    /// At most this many lines (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only lines at this level or more severe: `error`, `warn`, `info`, `debug`, `trace`.
+    #[serde(default)]
+    pub level: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AnalyticsArgs {
+    /// The last this many hours (1 to 9600; default 24).
+    #[serde(default)]
+    pub hours: Option<i64>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

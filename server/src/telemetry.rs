@@ -8,16 +8,60 @@ use engine::settings::LogFormat;
 use tracing_subscriber::EnvFilter;
 
 pub fn init(format: LogFormat) {
+    use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn,sea_orm_migration=warn,lance=warn,lance_index=warn,lance_io=warn,lance_table=warn,lance_file=warn,lancedb=warn"));
     let ansi = colour(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    // A second init (tests) keeps the first subscriber.
-    let _ = match format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Text => builder.try_init(),
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
+    let lines = match format {
+        LogFormat::Json => lines.json().flatten_event(true).boxed(),
+        LogFormat::Text => lines.boxed(),
     };
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry().with(filter).with(lines).with(Logbook).try_init();
+}
+
+/// Hands every line logged to `engine::logbook`, which `read_log` reads.
+struct Logbook;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Logbook {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+        let mut text = Text::default();
+        event.record(&mut text);
+        let metadata = event.metadata();
+        engine::logbook::push(engine::logbook::Line {
+            at: chrono::Utc::now(),
+            level: metadata.level().to_string(),
+            target: metadata.target().to_owned(),
+            message: text.0,
+        });
+    }
+}
+
+/// An event's message, then its fields as `name=value`.
+#[derive(Default)]
+struct Text(String);
+
+impl tracing::field::Visit for Text {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write;
+        if field.name() == "message" {
+            let fields = std::mem::take(&mut self.0);
+            self.0 = format!("{value:?}{fields}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        use std::fmt::Write;
+        if field.name() == "message" {
+            let fields = std::mem::take(&mut self.0);
+            self.0 = format!("{value}{fields}");
+        } else {
+            let _ = write!(self.0, " {}={value}", field.name());
+        }
+    }
 }
 
 /// Whether log lines carry ANSI colour codes: only for a person watching a

@@ -26,7 +26,8 @@ impl From<engine::appdb::schema::Applied> for SchemaAppliedView {
 #[cfg(feature = "ssr")]
 mod from_engine {
     use crate::wire::{
-        AnswerResponse, JobView, KeyView, ProfileVersionView, RetrieveResponse, SetupState, SourceView,
+        AnswerResponse, JobView, KeyView, ObservabilityResponse, ProfileVersionView, RetrieveResponse,
+        SetupState, SourceView,
     };
     use engine::operations::Outcome;
 
@@ -65,6 +66,7 @@ mod from_engine {
             Outcome::Status(state) => to_json(SetupState::from(state)),
             Outcome::Jobs(jobs) => to_json(jobs.into_iter().map(JobView::from).collect::<Vec<_>>()),
             Outcome::Source(overview) => to_json(SourceView::from(*overview)),
+            Outcome::Analytics(dashboard) => to_json(ObservabilityResponse::from(*dashboard)),
         }
     }
 }

@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("auth", 1),
     ("extract", 1),
     ("appdb", 1),
+    ("logbook", 1),
     // 2. Models, corpus and index.
     ("providers", 2),
     ("embed", 2),

@@ -556,6 +556,16 @@ async fn the_system_operations_work_through_the_same_engine_calls() {
         op(&app, key, json!({"operation": "add_source", "name": "", "kind": "upload"})).await;
     assert_eq!(status.as_u16() / 100, 4, "a bad source is the caller's to fix: {refused}");
 
+    let (status, metrics) = op(&app, key, json!({"operation": "get_metrics"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not in the operator's list: {metrics}");
+    let metrics = admin_op(&app, json!({"operation": "get_metrics"})).await;
+    let runs: i64 = metrics["jobs"].as_object().unwrap().values().map(|n| n.as_i64().unwrap()).sum();
+    assert!(runs >= 1, "the sync is counted: {metrics}");
+    let analytics = admin_op(&app, json!({"operation": "get_analytics", "hours": 48})).await;
+    assert!(analytics.is_object(), "{analytics}");
+    let (status, _) = op(&app, None, json!({"operation": "get_analytics", "hours": 0})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
     // Nothing indexed, no model bound: the answer pipeline says why.
     let (status, answer) =
         op(&app, key, json!({"operation": "answer", "question": "How do I reset it?"})).await;
@@ -563,4 +573,25 @@ async fn the_system_operations_work_through_the_same_engine_calls() {
         (status, answer["error"]["code"].as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, Some("not_answerable"))
     );
+}
+
+/// `read_log` reads the lines Lore's own log writes (the subscriber `lore`
+/// installs), and only a super user may.
+#[tokio::test]
+async fn read_log_reads_lores_own_log_and_is_a_super_users() {
+    lore_server::telemetry::init(engine::settings::LogFormat::Text);
+    let app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    let lines = admin_op(&app, json!({"operation": "read_log", "limit": 200})).await;
+    let lines = lines.as_array().unwrap();
+    assert!(
+        lines.iter().any(|l| l["level"] == "INFO" && l["message"].as_str().unwrap_or("").contains("served")),
+        "the request log is there: {lines:?}"
+    );
+    let warnings = admin_op(&app, json!({"operation": "read_log", "level": "warn"})).await;
+    assert!(warnings.as_array().unwrap().iter().all(|l| l["level"] == "WARN" || l["level"] == "ERROR"));
+    let key = user_with(&app, "log_reader", json!({"operations": ["read_log"]})).await;
+    let (status, _) = op(&app, Some(&key), json!({"operation": "read_log"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "the log is a super user's, whatever a list says");
 }
