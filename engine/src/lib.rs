@@ -71,6 +71,8 @@ pub struct Lore {
     schema_generation: Arc<std::sync::atomic::AtomicU64>,
     /// Every resource, by path (see [`resources`]).
     resources: Arc<resources::Registry>,
+    /// Told when the operation `restart` asks the server to restart.
+    restart: Arc<tokio::sync::Notify>,
 }
 
 impl Lore {
@@ -105,6 +107,7 @@ impl Lore {
             appdb_events: tokio::sync::broadcast::channel(64).0,
             schema_generation: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             resources: Arc::new(resources::Registry::default()),
+            restart: Arc::new(tokio::sync::Notify::new()),
             db,
         };
         resources::install(&lore.resources);
@@ -194,6 +197,17 @@ impl Lore {
             self.schema_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         let _ = self.appdb_events.send(event);
+    }
+
+    /// Asks the server to restart: finish what is in flight, read the
+    /// configuration again and open anew (`lore serve` waits for it).
+    pub fn request_restart(&self) {
+        self.restart.notify_one();
+    }
+
+    /// Resolves when a restart was asked for.
+    pub async fn restart_requested(&self) {
+        self.restart.notified().await;
     }
 
     /// How many schema changes this process has seen.

@@ -186,6 +186,14 @@ pub const OPERATIONS: &[Spec] = &[
     ),
     spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
     spec!("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
+    spec!(
+        "set_configuration",
+        [],
+        Admin,
+        SetConfigurationArgs,
+        "Persists settings (`\"section.key\": value`) in the data directory; they take effect at the next start (`restart`)."
+    ),
+    spec!("restart", [], Admin, NoArgs, "Restarts Lore gracefully: in-flight requests finish, the configuration is read again."),
     spec!("read_log", [], Admin, ReadLogArgs, "Lore's own log, newest lines first (the last 2,000 lines are kept)."),
     spec!(
         "get_metrics",
@@ -654,6 +662,16 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
             Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
         }
+        "set_configuration" => {
+            let a: SetConfigurationArgs = parse(spec, args)?;
+            json(set_configuration(lore, a.settings)?)
+        }
+        "restart" => {
+            lore.request_restart();
+            json(
+                json!({"message": "Restarting: requests in flight finish first, then Lore starts again with its configuration read anew."}),
+            )
+        }
         "read_log" => {
             let a: ReadLogArgs = parse(spec, args)?;
             let lines =
@@ -677,6 +695,63 @@ type Step<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> +
 
 /// A structure change in one transaction with its audit entry; fires the
 /// schema-reload event once it is committed.
+/// Merges `changes` into the overlay file (see
+/// [`crate::settings::OVERLAY_FILE`]) once the whole overlay still reads as
+/// settings; nothing is written otherwise. What changed, and that a
+/// restart applies it.
+fn set_configuration(lore: &Lore, changes: Map<String, Value>) -> Result<Value> {
+    let invalid = |message: String| crate::Error::InvalidInput(message);
+    if changes.is_empty() {
+        return Err(invalid("name at least one setting, as `\"section.key\": value`".into()));
+    }
+    let path = crate::settings::overlay_path(&lore.settings.data_dir);
+    let mut overlay = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<Value>(&text)
+            .map_err(|err| crate::Error::Internal(format!("{} cannot be read: {err}", path.display())))?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(source) => {
+            return Err(crate::Error::Io { context: format!("reading {}", path.display()), source })
+        }
+    };
+    let mut changed = Vec::with_capacity(changes.len());
+    for (name, value) in changes {
+        let parts: Vec<&str> = name.split('.').collect();
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(invalid(format!("`{name}` is not a setting's name (`section.key`)")));
+        }
+        if parts[0] == "data_dir" {
+            return Err(invalid("`data_dir` cannot be set here: the saved configuration lives in it".into()));
+        }
+        let mut node = &mut overlay;
+        for part in &parts[..parts.len() - 1] {
+            if !node.get(*part).is_some_and(Value::is_object) {
+                node[*part] = json!({});
+            }
+            node = &mut node[*part];
+        }
+        node[parts[parts.len() - 1]] = value;
+        changed.push(name);
+    }
+    serde_json::from_value::<crate::Settings>(overlay.clone())
+        .map_err(|err| invalid(format!("the configuration would not be valid: {err}")))?;
+    let text =
+        serde_json::to_string_pretty(&overlay).map_err(|err| crate::Error::Internal(err.to_string()))?;
+    let temporary = path.with_extension("json.tmp");
+    let io = |source| crate::Error::Io { context: format!("writing {}", path.display()), source };
+    std::fs::write(&temporary, text).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    std::fs::rename(&temporary, &path).map_err(io)?;
+    Ok(json!({
+        "message": "Configuration saved; restart Lore (the `restart` operation) for it to take effect.",
+        "changed": changed,
+        "restart_required": true,
+    }))
+}
+
 async fn structure<F>(lore: &Lore, actor: &audit::Actor, action: &str, target: &str, change: F) -> Result<()>
 where
     F: for<'t> FnOnce(&'t sea_orm::DatabaseTransaction) -> Step<'t>,
@@ -1028,6 +1103,14 @@ pub struct ReadAuditLogArgs {
     /// Entries older than this entry id (for paging back).
     #[serde(default)]
     pub before: Option<i64>,
+}
+
+/// `set_configuration`'s arguments: every argument but `operation` is a
+/// setting, named as in the configuration file with dots (`"answer.grounding_min_support": 0.6`).
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SetConfigurationArgs {
+    #[serde(flatten)]
+    pub settings: Map<String, Value>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -504,6 +504,15 @@ pub struct MetricsSettings {
     pub key: Option<Secret>,
 }
 
+/// The file `set_configuration` writes in the data directory: JSON in the
+/// configuration file's shape, read at start above the configuration file
+/// and below the environment.
+pub const OVERLAY_FILE: &str = "configuration.json";
+
+pub fn overlay_path(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join(OVERLAY_FILE)
+}
+
 /// The application database: `schema` is the path of the schema file
 /// (GraphQL SDL), applied at start and by `lore schema apply`; a relative
 /// path is read from the working directory.

@@ -28,8 +28,22 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
         }
         None => figment = figment.merge(Toml::file(DEFAULT_FILE)),
     }
-    figment = figment.merge(Env::prefixed("LORE_").filter(|key| names_a_setting(key.as_str())).split("__"));
-    figment.extract::<Settings>().context("invalid configuration")
+    let env = || Env::prefixed("LORE_").filter(|key| names_a_setting(key.as_str())).split("__");
+    let settings: Settings = figment.clone().merge(env()).extract().context("invalid configuration")?;
+    // What `set_configuration` saved in the data directory sits above the
+    // file and below the environment.
+    let overlay = engine::settings::overlay_path(&settings.data_dir);
+    if !overlay.is_file() {
+        return Ok(settings);
+    }
+    let text = std::fs::read_to_string(&overlay).with_context(|| format!("reading {}", overlay.display()))?;
+    let saved: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", overlay.display()))?;
+    figment
+        .merge(figment::providers::Serialized::defaults(saved))
+        .merge(env())
+        .extract::<Settings>()
+        .with_context(|| format!("invalid configuration (with {})", overlay.display()))
 }
 
 /// Whether an environment key (the part after `LORE_`, any case) names a

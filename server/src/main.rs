@@ -29,7 +29,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = config::load(cli.config.as_deref())?;
     telemetry::init(settings.log_format);
     match cli.command {
-        Command::Serve => serve::run_from_cli(settings).await,
+        Command::Serve => serve::run_from_cli(settings, cli.config.clone()).await,
         Command::Migrate { json } => serve::migrate_from_cli(settings, json).await,
         Command::Config { json } => {
             println!("{}", config::render(&settings, json));

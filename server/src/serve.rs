@@ -42,36 +42,72 @@ pub async fn serve(
     served
 }
 
-pub async fn run_from_cli(mut settings: Settings) -> anyhow::Result<()> {
+/// `lore serve`: serves until Ctrl-C or SIGTERM. The operation `restart`
+/// ends the serving the same graceful way, then the configuration (`config`
+/// and what `set_configuration` saved) is read again and Lore opens anew on
+/// the same address.
+pub async fn run_from_cli(mut settings: Settings, config: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     for name in crate::config::ignored_env_vars() {
         tracing::warn!(variable = %name, "ignoring an environment variable that names no setting");
     }
-    let bind = settings.server.bind;
-    let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
-    let bound = listener.local_addr().context("reading the bound address")?;
-    // With port 0 the OS picks the port; the base URL must name the real one.
-    settings.server.bind = bound;
-    let lore = Lore::open(settings).await.context("opening Lore")?;
-    let base_url = lore.settings.base_url();
-    tracing::info!(%bound, "Lore is listening");
-    fetch_model_files_if_missing(&lore);
+    let (quit, quitting) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = quit.send(true);
+    });
+    let mut first = true;
+    loop {
+        let bind = settings.server.bind;
+        let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
+        let bound = listener.local_addr().context("reading the bound address")?;
+        // With port 0 the OS picks the port; the base URL must name the real one.
+        settings.server.bind = bound;
+        let lore = Lore::open(settings).await.context("opening Lore")?;
+        tracing::info!(%bound, "Lore is listening");
+        if first {
+            announce(&lore).await?;
+            fetch_model_files_if_missing(&lore);
+            first = false;
+        }
+        let restart = lore.clone();
+        let mut quit = quitting.clone();
+        let restarting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let restarted = restarting.clone();
+        serve(listener, lore, async move {
+            tokio::select! {
+                _ = quit.wait_for(|quit| *quit) => {}
+                _ = restart.restart_requested() => restarted.store(true, std::sync::atomic::Ordering::SeqCst),
+            }
+        })
+        .await?;
+        if !restarting.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        tracing::info!("Lore is restarting");
+        settings = crate::config::load(config.as_deref())?;
+        // The same address: a port the OS picked stays the one callers know.
+        settings.server.bind = bound;
+    }
+    tracing::info!("Lore stopped");
+    Ok(())
+}
 
+/// Prints where Lore runs and how to sign in (once, at the first start).
+async fn announce(lore: &Lore) -> anyhow::Result<()> {
+    let base_url = lore.settings.base_url();
     // Printed, not logged: the sign-in link is a secret meant for this terminal only.
     println!("Lore is running at {base_url}/");
     if lore.settings.oidc_configured() {
         println!("Sign in through your identity provider at {base_url}/signin");
     } else {
         let token =
-            engine::auth::bootstrap::issue(&lore, Utc::now()).await.context("issuing the sign-in link")?;
+            engine::auth::bootstrap::issue(lore, Utc::now()).await.context("issuing the sign-in link")?;
         println!(
             "No identity provider is configured. Sign in once with this link (valid {} minutes, from this machine only):\n  {}",
             engine::auth::bootstrap::LINK_LIFETIME_MINUTES,
-            engine::auth::bootstrap::link(&lore, &token)
+            engine::auth::bootstrap::link(lore, &token)
         );
     }
-
-    serve(listener, lore, shutdown_signal()).await?;
-    tracing::info!("Lore stopped");
     Ok(())
 }
 

@@ -161,3 +161,90 @@ async fn rollups_rebuild_recomputes_the_dashboard_from_the_runs() {
     assert_eq!((day.totals.queries, day.totals.refusals), (2, 1));
     assert_eq!(day.content_gaps.len(), 1);
 }
+
+/// `set_configuration` saves a setting for the next start; `restart` ends
+/// the serving gracefully and Lore opens again on the same address with the
+/// configuration read anew, and then stops on SIGTERM as always.
+#[test]
+fn set_configuration_then_restart_applies_the_saved_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = |args: &[&str]| {
+        let output = lore().args(args).env("LORE_DATA_DIR", dir.path()).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    admin(&["roles", "add", "admin", "--permission", r#"{"super_user": true}"#]);
+    admin(&["users", "add", "ops", "--role", "admin"]);
+    let key = admin(&["keys", "create", "--name", "ops", "--scope", "operations", "--user", "ops"])
+        .trim()
+        .to_owned();
+
+    let mut child = lore()
+        .arg("serve")
+        .env("LORE_DATA_DIR", dir.path())
+        .env("LORE_SERVER__BIND", "127.0.0.1:0")
+        .env("LORE_MODELS__DIR", crate::helpers::models_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let running = stdout.next().unwrap().unwrap();
+    let base_url = running.strip_prefix("Lore is running at ").unwrap().trim_end_matches('/').to_owned();
+    let client = reqwest::blocking::Client::new();
+    let op = |body: serde_json::Value| {
+        let response = client
+            .post(format!("{base_url}/operation"))
+            .header("x-api-key", &key)
+            .json(&body)
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.json::<serde_json::Value>().unwrap_or_default())
+    };
+    let support = |config: &serde_json::Value| config["answer"]["grounding_min_support"].as_f64().unwrap();
+
+    let (_, config) = op(serde_json::json!({"operation": "get_configuration"}));
+    assert_eq!(support(&config), 0.5);
+    let (status, body) = op(serde_json::json!({"operation": "set_configuration", "answer.nonsense": 1}));
+    assert_eq!(status, 422, "an unknown setting is refused and nothing is saved: {body}");
+    let (status, body) =
+        op(serde_json::json!({"operation": "set_configuration", "answer.grounding_min_support": 0.75}));
+    assert_eq!((status, body["restart_required"].as_bool()), (200, Some(true)), "{body}");
+    let (_, config) = op(serde_json::json!({"operation": "get_configuration"}));
+    assert_eq!(support(&config), 0.5, "saved for the next start, not applied yet");
+
+    let (status, _) = op(serde_json::json!({"operation": "restart"}));
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    let config = loop {
+        assert!(started.elapsed() < Duration::from_secs(30), "Lore did not come back after the restart");
+        if let Ok(response) = client
+            .post(format!("{base_url}/operation"))
+            .header("x-api-key", &key)
+            .json(&serde_json::json!({"operation": "get_configuration"}))
+            .send()
+        {
+            let config: serde_json::Value = response.json().unwrap_or_default();
+            if config["answer"]["grounding_min_support"].as_f64() == Some(0.75) {
+                break config;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(support(&config), 0.75);
+
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "lore serve did not stop on SIGTERM after a restart"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+}
