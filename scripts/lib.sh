@@ -83,7 +83,11 @@ ensure_schemathesis() {
 OPENAPI_VALIDATOR_VENV="$LORE_CACHE/openapi-validator"
 OPENAPI_VALIDATOR_VERSION=0.7.2
 ensure_openapi_validator() {
-  if ! "$OPENAPI_VALIDATOR_VENV/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: $OPENAPI_VALIDATOR_VERSION$"; then
+  # sed reads the whole output (grep -q would stop early and, under
+  # pipefail, fail the check by pip's broken pipe).
+  local installed
+  installed="$("$OPENAPI_VALIDATOR_VENV/bin/pip" show openapi-spec-validator 2>/dev/null | sed -n 's/^Version: //p' || true)"
+  if [ "$installed" != "$OPENAPI_VALIDATOR_VERSION" ]; then
     step "Installing openapi-spec-validator $OPENAPI_VALIDATOR_VERSION (once)"
     rm -rf "$OPENAPI_VALIDATOR_VENV"
     python3 -m venv "$OPENAPI_VALIDATOR_VENV"

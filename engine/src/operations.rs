@@ -185,6 +185,13 @@ pub const OPERATIONS: &[Spec] = &[
         "Adds a knowledge source; a website's first sync is queued at once."
     ),
     spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
+    spec!(
+        "start_index",
+        [],
+        Lore,
+        StartIndexArgs,
+        "Queues a sync of every enabled source, or a full reindex of everything (which re-stamps the corpus)."
+    ),
     spec!("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
     spec!(
         "set_configuration",
@@ -683,6 +690,10 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
                     .collect(),
             ))
         }
+        "start_index" => {
+            let a: StartIndexArgs = parse(spec, args)?;
+            Ok(Outcome::Job(crate::ingest::lifecycle::start_run(lore, None, a.full, "operation").await?))
+        }
         // Secrets serialize as `[redacted]`.
         "get_configuration" => json(
             serde_json::to_value(&*lore.settings).map_err(|err| crate::Error::Internal(err.to_string()))?,
@@ -1157,6 +1168,13 @@ pub struct AddSourceArgs {
     /// `static`, `low`, `medium` or `high`.
     #[serde(default)]
     pub volatility: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StartIndexArgs {
+    /// Re-embed everything instead of syncing what changed.
+    #[serde(default)]
+    pub full: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

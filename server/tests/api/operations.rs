@@ -552,6 +552,14 @@ async fn the_system_operations_work_through_the_same_engine_calls() {
     assert_eq!(status, StatusCode::OK, "{job}");
     let (_, jobs) = op(&app, key, json!({"operation": "search_jobs", "source_id": id})).await;
     assert!(jobs.as_array().unwrap().iter().any(|j| j["id"] == job["id"]), "{jobs}");
+    let (status, _) = op(&app, key, json!({"operation": "start_index"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not in the operator's list");
+    let every = admin_op(&app, json!({"operation": "start_index"})).await;
+    let (_, jobs) = op(&app, key, json!({"operation": "search_jobs"})).await;
+    assert!(
+        jobs.as_array().unwrap().iter().any(|j| j["id"] == every["id"]),
+        "the run of every source is listed: {jobs}"
+    );
     let (status, refused) =
         op(&app, key, json!({"operation": "add_source", "name": "", "kind": "upload"})).await;
     assert_eq!(status.as_u16() / 100, 4, "a bad source is the caller's to fix: {refused}");
