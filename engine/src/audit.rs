@@ -34,6 +34,18 @@ pub async fn record(
     target: Option<&str>,
     details: serde_json::Value,
 ) -> Result<()> {
+    entry(actor, action, target, details).insert(db).await?;
+    Ok(())
+}
+
+/// One entry, stamped now, to insert here or behind the request
+/// (`recorder::Recorder::audit`).
+pub fn entry(
+    actor: &Actor,
+    action: &str,
+    target: Option<&str>,
+    details: serde_json::Value,
+) -> audit_log::ActiveModel {
     audit_log::ActiveModel {
         id: NotSet,
         at: Set(Utc::now()),
@@ -42,9 +54,6 @@ pub async fn record(
         target: Set(target.map(str::to_owned)),
         details: Set(details),
     }
-    .insert(db)
-    .await?;
-    Ok(())
 }
 
 /// One entry as read back.

@@ -116,14 +116,7 @@ impl Recorder {
         target: Option<&str>,
         details: serde_json::Value,
     ) -> Result<()> {
-        let entry = audit_log::ActiveModel {
-            id: sea_orm::NotSet,
-            at: Set(Utc::now()),
-            actor: Set(actor.label()),
-            action: Set(action.to_owned()),
-            target: Set(target.map(str::to_owned)),
-            details: Set(details),
-        };
+        let entry = crate::audit::entry(actor, action, target, details);
         self.send(Queued::Audit(Box::new(entry))).await
     }
 

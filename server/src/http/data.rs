@@ -6,11 +6,10 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::auth::Viewer;
-use engine::operations::{self, Credentials};
 use engine::resources::{self, Caller, RestMethod, RestRequest};
 use engine::settings::Secret;
 
@@ -18,20 +17,14 @@ use super::error::ApiError;
 use super::public::API_KEY_HEADER;
 use crate::AppState;
 
-/// Who calls, from the key or the session.
+/// Who calls, from the key or the session (as `/operation` reads it).
 async fn caller(
     state: &AppState,
     viewer: Option<&Viewer>,
     headers: &HeaderMap,
 ) -> Result<(Caller, Option<String>), ApiError> {
-    let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-    let raw = text(API_KEY_HEADER);
-    let credentials = match (raw, viewer) {
-        (Some(raw), _) => Credentials::Key { raw, origin: text(header::ORIGIN.as_str()) },
-        (None, Some(viewer)) => Credentials::Session(viewer),
-        (None, None) => Credentials::None,
-    };
-    let (principal, key_id) = operations::authenticate(&state.lore, credentials).await?;
+    let (principal, key_id) = super::operation::authenticate(state, viewer, headers).await?;
+    let raw = headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
     Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
 }
 
@@ -70,11 +63,7 @@ pub async fn data(
     };
     let (caller, key_id) = caller(&state, viewer.as_deref(), &headers).await?;
     let result = resources::rest(&state.lore, &caller, RestRequest { method, path, query, body }).await;
-    if let Some(key_id) = key_id {
-        if let Err(err) = state.lore.recorder().key_usage(&key_id, 0.0).await {
-            tracing::warn!(error = %err, "could not record key usage");
-        }
-    }
+    super::operation::count_usage(&state, key_id).await;
     Ok(match app::wire::data_response(result?) {
         (201, body) => (StatusCode::CREATED, Json(body)).into_response(),
         (_, serde_json::Value::Null) => StatusCode::NO_CONTENT.into_response(),

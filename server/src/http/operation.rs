@@ -6,6 +6,7 @@
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::{Extension, Json};
+use engine::appdb::Principal;
 use engine::auth::Viewer;
 use engine::operations::{self, Credentials};
 
@@ -20,19 +21,33 @@ pub async fn operation(
     headers: HeaderMap,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let lore = &state.lore;
+    let (principal, key_id) = authenticate(&state, viewer.as_deref(), &headers).await?;
+    let result = operations::dispatch(&state.lore, &principal, body).await;
+    count_usage(&state, key_id).await;
+    Ok(Json(app::wire::operation_response(result?)?))
+}
+
+/// Who a call acts as, from its `x-api-key` or the admin's session (also
+/// for REST under `/data/`), and the key it came with.
+pub(super) async fn authenticate(
+    state: &AppState,
+    viewer: Option<&Viewer>,
+    headers: &HeaderMap,
+) -> Result<(Principal, Option<String>), ApiError> {
     let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-    let credentials = match (text(API_KEY_HEADER), &viewer) {
+    let credentials = match (text(API_KEY_HEADER), viewer) {
         (Some(raw), _) => Credentials::Key { raw, origin: text(header::ORIGIN.as_str()) },
-        (None, Some(Extension(viewer))) => Credentials::Session(viewer),
+        (None, Some(viewer)) => Credentials::Session(viewer),
         (None, None) => Credentials::None,
     };
-    let (principal, key_id) = operations::authenticate(lore, credentials).await?;
-    let result = operations::dispatch(lore, &principal, body).await;
+    Ok(operations::authenticate(&state.lore, credentials).await?)
+}
+
+/// Counts a keyed call, behind the response.
+pub(super) async fn count_usage(state: &AppState, key_id: Option<String>) {
     if let Some(key_id) = key_id {
-        if let Err(err) = lore.recorder().key_usage(&key_id, 0.0).await {
+        if let Err(err) = state.lore.recorder().key_usage(&key_id, 0.0).await {
             tracing::warn!(error = %err, "could not record key usage");
         }
     }
-    Ok(Json(app::wire::operation_response(result?)?))
 }
