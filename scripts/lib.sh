@@ -95,6 +95,29 @@ ensure_openapi_validator() {
   fi
 }
 
+# The official Python MCP SDK, in both of its lines: 1.x speaks the
+# session-era revisions, 2.x the sessionless 2026-07-28 one as well. The
+# tool-server tests connect with each (end2end/tests/mcp.test.mjs).
+MCP_PY1_VENV="$LORE_CACHE/mcp-python-1"
+MCP_PY1_VERSION=1.30.0
+MCP_PY2_VENV="$LORE_CACHE/mcp-python-2"
+MCP_PY2_VERSION=2.3.0
+
+ensure_mcp_python() {
+  local venv version installed
+  for pair in "$MCP_PY1_VENV:$MCP_PY1_VERSION" "$MCP_PY2_VENV:$MCP_PY2_VERSION"; do
+    venv="${pair%%:*}"
+    version="${pair##*:}"
+    installed="$("$venv/bin/pip" show mcp 2>/dev/null | sed -n 's/^Version: //p' || true)"
+    if [ "$installed" != "$version" ]; then
+      step "Installing the Python MCP SDK $version (once)"
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+      "$venv/bin/pip" install --quiet "mcp==$version"
+    fi
+  done
+}
+
 # cargo fuzz runs the fuzz targets in fuzz/ (scripts/harden).
 ensure_cargo_fuzz() {
   if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -107,7 +130,7 @@ ensure_node_tools() {
   local dir="$LORE_CACHE/node"
   mkdir -p "$dir"
   if ! cmp -s "$LORE_ROOT/end2end/package-lock.json" "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
-    step "Installing node packages (binaryen, playwright-core, oidc-provider)"
+    step "Installing node packages (binaryen, playwright-core, oidc-provider, the MCP clients and Inspector)"
     cp "$LORE_ROOT/end2end/package.json" "$LORE_ROOT/end2end/package-lock.json" "$dir/"
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   fi

@@ -2,7 +2,7 @@
 // process on a free loopback port with a fresh data directory, and Debian's
 // Chromium driven by playwright-core.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -69,6 +69,8 @@ export async function startLore(extraEnv = {}) {
   return {
     baseUrl,
     logs: () => logs,
+    /** Runs `lore ARGS` on the same data directory and settings; its stdout. */
+    cli: (args) => execFileSync(bin, args, { env, encoding: 'utf8' }),
     async stop() {
       lore.kill('SIGTERM');
       await new Promise((resolve) => lore.once('exit', resolve));

@@ -18,6 +18,7 @@ pub mod index;
 pub mod ingest;
 pub mod keys;
 pub mod logbook;
+pub mod mcp;
 pub mod metrics;
 pub mod operations;
 pub mod profile;
@@ -66,11 +67,14 @@ pub struct Lore {
     /// Role and schema changes of the application database, for whoever
     /// keeps a view of what a user may see (the tool server's sessions).
     appdb_events: tokio::sync::broadcast::Sender<appdb::Event>,
-    /// Counts schema changes seen by this process: the resource registry
-    /// registers the catalog's exported tables again when it moved.
-    schema_generation: Arc<std::sync::atomic::AtomicU64>,
+    /// Users, roles and tables held between requests (see [`appdb::cache`]);
+    /// the resource registry registers the catalog's exported tables again
+    /// each time it drops them.
+    appdb_cache: Arc<appdb::cache::Cache>,
     /// Every resource, by path (see [`resources`]).
     resources: Arc<resources::Registry>,
+    /// The tool server's open push channels in this process.
+    mcp_hub: Arc<mcp::hub::Hub>,
     /// Told when the operation `restart` asks the server to restart.
     restart: Arc<tokio::sync::Notify>,
 }
@@ -105,8 +109,9 @@ impl Lore {
             rate_limiter: Arc::new(keys::RateLimiter::default()),
             recorder: recorder::Recorder::start(db.clone()),
             appdb_events: tokio::sync::broadcast::channel(64).0,
-            schema_generation: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            appdb_cache: Arc::new(appdb::cache::Cache::default()),
             resources: Arc::new(resources::Registry::default()),
+            mcp_hub: Arc::new(mcp::hub::Hub::default()),
             restart: Arc::new(tokio::sync::Notify::new()),
             db,
         };
@@ -193,9 +198,7 @@ impl Lore {
     /// Tells subscribers that roles or the schema changed. Nobody listening
     /// is not an error.
     pub fn appdb_event(&self, event: appdb::Event) {
-        if event == appdb::Event::SchemaReloaded {
-            self.schema_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
+        self.appdb_cache.clear();
         let _ = self.appdb_events.send(event);
     }
 
@@ -210,15 +213,21 @@ impl Lore {
         self.restart.notified().await;
     }
 
-    /// How many schema changes this process has seen.
-    pub fn schema_generation(&self) -> u64 {
-        self.schema_generation.load(std::sync::atomic::Ordering::SeqCst)
+    /// Users, roles and tables as held between requests: a request calls
+    /// [`appdb::cache::Cache::refresh`] before it reads them.
+    pub fn appdb_cache(&self) -> &appdb::cache::Cache {
+        &self.appdb_cache
     }
 
     /// The resource registry as it stands (use [`resources::registry`] to
     /// have the catalog's exported tables registered first).
     pub fn resources(&self) -> &resources::Registry {
         &self.resources
+    }
+
+    /// The tool server's push channels open in this process.
+    pub fn mcp_hub(&self) -> &mcp::hub::Hub {
+        &self.mcp_hub
     }
 
     /// Role and schema changes from now on (see [`appdb::Event`]).

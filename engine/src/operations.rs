@@ -263,11 +263,22 @@ pub enum Credentials<'a> {
 /// Who a call acts as, and the key it came with (its usage is counted):
 /// a key's user as stored now, or a signed-in admin as super user.
 pub async fn authenticate(lore: &Lore, credentials: Credentials<'_>) -> Result<(Principal, Option<String>)> {
+    authenticate_for(lore, credentials, crate::keys::Scope::Operations).await
+}
+
+/// [`authenticate`] for a surface whose keys need `scope` (the tool
+/// server's: `mcp`).
+pub async fn authenticate_for(
+    lore: &Lore,
+    credentials: Credentials<'_>,
+    scope: crate::keys::Scope,
+) -> Result<(Principal, Option<String>)> {
+    // What this request reads of users, roles and tables is as of now.
+    lore.appdb_cache().refresh(&lore.db).await?;
     match credentials {
         Credentials::Key { raw, origin } => {
-            let caller =
-                crate::keys::authenticate(lore, Some(raw), crate::keys::Scope::Operations, origin).await?;
-            let username = caller.user.ok_or(crate::keys::KeyError::NeedsUser("operations"))?;
+            let caller = crate::keys::authenticate(lore, Some(raw), scope, origin).await?;
+            let username = caller.user.ok_or(crate::keys::KeyError::NeedsUser(scope.key()))?;
             Ok((users::principal(lore, &username).await?, Some(caller.key_id)))
         }
         Credentials::Session(viewer) => {
@@ -377,7 +388,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
         }
         "describe_table" => {
             let a: TableArgs = parse(spec, args)?;
-            let table = catalog::table(&lore.db, &a.database_or_default(), &a.table).await?;
+            let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             if !permission.sees_table(&table.database, &table.name) {
                 return Err(AppDbError::denied("read", table.path()).into());
             }
@@ -469,6 +480,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let attributes = table.attributes.len();
             let written = records::write(&txn, &permission, &mut table, a.records, mode).await?;
             txn.commit().await?;
+            crate::mcp::records_changed(lore, &table, &written.done);
             if table.attributes.len() != attributes {
                 lore.appdb_event(Event::SchemaReloaded);
             }
@@ -481,6 +493,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
             let written = records::delete(&txn, &permission, &table, a.ids).await?;
             txn.commit().await?;
+            crate::mcp::records_changed(lore, &table, &written.done);
             json(json!({
                 "message": format!("{} of {total} record{} successfully deleted", written.done.len(), if total == 1 { "" } else { "s" }),
                 "deleted_hashes": written.done,
@@ -489,13 +502,13 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
         }
         "search_by_id" => {
             let a: SearchByIdArgs = parse(spec, args)?;
-            let table = catalog::table(&lore.db, &a.database_or_default(), &a.table).await?;
+            let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let found = records::by_ids(&lore.db, &permission, &table, &a.ids, &a.get_attributes).await?;
             json(Value::Array(found.into_iter().map(Value::Object).collect()))
         }
         "search_by_value" => {
             let a: SearchByValueArgs = parse(spec, args)?;
-            let table = catalog::table(&lore.db, &a.database_or_default(), &a.table).await?;
+            let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let search = Search {
                 conditions: records::value_condition(&a.search_attribute, &a.search_value)
                     .into_iter()
@@ -515,7 +528,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
         }
         "search_by_conditions" => {
             let a: SearchByConditionsArgs = parse(spec, args)?;
-            let table = catalog::table(&lore.db, &a.database_or_default(), &a.table).await?;
+            let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let search = Search {
                 conditions: a
                     .conditions

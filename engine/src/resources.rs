@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::appdb::catalog::{self, AttrType, Attribute, Table};
-use crate::appdb::records::{self, Criterion, Record, Search, WriteMode};
+use crate::appdb::records::{self, Criterion, Operator, Record, Search, WriteMode};
 use crate::appdb::{AppDbError, Principal};
 use crate::settings::Secret;
 use crate::{audit, Lore, Result};
@@ -93,11 +93,13 @@ pub enum ToolOutput {
     Retrieved(crate::search::Traced),
 }
 
-/// A search of a resource: conditions (all must hold), the attributes to
+/// A search of a resource: conditions joined by an operator, the attributes to
 /// return (all readable ones when empty), a page size and where to go on.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Query {
     pub conditions: Vec<Criterion>,
+    /// How the conditions join (REST's query string: all must hold).
+    pub operator: Operator,
     pub select: Vec<String>,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
@@ -195,7 +197,7 @@ pub struct Entry {
 #[derive(Default)]
 pub struct Registry {
     entries: RwLock<BTreeMap<String, Entry>>,
-    /// The schema generation the catalog's tables were last registered at.
+    /// The cache epoch the catalog's tables were last registered at.
     synced: RwLock<Option<u64>>,
 }
 
@@ -225,7 +227,7 @@ impl Registry {
 /// schema now stands (read again only after a schema change).
 pub async fn registry(lore: &Lore) -> Result<&Registry> {
     let registry = lore.resources();
-    let generation = lore.schema_generation();
+    let generation = lore.appdb_cache().epoch();
     let synced = registry.synced.read().map(|s| *s).unwrap_or(None);
     if synced != Some(generation) {
         let tables = catalog::tables(&lore.db, None).await?;
@@ -271,8 +273,14 @@ pub struct TableResource {
 }
 
 impl TableResource {
+    /// The table as the request's transaction sees it (for a write).
     async fn load(&self, conn: &impl sea_orm::ConnectionTrait) -> Result<Table> {
         catalog::table(conn, &self.database, &self.table).await
+    }
+
+    /// The table as held between requests (for a read).
+    async fn held(&self, lore: &Lore) -> Result<Table> {
+        lore.appdb_cache().table(&lore.db, &self.database, &self.table).await
     }
 
     /// One write in one transaction with its audit entry: the written
@@ -295,6 +303,7 @@ impl TableResource {
         let action = format!("data.{}", verb.key());
         audit::record(&txn, &principal.actor(), &action, Some(&table.path()), json!({})).await?;
         txn.commit().await?;
+        crate::mcp::records_changed(lore, &table, &written.done);
         Ok(written.done.into_iter().next())
     }
 }
@@ -306,7 +315,7 @@ impl Resource for TableResource {
     }
 
     async fn table(&self, lore: &Lore) -> Result<Option<Table>> {
-        self.load(&lore.db).await.map(Some)
+        self.held(lore).await.map(Some)
     }
 
     async fn get(
@@ -317,14 +326,14 @@ impl Resource for TableResource {
         select: &[String],
     ) -> Result<Option<Record>> {
         let permission = caller.principal()?.permission();
-        let table = self.load(&lore.db).await?;
+        let table = self.held(lore).await?;
         let found = records::by_ids(&lore.db, &permission, &table, std::slice::from_ref(id), select).await?;
         Ok(found.into_iter().next())
     }
 
     async fn search(&self, lore: &Lore, caller: &Caller, query: &Query) -> Result<Page> {
         let permission = caller.principal()?.permission();
-        let table = self.load(&lore.db).await?;
+        let table = self.held(lore).await?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
         let offset = match &query.cursor {
             Some(cursor) => decode_cursor(cursor)?,
@@ -332,11 +341,11 @@ impl Resource for TableResource {
         };
         let search = Search {
             conditions: query.conditions.clone(),
+            operator: query.operator,
             get_attributes: query.select.clone(),
             // One more than the page: whether there is a next one.
             limit: Some(limit + 1),
             offset: Some(offset),
-            ..Search::default()
         };
         let mut found = records::search(&lore.db, &permission, &table, &search).await?;
         let more = found.len() as u64 > limit;
@@ -350,12 +359,12 @@ impl Resource for TableResource {
     }
 
     async fn put(&self, lore: &Lore, caller: &Caller, id: &Value, data: Record) -> Result<()> {
-        let data = with_key(&self.load(&lore.db).await?, id, data)?;
+        let data = with_key(&self.held(lore).await?, id, data)?;
         self.write(lore, caller, Verb::Put, data, WriteMode::Upsert).await.map(|_| ())
     }
 
     async fn patch(&self, lore: &Lore, caller: &Caller, id: &Value, data: Record) -> Result<bool> {
-        let data = with_key(&self.load(&lore.db).await?, id, data)?;
+        let data = with_key(&self.held(lore).await?, id, data)?;
         Ok(self.write(lore, caller, Verb::Patch, data, WriteMode::Update).await?.is_some())
     }
 
@@ -366,6 +375,7 @@ impl Resource for TableResource {
         let written = records::delete(&txn, &principal.permission(), &table, vec![id.clone()]).await?;
         audit::record(&txn, &principal.actor(), "data.delete", Some(&table.path()), json!({})).await?;
         txn.commit().await?;
+        crate::mcp::records_changed(lore, &table, &written.done);
         Ok(!written.done.is_empty())
     }
 }
@@ -465,6 +475,7 @@ struct RetrieveToolArgs {
     query: String,
     /// How many passages (default: the active profile's).
     #[serde(default)]
+    #[schemars(with = "u32")]
     top_k: Option<usize>,
 }
 

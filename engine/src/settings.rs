@@ -523,11 +523,93 @@ pub struct AppDbSettings {
     pub schema: Option<PathBuf>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpSettings {
     #[serde(default)]
     pub session: McpSessionSettings,
+    /// The application profile at `{base_url}/mcp`: on unless `enabled = false`.
+    #[serde(default)]
+    pub application: McpApplicationSettings,
+    /// The operations profile at `{base_url}/operation/mcp`: on when this
+    /// block is present (`LORE_MCP__OPERATIONS__ENABLED=true` from the
+    /// environment).
+    #[serde(default)]
+    pub operations: Option<McpOperationsSettings>,
+    /// Tool calls a key may make a minute (a key's own rate limit, when
+    /// lower, applies too).
+    #[serde(rename = "toolCallsPerMinute", alias = "toolcallsperminute", default = "default_tool_calls")]
+    pub tool_calls_per_minute: u32,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            session: McpSessionSettings::default(),
+            application: McpApplicationSettings::default(),
+            operations: None,
+            tool_calls_per_minute: default_tool_calls(),
+        }
+    }
+}
+
+fn default_tool_calls() -> u32 {
+    600
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpApplicationSettings {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+impl Default for McpApplicationSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which operations the operations profile offers: `allow` and `deny` are
+/// names or globs with `*` (`describe_*`); `get_*` in `allow` is not a
+/// wildcard over the excluded `get_` operations (SPEC).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOperationsSettings {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "default_allow", deserialize_with = "list_or_comma_string")]
+    pub allow: Vec<String>,
+    #[serde(default, deserialize_with = "list_or_comma_string")]
+    pub deny: Vec<String>,
+}
+
+impl Default for McpOperationsSettings {
+    fn default() -> Self {
+        Self { enabled: true, allow: default_allow(), deny: Vec::new() }
+    }
+}
+
+/// SPEC's default allow list of the operations profile.
+pub fn default_allow() -> Vec<String> {
+    [
+        "describe_*",
+        "list_*",
+        "search_*",
+        "get_job",
+        "get_status",
+        "get_analytics",
+        "get_metrics",
+        "system_information",
+        "read_log",
+        "read_audit_log",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

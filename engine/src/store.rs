@@ -85,6 +85,7 @@ pub async fn ensure_cluster_in(db: &impl sea_orm::ConnectionTrait) -> Result<clu
         created_at: Set(Utc::now()),
         setup_step: Set("persona".to_owned()),
         corpus_fingerprint: Set(None),
+        appdb_generation: Set(0),
     };
     Ok(row.insert(db).await?)
 }

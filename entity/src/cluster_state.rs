@@ -16,6 +16,9 @@ pub struct Model {
     pub setup_step: String,
     /// Embedding model, dimensions and chunking stamped by the last full index.
     pub corpus_fingerprint: Option<Json>,
+    /// Moves with every change to the application database's users, roles
+    /// or structure (see `engine::appdb::cache`).
+    pub appdb_generation: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -19,6 +19,7 @@ pub mod content_gap;
 pub mod document;
 pub mod index_job;
 pub mod key_usage;
+pub mod mcp_session;
 pub mod metric_latency;
 pub mod metric_rollup;
 pub mod model_target;

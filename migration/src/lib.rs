@@ -15,6 +15,8 @@ mod m20261123_000006_rollup_count_by_kind;
 mod m20261123_000007_admin_account_claims;
 mod m20261124_000008_quarantine;
 mod m20261125_000009_appdb;
+mod m20261126_000010_appdb_generation;
+mod m20261126_000011_mcp_session;
 
 pub struct Migrator;
 
@@ -31,6 +33,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000007_admin_account_claims::Migration),
             Box::new(m20261124_000008_quarantine::Migration),
             Box::new(m20261125_000009_appdb::Migration),
+            Box::new(m20261126_000010_appdb_generation::Migration),
+            Box::new(m20261126_000011_mcp_session::Migration),
         ]
     }
 }

@@ -17,8 +17,10 @@ pub fn app(lore: Lore) -> axum::Router {
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
-/// indexing worker, the hourly folding of closed rollup days and the sweep
-/// of expired application records run beside the server and stop with it; a job left unfinished is resumed by the next
+/// indexing worker, the hourly folding of closed rollup days, the sweep of
+/// expired application records, the eviction of idle tool-server sessions
+/// and the watch that tells them of role and schema changes run beside the
+/// server and stop with it; a job left unfinished is resumed by the next
 /// start. What the answer path writes behind its requests (runs, answer cache
 /// rows) is flushed last.
 pub async fn serve(
@@ -29,7 +31,15 @@ pub async fn serve(
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped.clone()));
     let sweeper = tokio::spawn(engine::appdb::records::keep_sweeping(lore.clone(), stopped.clone()));
+    let evictor = tokio::spawn(engine::mcp::sessions::keep_evicting(lore.clone(), stopped.clone()));
+    let listening = tokio::spawn(engine::mcp::hub::keep_listening(lore.clone()));
     let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));
+    let closing = lore.clone();
+    let shutdown = async move {
+        shutdown.await;
+        // Open push channels would keep their connections, and the shutdown, waiting.
+        closing.mcp_hub().close_all();
+    };
     let served = axum::serve(listener, app(lore.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await
@@ -38,6 +48,8 @@ pub async fn serve(
     worker.abort();
     rollups.abort();
     sweeper.abort();
+    evictor.abort();
+    listening.abort();
     lore.flush_writes().await;
     served
 }

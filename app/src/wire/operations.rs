@@ -49,6 +49,28 @@ mod from_engine {
         }
     }
 
+    /// A tool call's result as its structured content: an object (a
+    /// list or a value is wrapped as `{"result": ...}`, since the
+    /// session-era revisions want an object).
+    pub fn tool_response(output: engine::mcp::Output) -> Result<serde_json::Value, engine::Error> {
+        use engine::resources::ToolOutput;
+        let value = match output {
+            engine::mcp::Output::Operation(outcome) => operation_response(outcome)?,
+            engine::mcp::Output::Json(value) => value,
+            engine::mcp::Output::Custom(ToolOutput::Json(value)) => value,
+            engine::mcp::Output::Custom(ToolOutput::Answer(answer)) => {
+                to_json(AnswerResponse::from(*answer))?
+            }
+            engine::mcp::Output::Custom(ToolOutput::Retrieved(traced)) => {
+                to_json(RetrieveResponse::from(traced))?
+            }
+        };
+        Ok(match value {
+            serde_json::Value::Object(_) => value,
+            other => serde_json::json!({ "result": other }),
+        })
+    }
+
     /// An operation's result as its response body.
     pub fn operation_response(outcome: Outcome) -> Result<serde_json::Value, engine::Error> {
         match outcome {
@@ -72,7 +94,7 @@ mod from_engine {
 }
 
 #[cfg(feature = "ssr")]
-pub use from_engine::{data_response, operation_response};
+pub use from_engine::{data_response, operation_response, tool_response};
 
 /// A role as the operations API lists it (`list_roles`, `add_role`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

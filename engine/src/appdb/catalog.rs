@@ -328,7 +328,7 @@ pub async fn create_database(conn: &impl ConnectionTrait, name: &str) -> Result<
     app_database::ActiveModel { name: Set(name.to_owned()), created_at: Set(Utc::now()) }
         .insert(conn)
         .await?;
-    Ok(())
+    super::cache::bump(conn).await
 }
 
 /// Drops a database with every table in it.
@@ -340,7 +340,7 @@ pub async fn drop_database(conn: &impl ConnectionTrait, name: &str) -> Result<()
         drop_table(conn, &table.database, &table.name).await?;
     }
     app_database::Entity::delete_by_id(name.to_owned()).exec(conn).await?;
-    Ok(())
+    super::cache::bump(conn).await
 }
 
 /// The tables of one database, or of all, by database and name.
@@ -462,6 +462,7 @@ pub async fn create_table(conn: &impl ConnectionTrait, new: NewTable) -> Result<
     }
     .insert(conn)
     .await?;
+    super::cache::bump(conn).await?;
     Table::decode(row)
 }
 
@@ -470,7 +471,7 @@ pub async fn drop_table(conn: &impl ConnectionTrait, database: &str, name: &str)
     let found = table(conn, database, name).await?;
     execute(conn, &Ddl::drop().table(Alias::new(&found.sql_name)).to_owned()).await?;
     app_table::Entity::delete_by_id(found.id).exec(conn).await?;
-    Ok(())
+    super::cache::bump(conn).await
 }
 
 /// Adds an attribute (a nullable column, indexed if asked) to a table.
@@ -587,7 +588,7 @@ pub async fn save_options(conn: &impl ConnectionTrait, table: &Table) -> Result<
     }
     .update(conn)
     .await?;
-    Ok(())
+    super::cache::bump(conn).await
 }
 
 /// A time as a time attribute's column holds it: epoch milliseconds for
@@ -615,7 +616,7 @@ async fn save_attributes(conn: &impl ConnectionTrait, table: &Table) -> Result<(
     app_table::ActiveModel { id: Set(table.id.clone()), attributes: Set(attributes), ..Default::default() }
         .update(conn)
         .await?;
-    Ok(())
+    super::cache::bump(conn).await
 }
 
 fn column(attribute: &Attribute, primary: bool) -> ColumnDef {

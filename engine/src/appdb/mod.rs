@@ -2,6 +2,8 @@
 //! tree, and databases of typed tables that live as real tables in Lore's
 //! relational database (SQLite or PostgreSQL).
 //!
+//! - [`cache`]: users, roles and tables held in memory, dropped when any
+//!   process changes them.
 //! - [`permission`]: the tree and the only checks that read it.
 //! - [`users`]: roles and users, and who a request acts as ([`Principal`]).
 //! - [`catalog`]: databases, tables and typed attributes, and the DDL behind them.
@@ -15,6 +17,7 @@
 //! structure fires an [`Event`] (the tool server recomputes what each
 //! session sees).
 
+pub mod cache;
 pub mod catalog;
 pub mod permission;
 pub mod records;
@@ -51,6 +54,9 @@ pub enum AppDbError {
     UnknownTable(String),
     #[error("there is no resource `{0}`")]
     UnknownResource(String),
+    /// A tool the caller's session does not offer.
+    #[error("there is no tool `{0}`")]
+    UnknownTool(String),
     /// No record with that primary key (REST's GET, PATCH, DELETE).
     #[error("there is no record {0}")]
     UnknownRecord(String),

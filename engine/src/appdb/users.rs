@@ -91,7 +91,7 @@ impl Principal {
 /// The principal a key's user stands for: the user as stored now, refused
 /// when it is gone or inactive.
 pub async fn principal(lore: &Lore, username: &str) -> Result<Principal> {
-    match user(lore, username).await? {
+    match lore.appdb_cache().user(&lore.db, username).await? {
         Some(user) if user.active => Ok(Principal::User(user)),
         Some(_) => Err(AppDbError::denied("act as", format!("user `{username}` (inactive)")).into()),
         None => Err(AppDbError::UnknownUser(username.to_owned()).into()),
@@ -143,6 +143,7 @@ pub async fn add_role(lore: &Lore, actor: &Actor, name: &str, permission: &Value
     .insert(&txn)
     .await?;
     audit::record(&txn, actor, "role.added", Some(&row.id), json!({"role": name})).await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Role::decode(row)
@@ -179,6 +180,7 @@ pub async fn alter_role(
     }
     let row = row.update(&txn).await?;
     audit::record(&txn, actor, "role.altered", Some(&row.id), json!({"role": row.name})).await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Role::decode(row)
@@ -193,6 +195,7 @@ pub async fn drop_role(lore: &Lore, actor: &Actor, id: &str) -> Result<Role> {
     }
     app_role::Entity::delete_by_id(current.id.clone()).exec(&txn).await?;
     audit::record(&txn, actor, "role.dropped", Some(&current.id), json!({"role": current.name})).await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Ok(current)
@@ -217,10 +220,15 @@ pub async fn users(lore: &Lore) -> Result<Vec<User>> {
 }
 
 pub async fn user(lore: &Lore, username: &str) -> Result<Option<User>> {
-    let Some(row) = app_user::Entity::find_by_id(username.to_owned()).one(&lore.db).await? else {
+    read_user(&lore.db, username).await
+}
+
+/// A user with its role, read from the database (the cache's fill).
+pub(crate) async fn read_user(db: &impl sea_orm::ConnectionTrait, username: &str) -> Result<Option<User>> {
+    let Some(row) = app_user::Entity::find_by_id(username.to_owned()).one(db).await? else {
         return Ok(None);
     };
-    let role = role(&lore.db, &row.role_id).await?;
+    let role = role(db, &row.role_id).await?;
     Ok(Some(User {
         username: row.username,
         role,
@@ -268,6 +276,7 @@ pub async fn add_user(
     .insert(&txn)
     .await?;
     audit::record(&txn, actor, "user.added", Some(&username), json!({"role": role.name})).await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Ok(User { username, role, active: row.active, created_at: row.created_at, updated_at: row.updated_at })
@@ -305,6 +314,7 @@ pub async fn alter_user(
         json!({"role": role.name, "active": row.active}),
     )
     .await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Ok(User {
@@ -331,6 +341,7 @@ pub async fn drop_user(lore: &Lore, actor: &Actor, username: &str) -> Result<()>
         .exec(&txn)
         .await?;
     audit::record(&txn, actor, "user.dropped", Some(username), json!({})).await?;
+    super::cache::bump(&txn).await?;
     txn.commit().await?;
     lore.appdb_event(Event::RoleChanged);
     Ok(())

@@ -1,10 +1,11 @@
 //! The application database's records as stored: a corrupt catalog row is
-//! an error naming the table, and a key made before users existed cannot
-//! act as one.
+//! an error naming the table, a key made before users existed cannot act
+//! as one, and what is held in memory follows another process's changes.
 
 use crate::support;
 
 use engine::appdb::catalog::{self, NewTable, Origin};
+use engine::appdb::{users, AppDbError};
 use engine::audit::Actor;
 use engine::keys::{self, KeyError, NewKey, Scope};
 use engine::Error;
@@ -103,4 +104,147 @@ async fn the_answer_tools_check_the_callers_key_themselves() {
         Err(Error::AppDb(_)) => {}
         other => panic!("an unknown tool is refused, got {other:?}"),
     }
+}
+
+/// Users, roles and tables are held in memory between requests; a change
+/// made by another process (a second `lore serve` on the same database,
+/// `lore roles`, `lore schema apply`) still counts from the next request.
+async fn another_process_changes_count_from_the_next_request(settings: engine::Settings) {
+    use engine::operations::{self, Credentials};
+    use serde_json::json;
+
+    let here = engine::Lore::open(settings.clone()).await.unwrap();
+    let there = engine::Lore::open(settings).await.unwrap();
+    let admin = Actor::System;
+    let reader = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    users::add_role(&here, &admin, "reader", &reader).await.unwrap();
+    users::add_user(&here, &admin, "ann", "reader", true).await.unwrap();
+    let new = NewKey {
+        name: "ann".into(),
+        kind: "secret".into(),
+        scopes: vec!["operations".into()],
+        user: Some("ann".into()),
+        ..NewKey::default()
+    };
+    let (_, raw) = keys::create(&here, &admin, new).await.unwrap();
+    let schema = "type Dog @table(database: \"dev\", table: \"dog\") { id: ID @primaryKey\n name: String }";
+    engine::appdb::schema::apply(&here, &admin, schema).await.unwrap();
+    let super_user = engine::appdb::Principal::Admin { account_id: "ada".into() };
+    let insert = json!({"operation": "insert", "database": "dev", "table": "dog", "records": [{"id": "1", "name": "Rex"}]});
+    operations::dispatch(&here, &super_user, insert).await.unwrap();
+
+    let read = || json!({"operation": "search_by_id", "database": "dev", "table": "dog", "ids": ["1"]});
+    let call = |body: serde_json::Value| {
+        let (here, raw) = (here.clone(), raw.clone());
+        async move {
+            let (principal, _) =
+                operations::authenticate(&here, Credentials::Key { raw: &raw, origin: None }).await?;
+            operations::dispatch(&here, &principal, body).await
+        }
+    };
+    // Twice: the second is served from what the first read.
+    for _ in 0..2 {
+        call(read()).await.expect("the role reads dev.dog");
+    }
+
+    // The other process takes the table away from the role...
+    let none = json!({"dev": {"tables": {"dog": {"read": false, "insert": false, "update": false, "delete": false}}}});
+    let role = users::role(&there.db, "reader").await.unwrap();
+    users::alter_role(&there, &admin, &role.id, None, Some(&none)).await.unwrap();
+    match call(read()).await {
+        Err(Error::AppDb(AppDbError::PermissionDenied { .. })) => {}
+        other => panic!("the changed role counts from the next request, got {other:?}"),
+    }
+    // ...gives it back, and adds an attribute the next read returns.
+    users::alter_role(&there, &admin, &role.id, None, Some(&reader)).await.unwrap();
+    let schema =
+        "type Dog @table(database: \"dev\", table: \"dog\") { id: ID @primaryKey\n name: String\n age: Int }";
+    engine::appdb::schema::apply(&there, &admin, schema).await.unwrap();
+    let update =
+        json!({"operation": "update", "database": "dev", "table": "dog", "records": [{"id": "1", "age": 3}]});
+    operations::dispatch(&there, &super_user, update).await.unwrap();
+    match call(read()).await {
+        Ok(operations::Outcome::Json(found)) => assert_eq!(found[0]["age"], 3, "{found}"),
+        other => panic!("the new attribute is read, got {other:?}"),
+    }
+    // A table the other process exports is served here too.
+    let schema = "type Dog @table(database: \"dev\", table: \"dog\") { id: ID @primaryKey\n name: String\n age: Int }\ntype Cat @table(database: \"dev\") @export { id: ID @primaryKey }";
+    engine::appdb::schema::apply(&there, &admin, schema).await.unwrap();
+    call(read()).await.unwrap();
+    assert!(
+        engine::resources::http_resource(&here, "Cat").await.is_ok(),
+        "the other process's export is served"
+    );
+}
+
+#[tokio::test]
+async fn another_process_changes_count_from_the_next_request_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = engine::Settings { data_dir: dir.path().to_owned(), ..engine::Settings::default() };
+    another_process_changes_count_from_the_next_request(settings).await;
+}
+
+#[tokio::test]
+async fn another_process_changes_count_from_the_next_request_on_postgres() {
+    let (url, name) = support::postgres().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = engine::Settings { data_dir: dir.path().to_owned(), ..engine::Settings::default() };
+    settings.database.url = Some(engine::settings::Secret::new(url));
+    another_process_changes_count_from_the_next_request(settings).await;
+    support::drop_postgres(&name).await;
+}
+
+/// The application profile's tool names (SPEC rule 2): a shared name takes
+/// the database as a prefix, a name still shared a 6-hex suffix, and the
+/// names are the same after a restart; a table resource has put and patch,
+/// so only `update_` is offered.
+#[tokio::test]
+async fn tool_names_take_a_prefix_then_a_suffix_and_survive_a_restart() {
+    use engine::mcp::{self, Profile};
+    use engine::resources::Caller;
+
+    let dir = tempfile::tempdir().unwrap();
+    let settings = engine::Settings { data_dir: dir.path().to_owned(), ..engine::Settings::default() };
+    let schema = r#"
+type A @table(database: "dev", table: "a") @export(name: "a/b/c") { id: ID @primaryKey }
+type B @table(database: "prod", table: "b") @export(name: "a_b/c") { id: ID @primaryKey }
+type C @table(database: "prod", table: "c") @export(name: "a/b_c") { id: ID @primaryKey }
+type D @table(database: "dev", table: "d") @export(name: "dogs") { id: ID @primaryKey }
+"#;
+    let names = |lore: engine::Lore| async move {
+        let caller = Caller {
+            principal: Some(engine::appdb::Principal::Admin { account_id: "ada".into() }),
+            key: None,
+        };
+        let surface = mcp::surface(&lore, Profile::Application, &caller).await.unwrap();
+        surface.tools.into_iter().map(|t| t.name).filter(|n| n.starts_with("get_")).collect::<Vec<_>>()
+    };
+    let first = {
+        let lore = engine::Lore::open(settings.clone()).await.unwrap();
+        engine::appdb::schema::apply(&lore, &Actor::System, schema).await.unwrap();
+        let surface = mcp::surface(
+            &lore,
+            Profile::Application,
+            &Caller {
+                principal: Some(engine::appdb::Principal::Admin { account_id: "ada".into() }),
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
+        let all: Vec<String> = surface.tools.iter().map(|t| t.name.clone()).collect();
+        assert!(
+            all.contains(&"update_dogs".to_owned()) && !all.iter().any(|n| n.starts_with("patch_")),
+            "{all:?}"
+        );
+        names(lore).await
+    };
+    assert!(first.contains(&"get_dev_a_b_c".to_owned()), "the database prefix settles dev's: {first:?}");
+    assert!(first.contains(&"get_dogs".to_owned()), "no collision, no change: {first:?}");
+    let suffixed: Vec<&String> = first.iter().filter(|n| n.starts_with("get_prod_a_b_c_")).collect();
+    assert_eq!(suffixed.len(), 2, "{first:?}");
+    assert!(suffixed.iter().all(|n| n.len() == "get_prod_a_b_c_".len() + 6) && suffixed[0] != suffixed[1]);
+
+    let again = names(engine::Lore::open(settings).await.unwrap()).await;
+    assert_eq!(first, again, "the same names after a restart");
 }

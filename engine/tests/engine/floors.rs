@@ -40,9 +40,10 @@ const FLOORS: &[(&str, u8)] = &[
     ("recorder", 4),
     ("metrics", 4),
     ("wizard", 4),
-    // 5. The operations API, over everything.
+    // 5. The operations API and the tool server, over everything.
     ("operations", 5),
     ("resources", 5),
+    ("mcp", 5),
 ];
 
 fn floor(module: &str) -> Option<u8> {

@@ -7,29 +7,10 @@ use crate::support;
 use engine::audit::Actor;
 use engine::profile::{self, Details, PersonaChoice, ProfileError};
 use engine::{Error, Lore};
-use sea_orm::{ConnectionTrait, Database};
+use sea_orm::ConnectionTrait;
 
 fn admin() -> Actor {
     Actor::Account("ada".into())
-}
-
-async fn postgres() -> (String, String) {
-    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let name = format!("lore_profile_{}", uuid::Uuid::new_v4().simple());
-    let db = Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
-    db.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let mut url = url::Url::parse(&admin_url).unwrap();
-    url.set_path(&name);
-    (url.to_string(), name)
-}
-
-async fn drop_postgres(name: &str) {
-    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    if let Ok(db) = Database::connect(&admin_url).await {
-        let _ = db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-    }
 }
 
 #[tokio::test]
@@ -127,14 +108,14 @@ async fn two_saves_from_the_same_base_on_sqlite_exactly_one_wins() {
 
 #[tokio::test]
 async fn two_saves_from_the_same_base_on_postgres_exactly_one_wins() {
-    let (url, name) = postgres().await;
+    let (url, name) = support::postgres().await;
     let (lore, _dir) = support::open_with(|settings| {
         settings.database.url = Some(engine::settings::Secret::new(url.clone()));
     })
     .await;
     concurrent_saves_from_one_base(&lore).await;
     drop(lore);
-    drop_postgres(&name).await;
+    support::drop_postgres(&name).await;
 }
 
 #[tokio::test]

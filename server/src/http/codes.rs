@@ -80,7 +80,8 @@ codes! {
     UNKNOWN_OPERATION = BAD_REQUEST "unknown_operation" "`operation` names no operation Lore has";
     DATABASE_NOT_FOUND = NOT_FOUND "database_not_found" "no such database, table, user or role (the message names it)";
     TABLE_NOT_FOUND = NOT_FOUND "table_not_found" "no such database, table, user or role (the message names it)";
-    RESOURCE_NOT_FOUND = NOT_FOUND "resource_not_found" "no resource is exported over HTTP at that path under `/data/`";
+    RESOURCE_NOT_FOUND = NOT_FOUND "resource_not_found" "no resource is exported at that path under `/data/` (or at that URI of the tool server)";
+    TOOL_NOT_FOUND = NOT_FOUND "tool_not_found" "the tool server offers the caller no tool of that name";
     RECORD_NOT_FOUND = NOT_FOUND "record_not_found" "no record with that primary key (or none the caller may read)";
     USER_NOT_FOUND = NOT_FOUND "user_not_found" "no such database, table, user or role (the message names it)";
     ROLE_NOT_FOUND = NOT_FOUND "role_not_found" "no such database, table, user or role (the message names it)";

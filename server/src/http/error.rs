@@ -264,6 +264,7 @@ fn appdb_parts(err: &AppDbError) -> (Code, String) {
         AppDbError::UnknownDatabase(_) => codes::DATABASE_NOT_FOUND,
         AppDbError::UnknownTable(_) => codes::TABLE_NOT_FOUND,
         AppDbError::UnknownResource(_) => codes::RESOURCE_NOT_FOUND,
+        AppDbError::UnknownTool(_) => codes::TOOL_NOT_FOUND,
         AppDbError::UnknownRecord(_) => codes::RECORD_NOT_FOUND,
         AppDbError::UnknownAttribute(_) => codes::UNKNOWN_ATTRIBUTE,
         AppDbError::TypeMismatch { .. } => codes::TYPE_MISMATCH,

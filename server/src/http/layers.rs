@@ -133,7 +133,7 @@ fn is_safe_method(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-fn is_same_origin(headers: &HeaderMap) -> bool {
+pub(crate) fn is_same_origin(headers: &HeaderMap) -> bool {
     if let Some(site) = headers.get("sec-fetch-site") {
         return matches!(site.as_bytes(), b"same-origin" | b"none");
     }

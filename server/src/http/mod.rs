@@ -11,6 +11,7 @@ pub mod health;
 pub mod jobs;
 pub mod json;
 pub mod layers;
+pub mod mcp;
 pub mod openapi;
 pub mod operation;
 pub mod profile;
@@ -23,7 +24,7 @@ pub mod sources;
 pub mod tuning;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post, put};
+use axum::routing::{any, get, post, put};
 use axum::{middleware, Router};
 
 use crate::AppState;
@@ -91,6 +92,10 @@ pub fn router(state: AppState) -> Router {
         // A key or an admin's session: behind the session layer and the
         // cross-origin guard, so a foreign page cannot ride a session here.
         .route("/operation", post(operation::operation))
+        // The tool server (MCP): a key with the `mcp` scope or an admin's
+        // session; the handler answers every method itself (405 with Allow).
+        .route("/mcp", any(mcp::application))
+        .route("/operation/mcp", any(mcp::operations))
         // REST for the exported resources: the same credentials.
         .route("/data/openapi.json", get(data::openapi))
         .route(

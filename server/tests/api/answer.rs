@@ -738,3 +738,82 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
         .cloned();
     assert_eq!(failed.map(|f| f["count"].clone()), Some(json!(3)), "{dashboard:#}");
 }
+
+/// The tool server's `answer` tool runs the same pipeline as `/answer`: it
+/// cites the right page, checks the caller's key itself (scope `answer`),
+/// and its run reaches the Dashboard as surface `mcp`.
+#[tokio::test]
+async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp() {
+    let s = setup().await;
+    for body in [
+        json!({"operation": "add_role", "role": "assistant", "permission": {"super_user": false}}),
+        json!({"operation": "add_user", "role": "assistant", "username": "assistant"}),
+    ] {
+        let response = s.app.client.post(s.app.url("/operation")).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    }
+    let key = |scopes: Value| {
+        let app = &s.app;
+        async move {
+            let made: Value = app
+                .post_json(
+                    "/admin/keys",
+                    json!({"name": "assistant", "kind": "secret", "scopes": scopes, "user": "assistant"}),
+                )
+                .await
+                .json()
+                .await
+                .unwrap();
+            made["raw_key"].as_str().unwrap().to_owned()
+        }
+    };
+    let (answering, listing_only) = (key(json!(["mcp", "answer"])).await, key(json!(["mcp"])).await);
+    let call = |key: String| {
+        let url = s.app.url("/mcp");
+        async move {
+            let client = reqwest::Client::new();
+            let post = |body: Value, session: Option<String>| {
+                let mut request = client
+                    .post(&url)
+                    .header("x-api-key", &key)
+                    .header("accept", "application/json, text/event-stream")
+                    .json(&body);
+                if let Some(session) = session {
+                    request = request.header("mcp-session-id", session);
+                }
+                request.send()
+            };
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                              "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+            let opened = post(init, None).await.unwrap();
+            let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+            let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "answer", "arguments": {"question": "What does guide 4 explain?"}}});
+            let reply: Value = post(ask, Some(session)).await.unwrap().json().await.unwrap();
+            reply["result"].clone()
+        }
+    };
+
+    let refused = call(listing_only).await;
+    assert_eq!(
+        refused["isError"], true,
+        "a key without the answer scope is refused by the tool: {refused:#}"
+    );
+    assert_eq!(refused["structuredContent"]["error"]["code"], "insufficient_scope", "{refused:#}");
+
+    let answered = call(answering).await;
+    assert_eq!(answered["isError"], false, "{answered:#}");
+    let answer = &answered["structuredContent"];
+    assert_eq!(answer["refused"], false, "{answer:#}");
+    let page_4 = format!("{}/docs/page-4", s.site.base_url);
+    assert!(
+        answer["citations"].as_array().unwrap().iter().any(|c| c["url"] == page_4.as_str()),
+        "{answer:#}"
+    );
+
+    s.app.lore.flush_writes().await;
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    let mcp = dashboard["surfaces"].as_array().unwrap().iter().find(|s| s["surface"] == "mcp").cloned();
+    assert_eq!(mcp.map(|m| m["queries"].clone()), Some(json!(1)), "{dashboard:#}");
+}

@@ -15,6 +15,7 @@ mod health;
 mod helpers;
 mod indexing_jobs;
 mod llama;
+mod mcp;
 mod metrics;
 mod operations;
 mod providers;

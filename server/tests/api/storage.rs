@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 27] = [
+const TABLES: [&str; 28] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -24,6 +24,7 @@ const TABLES: [&str; 27] = [
     "document",
     "index_job",
     "key_usage",
+    "mcp_session",
     "metric_latency",
     "metric_rollup",
     "model_target",

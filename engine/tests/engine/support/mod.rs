@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use engine::ingest::{jobs, Progress};
 use engine::{Lore, Settings};
+use sea_orm::ConnectionTrait;
 
 pub fn models_dir() -> PathBuf {
     std::env::var_os("LORE_TEST_MODELS_DIR")
@@ -60,4 +61,24 @@ pub fn pdf_bomb(mib: usize) -> Vec<u8> {
     pdf.extend_from_slice(&stream);
     pdf.extend_from_slice(b"\nendstream\nendobj\ntrailer\n<< >>\n%%EOF\n");
     pdf
+}
+
+/// A new, empty database on the local PostgreSQL server: its URL and name.
+pub async fn postgres() -> (String, String) {
+    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = format!("lore_test_{}", uuid::Uuid::new_v4().simple());
+    let db = sea_orm::Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
+    db.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let mut url = url::Url::parse(&admin_url).unwrap();
+    url.set_path(&name);
+    (url.to_string(), name)
+}
+
+pub async fn drop_postgres(name: &str) {
+    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    if let Ok(db) = sea_orm::Database::connect(&admin_url).await {
+        let _ = db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    }
 }

@@ -1,0 +1,143 @@
+//! Users with their roles, and the catalog's tables, held in memory
+//! between requests.
+//!
+//! Every change to users, roles or the structure moves the stored counter
+//! `cluster_state.appdb_generation` in its own transaction ([`bump`]). A
+//! request begins by reading that counter ([`Cache::refresh`], one small
+//! read): when it moved, whichever process moved it (another `lore serve`
+//! on the same PostgreSQL, `lore users`, `lore schema apply`), everything
+//! held is dropped. So a change still counts from the next request, for one
+//! read where the user, its role and the table cost three.
+//!
+//! A value read while a change lands is kept only if nothing was dropped
+//! while it was being read (the epoch moves on each drop), so a slow
+//! reader never puts back what a change made stale.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use entity::cluster_state;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+
+use super::catalog::{self, Table};
+use super::users::{self, User};
+use crate::Result;
+
+#[derive(Default)]
+pub struct Cache {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The stored generation the values held were read under; `None`
+    /// before the first read (or with no cluster row: nothing is kept).
+    generation: Option<i64>,
+    /// Moves each time everything is dropped.
+    epoch: u64,
+    users: HashMap<String, User>,
+    tables: HashMap<(String, String), Table>,
+}
+
+impl State {
+    fn drop_all(&mut self, generation: Option<i64>) {
+        self.generation = generation;
+        self.epoch += 1;
+        self.users.clear();
+        self.tables.clear();
+    }
+}
+
+impl Cache {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Nothing a panicking holder left half-done can hurt: the maps only
+        // ever hold whole values.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Reads the stored generation and drops what is held if it moved. Call
+    /// once at the start of each request, before any lookup.
+    pub async fn refresh(&self, conn: &impl ConnectionTrait) -> Result<()> {
+        let stored = cluster_state::Entity::find_by_id(cluster_state::SINGLETON_ID)
+            .select_only()
+            .column(cluster_state::Column::AppdbGeneration)
+            .into_tuple::<i64>()
+            .one(conn)
+            .await?;
+        let mut state = self.state();
+        if stored.is_none() || state.generation != stored {
+            state.drop_all(stored);
+        }
+        Ok(())
+    }
+
+    /// Drops everything: this process changed users, roles or the structure.
+    pub fn clear(&self) {
+        self.state().drop_all(None);
+    }
+
+    /// Moves each time what is held is dropped: whoever derives something
+    /// from the catalog (the resource registry) derives it again then.
+    pub fn epoch(&self) -> u64 {
+        self.state().epoch
+    }
+
+    /// A user with its role, as stored (`None`: no such user).
+    pub async fn user(&self, conn: &impl ConnectionTrait, username: &str) -> Result<Option<User>> {
+        let epoch = {
+            let state = self.state();
+            if let Some(user) = state.users.get(username) {
+                return Ok(Some(user.clone()));
+            }
+            state.epoch
+        };
+        let user = users::read_user(conn, username).await?;
+        if let Some(user) = &user {
+            self.keep(epoch, |state| {
+                state.users.insert(username.to_owned(), user.clone());
+            });
+        }
+        Ok(user)
+    }
+
+    /// A table of the catalog; an unknown database or table is the error
+    /// [`catalog::table`] gives.
+    pub async fn table(&self, conn: &impl ConnectionTrait, database: &str, name: &str) -> Result<Table> {
+        let key = (database.to_owned(), name.to_owned());
+        let epoch = {
+            let state = self.state();
+            if let Some(table) = state.tables.get(&key) {
+                return Ok(table.clone());
+            }
+            state.epoch
+        };
+        let table = catalog::table(conn, database, name).await?;
+        self.keep(epoch, |state| {
+            state.tables.insert(key, table.clone());
+        });
+        Ok(table)
+    }
+
+    /// Runs `put` unless everything was dropped since `epoch`.
+    fn keep(&self, epoch: u64, put: impl FnOnce(&mut State)) {
+        let mut state = self.state();
+        if state.epoch == epoch && state.generation.is_some() {
+            put(&mut state);
+        }
+    }
+}
+
+/// Moves the stored generation: call inside the transaction of every change
+/// to users, roles or the structure, so it commits with the change.
+pub(crate) async fn bump(conn: &impl ConnectionTrait) -> Result<()> {
+    cluster_state::Entity::update_many()
+        .col_expr(
+            cluster_state::Column::AppdbGeneration,
+            Expr::col(cluster_state::Column::AppdbGeneration).add(1),
+        )
+        .filter(cluster_state::Column::Id.eq(cluster_state::SINGLETON_ID))
+        .exec(conn)
+        .await?;
+    Ok(())
+}

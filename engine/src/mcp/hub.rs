@@ -1,0 +1,268 @@
+//! Push channels of this process: a session's GET stream (session era) or a
+//! `subscriptions/listen` stream (sessionless era), and what they are told.
+//!
+//! When a role or the schema changes (an [`crate::appdb::Event`] of this
+//! process, or the stored application-database generation moving because
+//! another process changed it), [`Hub::recompute`] walks every open
+//! channel: it resolves the channel's user again, computes what that user
+//! sees now and compares it with the channel's snapshot. Only a channel
+//! whose own tools or resources differ is told
+//! (`notifications/tools/list_changed`, `notifications/resources/list_changed`);
+//! there is no broadcast. A session's snapshot is stored with it, so the
+//! comparison survives the stream being opened again.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::{Profile, Snapshot};
+use crate::appdb::Principal;
+use crate::resources::Caller;
+use crate::settings::Secret;
+use crate::{Lore, Result};
+
+/// What a channel asked to hear (a session's GET stream hears all).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub tools: bool,
+    pub resources: bool,
+    /// Resource URIs whose changes it hears (`notifications/resources/updated`).
+    pub updates: Vec<String>,
+}
+
+impl Filter {
+    pub fn everything() -> Self {
+        Self { tools: true, resources: true, updates: Vec::new() }
+    }
+}
+
+/// Where a channel came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    /// A session's GET stream.
+    Session(String),
+    /// A `subscriptions/listen` request: its JSON-RPC id, which tags
+    /// every notification sent on it.
+    Listen(Value),
+}
+
+struct Channel {
+    origin: Origin,
+    profile: Profile,
+    principal: Principal,
+    key: Option<Secret>,
+    filter: Filter,
+    snapshot: Snapshot,
+    sender: mpsc::UnboundedSender<Value>,
+}
+
+/// The open channels of this process.
+#[derive(Default)]
+pub struct Hub {
+    channels: Mutex<HashMap<u64, Channel>>,
+    next: AtomicU64,
+}
+
+/// An open channel: the messages to push, in order. Dropping it (the
+/// client went away, the stream ended) removes the channel from the hub.
+pub struct Stream {
+    pub messages: mpsc::UnboundedReceiver<Value>,
+    lore: Lore,
+    id: u64,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.lore.mcp_hub().channels().remove(&self.id);
+    }
+}
+
+/// Opens a channel for `caller` on `profile`, compared from `snapshot`.
+pub fn open(
+    lore: &Lore,
+    origin: Origin,
+    profile: Profile,
+    caller: &Caller,
+    filter: Filter,
+    snapshot: Snapshot,
+) -> Result<Stream> {
+    let principal = caller.principal.clone().ok_or(crate::keys::KeyError::Missing)?;
+    let (sender, messages) = mpsc::unbounded_channel();
+    let hub = lore.mcp_hub();
+    let id = hub.next.fetch_add(1, Ordering::Relaxed);
+    let channel = Channel { origin, profile, principal, key: caller.key.clone(), filter, snapshot, sender };
+    hub.channels().insert(id, channel);
+    Ok(Stream { messages, lore: lore.clone(), id })
+}
+
+impl Hub {
+    fn channels(&self) -> MutexGuard<'_, HashMap<u64, Channel>> {
+        self.channels.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Closes every channel: the server is shutting down, and an open event
+    /// stream would hold its connection (and the shutdown) forever.
+    pub fn close_all(&self) {
+        self.channels().clear();
+    }
+
+    /// Closes the channels of session `id` (deleted or evicted).
+    pub fn close_session(&self, id: &str) {
+        self.channels().retain(|_, c| c.origin != Origin::Session(id.to_owned()));
+    }
+
+    /// How many channels are open (for the benchmark and tests).
+    pub fn open_channels(&self) -> usize {
+        let mut channels = self.channels();
+        channels.retain(|_, c| !c.sender.is_closed());
+        channels.len()
+    }
+
+    /// Changes the resource URIs session `id`'s channels hear about.
+    pub fn set_updates(&self, id: &str, uris: &[String]) {
+        for channel in self.channels().values_mut() {
+            if channel.origin == Origin::Session(id.to_owned()) {
+                channel.filter.updates = uris.to_vec();
+            }
+        }
+    }
+
+    /// Tells the channels that hear `uri` that it changed.
+    pub fn resource_updated(&self, uri: &str) {
+        for channel in self.channels().values() {
+            if channel.filter.updates.iter().any(|u| u == uri) {
+                let _ = channel.sender.send(notification(
+                    &channel.origin,
+                    "notifications/resources/updated",
+                    Some(uri),
+                ));
+            }
+        }
+    }
+
+    /// Recomputes what each channel's user sees and tells those whose
+    /// lists changed (see the module docs). A user that is gone or
+    /// inactive sees nothing.
+    pub async fn recompute(&self, lore: &Lore) -> Result<()> {
+        let open: Vec<(u64, Profile, Principal, Option<Secret>)> = self
+            .channels()
+            .iter()
+            .filter(|(_, c)| !c.sender.is_closed())
+            .map(|(id, c)| (*id, c.profile, c.principal.clone(), c.key.clone()))
+            .collect();
+        let mut seen: HashMap<(Profile, String), Snapshot> = HashMap::new();
+        for (id, profile, principal, key) in open {
+            let identity = super::identity(&principal).to_string();
+            let now = match seen.get(&(profile, identity.clone())) {
+                Some(snapshot) => snapshot.clone(),
+                None => {
+                    let principal = match &principal {
+                        Principal::User(user) => {
+                            crate::appdb::users::principal(lore, &user.username).await.ok()
+                        }
+                        admin => Some(admin.clone()),
+                    };
+                    let snapshot = match principal {
+                        Some(principal) => {
+                            let caller = Caller { principal: Some(principal), key };
+                            super::surface(lore, profile, &caller).await?.snapshot()
+                        }
+                        None => Snapshot::default(),
+                    };
+                    seen.insert((profile, identity), snapshot.clone());
+                    snapshot
+                }
+            };
+            let told = self.tell(id, &now);
+            if let Some(Origin::Session(session)) = told {
+                super::sessions::save_snapshot(lore, &session, &now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends channel `id` what changed from its snapshot to `now`, and
+    /// keeps `now`; the channel's origin when something was sent.
+    fn tell(&self, id: u64, now: &Snapshot) -> Option<Origin> {
+        let mut channels = self.channels();
+        let channel = channels.get_mut(&id)?;
+        let tools = channel.snapshot.tools != now.tools;
+        let resources = channel.snapshot.resources != now.resources;
+        if !tools && !resources {
+            return None;
+        }
+        if tools && channel.filter.tools {
+            let _ =
+                channel.sender.send(notification(&channel.origin, "notifications/tools/list_changed", None));
+        }
+        if resources && channel.filter.resources {
+            let _ = channel.sender.send(notification(
+                &channel.origin,
+                "notifications/resources/list_changed",
+                None,
+            ));
+        }
+        channel.snapshot = now.clone();
+        Some(channel.origin.clone())
+    }
+}
+
+/// A JSON-RPC notification as a channel of `origin` carries it: on a listen
+/// stream, tagged with the subscription's id.
+pub fn notification(origin: &Origin, method: &str, uri: Option<&str>) -> Value {
+    let mut params = serde_json::Map::new();
+    if let Origin::Listen(id) = origin {
+        params.insert("_meta".into(), json!({"io.modelcontextprotocol/subscriptionId": id}));
+    }
+    if let Some(uri) = uri {
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+    }
+    if params.is_empty() {
+        json!({"jsonrpc": "2.0", "method": method})
+    } else {
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    }
+}
+
+/// Recomputes the channels whenever a role or the schema changes, in this
+/// process or (seen through the stored generation, every second) another.
+/// Runs until Lore is dropped; `lore serve` spawns it.
+pub async fn keep_listening(lore: Lore) {
+    let mut events = lore.appdb_events();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let mut epoch = lore.appdb_cache().epoch();
+    loop {
+        let changed = tokio::select! {
+            event = events.recv() => match event {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tick.tick() => moved_elsewhere(&lore, &mut epoch).await,
+        };
+        if changed {
+            epoch = lore.appdb_cache().epoch();
+            if let Err(err) = lore.mcp_hub().recompute(&lore).await {
+                tracing::warn!(error = %err, "could not recompute what the tool server's sessions see");
+            }
+        }
+    }
+}
+
+/// Whether another process changed roles or the schema since `epoch` (read
+/// only while channels are open); `epoch` follows.
+async fn moved_elsewhere(lore: &Lore, epoch: &mut u64) -> bool {
+    if lore.mcp_hub().open_channels() == 0 {
+        return false;
+    }
+    if let Err(err) = lore.appdb_cache().refresh(&lore.db).await {
+        tracing::warn!(error = %err, "could not read the application database's generation");
+        return false;
+    }
+    let now = lore.appdb_cache().epoch();
+    let moved = now != *epoch;
+    *epoch = now;
+    moved
+}

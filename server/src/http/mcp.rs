@@ -1,0 +1,877 @@
+//! The tool server's transport: MCP's Streamable HTTP on `{base_url}/mcp`
+//! (application profile) and `{base_url}/operation/mcp` (operations
+//! profile), serving both protocol eras on the same endpoints.
+//!
+//! - A request whose `params._meta` names a protocol version speaks the
+//!   sessionless 2026-07-28 revision: it is checked against its
+//!   `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers and served
+//!   on its own; `subscriptions/listen` streams notifications.
+//! - Anything else speaks a session-era revision (2025-03-26, 2025-06-18,
+//!   2025-11-25): `initialize` opens a session (`Mcp-Session-Id`), later
+//!   requests name it, GET opens its push channel, DELETE ends it when
+//!   `mcp.session.allowClientDelete` allows.
+//!
+//! Every request is authenticated (an `x-api-key` with scope `mcp` of a
+//! user, or an admin's session) and acts as that user; the engine's
+//! `mcp` module decides what it sees and runs what it calls. The status
+//! codes are DESIGN.md's (docs/mcp.md lists them).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use base64::Engine as _;
+use engine::appdb::{AppDbError, Principal};
+use engine::auth::Viewer;
+use engine::keys::{KeyError, Scope};
+use engine::mcp::{self, hub, sessions, Profile};
+use engine::operations::{self, Credentials};
+use engine::resources::Caller;
+use engine::settings::Secret;
+use serde_json::{json, Map, Value};
+
+use super::error::ApiError;
+use super::public::API_KEY_HEADER;
+use crate::AppState;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
+/// Items per page of a list (DESIGN.md).
+const PAGE: usize = 200;
+
+// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+/// Lore's own: the caller's permissions refuse it (`data.code` says more).
+const PERMISSION_DENIED: i64 = -32001;
+/// Session era: no resource at that URI.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// 2026-07-28: a header disagrees with the body.
+const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: a protocol version Lore does not speak.
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+pub async fn application(
+    State(state): State<AppState>,
+    viewer: Option<Extension<Viewer>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(state, Profile::Application, viewer.as_deref(), method, headers, body).await
+}
+
+pub async fn operations(
+    State(state): State<AppState>,
+    viewer: Option<Extension<Viewer>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(state, Profile::Operations, viewer.as_deref(), method, headers, body).await
+}
+
+/// A request of either era, as far as the transport goes.
+struct Call {
+    state: AppState,
+    profile: Profile,
+    headers: HeaderMap,
+}
+
+async fn serve(
+    state: AppState,
+    profile: Profile,
+    viewer: Option<&Viewer>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !profile.enabled(&state.lore) {
+        return ApiError::Engine(
+            AppDbError::UnknownResource(format!("{} tool server", profile.key())).into(),
+        )
+        .into_response();
+    }
+    if !super::layers::is_same_origin(&headers) {
+        return ApiError::CrossOriginRejected.into_response();
+    }
+    let call = Call { state, profile, headers };
+    match method {
+        Method::POST => call.post(viewer, body).await,
+        Method::GET => call.get(viewer).await,
+        Method::DELETE => call.delete(viewer).await,
+        _ => call.not_allowed(),
+    }
+}
+
+fn rpc_error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// What a request's `Accept` allows: JSON, an event stream, or neither.
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return (true, true);
+    };
+    let mut json = false;
+    let mut sse = false;
+    for kind in accept.split(',').map(|k| k.split(';').next().unwrap_or("").trim().to_ascii_lowercase()) {
+        match kind.as_str() {
+            "*/*" => (json, sse) = (true, true),
+            "application/*" | "application/json" => json = true,
+            "text/*" | "text/event-stream" => sse = true,
+            _ => {}
+        }
+    }
+    (json, sse)
+}
+
+fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A header value as 2026-07-28 sends it: `=?base64?…?=` when it is not
+/// plain ASCII.
+fn decode_header(raw: &str) -> Option<String> {
+    match raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        None => Some(raw.to_owned()),
+    }
+}
+
+fn identity_of(principal: &Principal) -> Value {
+    mcp::identity(principal)
+}
+
+impl Call {
+    fn lore(&self) -> &engine::Lore {
+        &self.state.lore
+    }
+
+    fn not_allowed(&self) -> Response {
+        let allow = if self.lore().settings.mcp.session.allow_client_delete {
+            "GET, POST, DELETE"
+        } else {
+            "GET, POST"
+        };
+        let mut response = ApiError::MethodNotAllowed.into_response();
+        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+        response
+    }
+
+    /// Who calls, and the raw key (custom tools check it themselves).
+    async fn caller(&self, viewer: Option<&Viewer>) -> Result<(Caller, Option<String>), ApiError> {
+        let raw = header_text(&self.headers, API_KEY_HEADER);
+        let credentials = match (raw, viewer) {
+            (Some(raw), _) => Credentials::Key { raw, origin: None },
+            (None, Some(viewer)) => Credentials::Session(viewer),
+            (None, None) => Credentials::None,
+        };
+        let (principal, key_id) = operations::authenticate_for(self.lore(), credentials, Scope::Mcp).await?;
+        Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
+    }
+
+    /// The live session a request names, bound to this caller.
+    async fn session(&self, caller: &Caller) -> Result<sessions::Session, Response> {
+        let Some(id) = header_text(&self.headers, SESSION_HEADER) else {
+            let body = rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "the Mcp-Session-Id header is required (initialize first)",
+                None,
+            );
+            return Err(json_response(StatusCode::BAD_REQUEST, body));
+        };
+        let session = match sessions::find(self.lore(), self.profile, id).await {
+            Ok(Some(session)) => session,
+            Ok(None) => {
+                let body = rpc_error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "no such session (it ended or expired): initialize again",
+                    None,
+                );
+                return Err(json_response(StatusCode::NOT_FOUND, body));
+            }
+            Err(err) => return Err(ApiError::from(err).into_response()),
+        };
+        let principal = caller.principal.as_ref().map(identity_of);
+        if principal.as_ref() != Some(&session.identity) {
+            let body = rpc_error(&Value::Null, INVALID_REQUEST, "this session belongs to another user", None);
+            return Err(json_response(StatusCode::FORBIDDEN, body));
+        }
+        Ok(session)
+    }
+
+    async fn post(self, viewer: Option<&Viewer>, body: Bytes) -> Response {
+        let (json_ok, sse_ok) = accepts(&self.headers);
+        if !json_ok && !sse_ok {
+            let body = rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Accept must allow application/json or text/event-stream",
+                None,
+            );
+            return json_response(StatusCode::NOT_ACCEPTABLE, body);
+        }
+        let message: Value = match serde_json::from_slice(&body) {
+            Ok(message) => message,
+            Err(err) => {
+                let body =
+                    rpc_error(&Value::Null, PARSE_ERROR, &format!("the body is not JSON: {err}"), None);
+                return json_response(StatusCode::BAD_REQUEST, body);
+            }
+        };
+        let batch = message.is_array();
+        let Value::Object(message) = message else {
+            let text = if batch {
+                "batches are not supported: send one message per request"
+            } else {
+                "the body must be a JSON-RPC message"
+            };
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                rpc_error(&Value::Null, INVALID_REQUEST, text, None),
+            );
+        };
+        let id = message.get("id").cloned();
+        let Some(method) = message.get("method").and_then(Value::as_str).map(str::to_owned) else {
+            // A client's response to a request of ours: Lore sends none, so
+            // there is nothing to do with it.
+            if id.is_some() && (message.contains_key("result") || message.contains_key("error")) {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                rpc_error(&Value::Null, INVALID_REQUEST, "not a JSON-RPC request", None),
+            );
+        };
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            let body =
+                rpc_error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`jsonrpc` must be \"2.0\"", None);
+            return json_response(StatusCode::BAD_REQUEST, body);
+        }
+        let params = match message.get("params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(params)) => params.clone(),
+            Some(_) => {
+                let body =
+                    rpc_error(&id.unwrap_or(Value::Null), INVALID_PARAMS, "`params` must be an object", None);
+                return json_response(StatusCode::BAD_REQUEST, body);
+            }
+        };
+        let modern = params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
+        let (caller, key_id) = match self.caller(viewer).await {
+            Ok(found) => found,
+            Err(err) => return err.into_response(),
+        };
+        let response = if modern {
+            self.modern(&caller, key_id.as_deref(), id, &method, params, sse_ok && !json_ok).await
+        } else {
+            self.session_era(&caller, key_id.as_deref(), id, &method, params, sse_ok && !json_ok).await
+        };
+        if let Some(key_id) = key_id {
+            super::operation::count_usage(&self.state, Some(key_id)).await;
+        }
+        response
+    }
+
+    async fn session_era(
+        &self,
+        caller: &Caller,
+        key_id: Option<&str>,
+        id: Option<Value>,
+        method: &str,
+        params: Map<String, Value>,
+        sse_only: bool,
+    ) -> Response {
+        if let Some(version) = header_text(&self.headers, VERSION_HEADER) {
+            if !mcp::SESSION_VERSIONS.contains(&version) && method != "initialize" {
+                let body = rpc_error(
+                    &id.unwrap_or(Value::Null),
+                    INVALID_REQUEST,
+                    &format!("unsupported MCP-Protocol-Version `{version}`"),
+                    Some(json!({"supported": mcp::SESSION_VERSIONS})),
+                );
+                return json_response(StatusCode::BAD_REQUEST, body);
+            }
+        }
+        if method == "initialize" {
+            let Some(id) = id else {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    rpc_error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        "initialize is a request (it needs an id)",
+                        None,
+                    ),
+                );
+            };
+            return self.initialize(caller, id, params).await;
+        }
+        let session = match self.session(caller).await {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        if let Err(err) = sessions::touch(self.lore(), &session).await {
+            return ApiError::from(err).into_response();
+        }
+        let Some(id) = id else {
+            // notifications/initialized, notifications/cancelled, …
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let outcome = match method {
+            "ping" => Ok(json!({})),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                self.subscribe(caller, &session, method == "resources/subscribe", &params).await
+            }
+            _ => self.method(caller, key_id, method, &params, false).await,
+        };
+        reply(id, outcome, false, sse_only)
+    }
+
+    async fn initialize(&self, caller: &Caller, id: Value, params: Map<String, Value>) -> Response {
+        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                rpc_error(&id, INVALID_PARAMS, "`protocolVersion` is required", None),
+            );
+        };
+        let version =
+            if mcp::SESSION_VERSIONS.contains(&requested) { requested } else { mcp::PREFERRED_VERSION };
+        let lore = self.lore();
+        let opened = async {
+            let principal = caller.principal.as_ref().ok_or(KeyError::Missing)?;
+            let snapshot = mcp::surface(lore, self.profile, caller).await?.snapshot();
+            let client =
+                json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
+            sessions::open(lore, self.profile, identity_of(principal), version, client, &snapshot).await
+        }
+        .await;
+        let session = match opened {
+            Ok(session) => session,
+            Err(err) => return ApiError::from(err).into_response(),
+        };
+        let result = json!({
+            "protocolVersion": version,
+            "capabilities": mcp::capabilities(),
+            "serverInfo": {"name": "lore", "title": "Lore", "version": mcp::SURFACE_VERSION},
+            "instructions": instructions(self.profile),
+        });
+        let mut response =
+            json_response(StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        if let Ok(value) = HeaderValue::from_str(&session.id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+        response
+    }
+
+    async fn subscribe(
+        &self,
+        caller: &Caller,
+        session: &sessions::Session,
+        on: bool,
+        params: &Map<String, Value>,
+    ) -> Result<Value, Failure> {
+        let uri =
+            params.get("uri").and_then(Value::as_str).ok_or_else(|| Failure::params("`uri` is required"))?;
+        let lore = self.lore();
+        if on {
+            mcp::subscribable(lore, self.profile, caller, uri).await.map_err(Failure::from)?;
+        }
+        let mut uris = session.subscriptions.clone();
+        uris.retain(|u| u != uri);
+        if on {
+            uris.push(uri.to_owned());
+        }
+        sessions::save_subscriptions(lore, &session.id, &uris).await.map_err(Failure::from)?;
+        lore.mcp_hub().set_updates(&session.id, &uris);
+        Ok(json!({}))
+    }
+
+    /// The methods both eras share.
+    async fn method(
+        &self,
+        caller: &Caller,
+        key_id: Option<&str>,
+        method: &str,
+        params: &Map<String, Value>,
+        modern: bool,
+    ) -> Result<Value, Failure> {
+        let lore = self.lore();
+        match method {
+            "tools/list" => {
+                let surface = mcp::surface(lore, self.profile, caller).await?;
+                let tools: Vec<Value> = surface.tools.iter().map(tool_json).collect();
+                page(params, "tools", tools)
+            }
+            "resources/list" => {
+                let surface = mcp::surface(lore, self.profile, caller).await?;
+                let resources: Vec<Value> = surface
+                    .resources
+                    .iter()
+                    .map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type}))
+                    .collect();
+                page(params, "resources", resources)
+            }
+            "resources/templates/list" => {
+                let surface = mcp::surface(lore, self.profile, caller).await?;
+                let templates: Vec<Value> = surface
+                    .templates
+                    .iter()
+                    .map(|t| json!({"uriTemplate": t.uri_template, "name": t.name, "description": t.description, "mimeType": t.mime_type}))
+                    .collect();
+                page(params, "resourceTemplates", templates)
+            }
+            "resources/read" => {
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Failure::params("`uri` is required"))?;
+                match mcp::read(lore, self.profile, caller, uri).await {
+                    Ok(read) => {
+                        let text = serde_json::to_string_pretty(&read.json).unwrap_or_default();
+                        Ok(
+                            json!({"contents": [{"uri": read.uri, "mimeType": "application/json", "text": text}]}),
+                        )
+                    }
+                    Err(engine::Error::AppDb(AppDbError::UnknownResource(_))) => {
+                        let code = if modern { INVALID_PARAMS } else { RESOURCE_NOT_FOUND };
+                        Err(Failure::Rpc(code, format!("no resource at `{uri}`"), Some(json!({"uri": uri}))))
+                    }
+                    Err(err) => Err(err.into()),
+                }
+            }
+            "tools/call" => self.call_tool(caller, key_id, params).await,
+            other => Err(Failure::Rpc(METHOD_NOT_FOUND, format!("no method `{other}`"), None)),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        caller: &Caller,
+        key_id: Option<&str>,
+        params: &Map<String, Value>,
+    ) -> Result<Value, Failure> {
+        let lore = self.lore();
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Failure::params("`name` is required"))?;
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if let Some(key_id) = key_id {
+            mcp::admit_call(lore, key_id)?;
+        }
+        let result = mcp::call(lore, self.profile, caller, name, args.clone())
+            .await
+            .and_then(app::wire::tool_response);
+        let (reply, outcome) = match result {
+            Ok(structured) => {
+                let text = serde_json::to_string(&structured).unwrap_or_default();
+                let reply = json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false});
+                (Ok(reply), "ok")
+            }
+            // Not offered to this caller: a protocol error, as for any unknown tool.
+            Err(engine::Error::AppDb(AppDbError::UnknownTool(tool))) => {
+                let failure = Failure::Rpc(
+                    INVALID_PARAMS,
+                    format!("no tool `{tool}`"),
+                    Some(json!({"code": "tool_not_found"})),
+                );
+                (Err(failure), "tool_not_found")
+            }
+            // Anything the tool refused: a result the model reads and can correct.
+            Err(err) => {
+                let error = ApiError::from(err);
+                let (status, code, message) = error.parts();
+                if status.is_server_error() {
+                    tracing::warn!(code, tool = name, "a tool call failed");
+                }
+                let body = json!({"error": {"code": code, "message": message, "details": error.details()}});
+                let reply = json!({"content": [{"type": "text", "text": body.to_string()}], "structuredContent": body, "isError": true});
+                (Ok(reply), code)
+            }
+        };
+        mcp::audit_call(lore, self.profile, caller, name, &args, outcome).await;
+        reply
+    }
+
+    async fn modern(
+        &self,
+        caller: &Caller,
+        key_id: Option<&str>,
+        id: Option<Value>,
+        method: &str,
+        params: Map<String, Value>,
+        sse_only: bool,
+    ) -> Response {
+        let rpc_id = id.clone().unwrap_or(Value::Null);
+        let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
+        let version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
+        let mismatch = |text: String| {
+            json_response(StatusCode::BAD_REQUEST, rpc_error(&rpc_id, HEADER_MISMATCH, &text, None))
+        };
+        match header_text(&self.headers, VERSION_HEADER) {
+            Some(header) if header == version => {}
+            Some(header) => return mismatch(format!("Header mismatch: MCP-Protocol-Version header value '{header}' does not match body value '{version}'")),
+            None => return mismatch("the MCP-Protocol-Version header is required".into()),
+        }
+        if version != mcp::SESSIONLESS_VERSION {
+            let mut supported = vec![mcp::SESSIONLESS_VERSION];
+            supported.extend(mcp::SESSION_VERSIONS);
+            let data = json!({"supported": supported, "requested": version});
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                rpc_error(&rpc_id, UNSUPPORTED_VERSION, "Unsupported protocol version", Some(data)),
+            );
+        }
+        let Some(id) = id else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        if meta.get(META_CAPABILITIES).is_none() {
+            let text = format!("params._meta is missing the required key {META_CAPABILITIES}");
+            return json_response(StatusCode::BAD_REQUEST, rpc_error(&id, INVALID_PARAMS, &text, None));
+        }
+        match header_text(&self.headers, METHOD_HEADER).and_then(decode_header) {
+            Some(header) if header == method => {}
+            Some(header) => {
+                return mismatch(format!(
+                "Header mismatch: Mcp-Method header value '{header}' does not match body value '{method}'"
+            ))
+            }
+            None => return mismatch("the Mcp-Method header is required".into()),
+        }
+        let named = match method {
+            "tools/call" => params.get("name").and_then(Value::as_str),
+            "resources/read" => params.get("uri").and_then(Value::as_str),
+            _ => None,
+        };
+        if let Some(named) = named {
+            match header_text(&self.headers, NAME_HEADER).and_then(decode_header) {
+                Some(header) if header == named => {}
+                Some(header) => {
+                    return mismatch(format!(
+                    "Header mismatch: Mcp-Name header value '{header}' does not match body value '{named}'"
+                ))
+                }
+                None => return mismatch("the Mcp-Name header is required".into()),
+            }
+        }
+        let outcome = match method {
+            "server/discover" => {
+                let mut versions = vec![mcp::SESSIONLESS_VERSION];
+                versions.extend(mcp::SESSION_VERSIONS);
+                Ok(json!({"supportedVersions": versions, "capabilities": mcp::capabilities(),
+                          "instructions": instructions(self.profile), "ttlMs": 3_600_000, "cacheScope": "public"}))
+            }
+            "subscriptions/listen" => return self.listen(caller, id, &params),
+            "tools/list" | "resources/list" | "resources/templates/list" | "resources/read" => {
+                self.method(caller, key_id, method, &params, true).await.map(|mut result| {
+                    // Lists follow the caller's role, which may change at any time.
+                    result["ttlMs"] = json!(0);
+                    result["cacheScope"] = json!("private");
+                    result
+                })
+            }
+            "tools/call" => self.method(caller, key_id, method, &params, true).await,
+            other => {
+                let body = rpc_error(&id, METHOD_NOT_FOUND, &format!("no method `{other}`"), None);
+                return json_response(StatusCode::NOT_FOUND, body);
+            }
+        };
+        reply(id, outcome, true, sse_only)
+    }
+
+    /// `subscriptions/listen`: an event stream that first acknowledges what
+    /// it will send, then carries this caller's notifications.
+    fn listen(&self, caller: &Caller, id: Value, params: &Map<String, Value>) -> Response {
+        let asked = params.get("notifications").cloned().unwrap_or(Value::Null);
+        let flag = |name: &str| asked.get(name).and_then(Value::as_bool).unwrap_or(false);
+        let updates: Vec<String> = asked
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|uris| uris.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let filter =
+            hub::Filter { tools: flag("toolsListChanged"), resources: flag("resourcesListChanged"), updates };
+        let mut honoured = Map::new();
+        if filter.tools {
+            honoured.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        if filter.resources {
+            honoured.insert("resourcesListChanged".into(), Value::Bool(true));
+        }
+        if !filter.updates.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(filter.updates));
+        }
+        let lore = self.lore().clone();
+        let profile = self.profile;
+        let caller = caller.clone();
+        let origin = hub::Origin::Listen(id.clone());
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}});
+        let opened = async move {
+            let snapshot = mcp::surface(&lore, profile, &caller).await?.snapshot();
+            hub::open(&lore, origin, profile, &caller, filter, snapshot)
+        };
+        push_stream(Some(ack), opened)
+    }
+
+    /// GET: the push channel of a session.
+    async fn get(self, viewer: Option<&Viewer>) -> Response {
+        let (_, sse_ok) = accepts(&self.headers);
+        if !sse_ok {
+            let body = rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "the push channel is an event stream: Accept must allow text/event-stream",
+                None,
+            );
+            return json_response(StatusCode::NOT_ACCEPTABLE, body);
+        }
+        let (caller, _) = match self.caller(viewer).await {
+            Ok(found) => found,
+            Err(err) => return err.into_response(),
+        };
+        let session = match self.session(&caller).await {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        if let Err(err) = sessions::touch(self.lore(), &session).await {
+            return ApiError::from(err).into_response();
+        }
+        let filter = hub::Filter { updates: session.subscriptions.clone(), ..hub::Filter::everything() };
+        let lore = self.lore().clone();
+        let profile = self.profile;
+        let opened = async move {
+            hub::open(
+                &lore,
+                hub::Origin::Session(session.id.clone()),
+                profile,
+                &caller,
+                filter,
+                session.snapshot,
+            )
+        };
+        push_stream(None, opened)
+    }
+
+    /// DELETE: ends a session, when the configuration lets clients do so.
+    async fn delete(self, viewer: Option<&Viewer>) -> Response {
+        if !self.lore().settings.mcp.session.allow_client_delete {
+            return self.not_allowed();
+        }
+        let (caller, _) = match self.caller(viewer).await {
+            Ok(found) => found,
+            Err(err) => return err.into_response(),
+        };
+        let session = match self.session(&caller).await {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        match sessions::close(self.lore(), &session.id).await {
+            Ok(_) => StatusCode::NO_CONTENT.into_response(),
+            Err(err) => ApiError::from(err).into_response(),
+        }
+    }
+}
+
+/// An event stream of a push channel: `first` (if any), then what the hub
+/// sends, with keep-alive comments; it ends when the channel closes.
+fn push_stream(
+    first: Option<Value>,
+    opened: impl std::future::Future<Output = engine::Result<hub::Stream>> + Send + 'static,
+) -> Response {
+    use futures::StreamExt as _;
+    let first = futures::stream::iter(first);
+    let rest = futures::stream::once(opened).flat_map(|opened| match opened {
+        Ok(channel) => futures::stream::unfold(channel, |mut channel| async move {
+            channel.messages.recv().await.map(|message| (message, channel))
+        })
+        .boxed(),
+        Err(err) => {
+            tracing::warn!(error = %err, "could not open a push channel");
+            futures::stream::empty().boxed()
+        }
+    });
+    let events = first.chain(rest).map(|message| {
+        Ok::<_, std::convert::Infallible>(Event::default().event("message").data(message.to_string()))
+    });
+    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// Why a method failed: a JSON-RPC error, or an engine error to convert.
+enum Failure {
+    Rpc(i64, String, Option<Value>),
+    Engine(engine::Error),
+}
+
+impl Failure {
+    fn params(message: &str) -> Self {
+        Failure::Rpc(INVALID_PARAMS, message.to_owned(), None)
+    }
+}
+
+impl From<engine::Error> for Failure {
+    fn from(err: engine::Error) -> Self {
+        Failure::Engine(err)
+    }
+}
+
+/// A reply to request `id`: JSON, or (for a client that takes only event
+/// streams) the same message as one event. Errors of the engine keep their
+/// HTTP status (401, 403, 429, …) with a JSON-RPC error body.
+fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: bool) -> Response {
+    let (status, body) = match outcome {
+        Ok(mut result) => {
+            if modern {
+                result["resultType"] = json!("complete");
+                result["_meta"] = json!({META_SERVER: {"name": "lore", "version": mcp::SURFACE_VERSION}});
+            }
+            (StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        }
+        Err(Failure::Rpc(code, message, data)) => {
+            let status =
+                if code == METHOD_NOT_FOUND && modern { StatusCode::NOT_FOUND } else { StatusCode::OK };
+            (status, rpc_error(&id, code, &message, data))
+        }
+        Err(Failure::Engine(err)) => {
+            let error = ApiError::from(err);
+            let (status, code, message) = error.parts();
+            let rpc = match status {
+                StatusCode::FORBIDDEN => PERMISSION_DENIED,
+                s if s.is_server_error() => INTERNAL_ERROR,
+                _ => INVALID_PARAMS,
+            };
+            let mut data = json!({"code": code});
+            if let Some(details) = error.details() {
+                data["details"] = details;
+            }
+            let status = if status.is_client_error()
+                && rpc == INVALID_PARAMS
+                && status != StatusCode::TOO_MANY_REQUESTS
+            {
+                StatusCode::OK
+            } else {
+                status
+            };
+            (status, rpc_error(&id, rpc, &message, Some(data)))
+        }
+    };
+    if sse_only {
+        let event = Event::default().event("message").data(body.to_string());
+        let mut response =
+            Sse::new(futures::stream::iter([Ok::<_, std::convert::Infallible>(event)])).into_response();
+        *response.status_mut() = status;
+        return response;
+    }
+    json_response(status, body)
+}
+
+fn tool_json(tool: &mcp::Tool) -> Value {
+    json!({
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+        "outputSchema": tool.output_schema,
+        "annotations": {"readOnlyHint": tool.read_only, "destructiveHint": tool.destructive},
+    })
+}
+
+/// One page of a list: `cursor` is the opaque offset the last page gave.
+fn page(params: &Map<String, Value>, field: &str, items: Vec<Value>) -> Result<Value, Failure> {
+    let offset = match params.get("cursor").and_then(Value::as_str) {
+        None => 0,
+        Some(cursor) => base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(cursor)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| text.strip_prefix("o:").and_then(|n| n.parse::<usize>().ok()))
+            .filter(|offset| *offset <= items.len())
+            .ok_or_else(|| Failure::params("`cursor` is not a cursor this list returned"))?,
+    };
+    let end = (offset + PAGE).min(items.len());
+    let mut result = json!({ field: items[offset..end].to_vec() });
+    if end < items.len() {
+        result["nextCursor"] =
+            json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("o:{end}")));
+    }
+    Ok(result)
+}
+
+fn instructions(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Application => "Lore answers questions from its indexed content (the answer and retrieve tools) and serves the application database's exported tables (get_, search_, create_, update_, delete_ tools).",
+        Profile::Operations => "Lore's operations API: each tool is an operation of POST /operation, with the same arguments and permission checks.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_accept(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn accept_says_json_event_stream_or_neither() {
+        assert_eq!(accepts(&HeaderMap::new()), (true, true), "no Accept takes anything");
+        assert_eq!(accepts(&with_accept("application/json, text/event-stream")), (true, true));
+        assert_eq!(accepts(&with_accept("text/event-stream")), (false, true));
+        assert_eq!(accepts(&with_accept("application/json;q=0.9")), (true, false));
+        assert_eq!(accepts(&with_accept("*/*")), (true, true));
+        assert_eq!(accepts(&with_accept("text/html")), (false, false));
+    }
+
+    #[test]
+    fn header_values_decode_from_the_base64_sentinel() {
+        assert_eq!(decode_header("tools/call").as_deref(), Some("tools/call"));
+        let encoded = format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode("café"));
+        assert_eq!(decode_header(&encoded).as_deref(), Some("café"));
+        assert_eq!(decode_header("=?base64?%%%?="), None);
+    }
+
+    #[test]
+    fn lists_page_by_opaque_cursors() {
+        let items: Vec<Value> = (0..450).map(|i| json!(i)).collect();
+        let Ok(first) = page(&Map::new(), "tools", items.clone()) else { panic!("the first page") };
+        assert_eq!(first["tools"].as_array().unwrap().len(), PAGE);
+        let mut params = Map::new();
+        params.insert("cursor".into(), first["nextCursor"].clone());
+        let Ok(second) = page(&params, "tools", items.clone()) else { panic!("the second page") };
+        assert_eq!(second["tools"][0], json!(200));
+        params.insert("cursor".into(), second["nextCursor"].clone());
+        let Ok(last) = page(&params, "tools", items.clone()) else { panic!("the last page") };
+        assert_eq!(last["tools"].as_array().unwrap().len(), 50);
+        assert!(last.get("nextCursor").is_none());
+        params.insert("cursor".into(), json!("not-a-cursor"));
+        assert!(page(&params, "tools", items).is_err());
+    }
+}

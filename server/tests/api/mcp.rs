@@ -1,0 +1,290 @@
+//! The tool server by raw HTTP: every status code and JSON-RPC error of
+//! docs/mcp.md, per-user tool lists, and list_changed sent only to the
+//! session whose own surface changed. (The official SDK clients and the
+//! Inspector connect in end2end/tests/mcp.test.mjs.)
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app_with, Options, TestApp};
+
+const SCHEMA: &str = r#"type Dog @table(database: "dev", table: "dog") @export(name: "dogs") {
+  id: ID @primaryKey
+  name: String
+}
+type Cat @table(database: "dev", table: "cat") @export(name: "cats") {
+  id: ID @primaryKey
+}"#;
+
+fn options() -> Options {
+    Options {
+        configure: Some(|settings| {
+            settings.mcp.operations = Some(Default::default());
+        }),
+        ..Options::default()
+    }
+}
+
+async fn admin_op(app: &TestApp, body: Value) {
+    let response = app.client.post(app.url("/operation")).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "{}", response.text().await.unwrap());
+}
+
+/// A user with its own role and a key with the `mcp` scope.
+async fn user(app: &TestApp, name: &str, permission: Value) -> String {
+    admin_op(app, json!({"operation": "add_role", "role": name, "permission": permission})).await;
+    admin_op(app, json!({"operation": "add_user", "role": name, "username": name})).await;
+    let response = app
+        .post_json("/admin/keys", json!({"name": name, "kind": "secret", "scopes": ["mcp"], "user": name}))
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json::<Value>().await.unwrap()["raw_key"].as_str().unwrap().to_owned()
+}
+
+async fn setup() -> (TestApp, String, String) {
+    let app = spawn_app_with(options()).await;
+    app.sign_in_with_bootstrap_link().await;
+    engine::appdb::schema::apply(&app.lore, &engine::audit::Actor::System, SCHEMA).await.unwrap();
+    let reads_dogs = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    let ann = user(&app, "ann", reads_dogs.clone()).await;
+    let bob = user(&app, "bob", reads_dogs).await;
+    (app, ann, bob)
+}
+
+/// A client without the test's session cookie: MCP callers bring a key.
+fn bare() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+async fn rpc(
+    url: &str,
+    key: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+    let mut request = bare()
+        .post(url)
+        .header("x-api-key", key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    (status, headers, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn initialize(url: &str, key: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, headers, reply) = rpc(url, key, None, body).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["result"]["protocolVersion"], "2025-06-18");
+    headers["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+async fn tool_names(url: &str, key: &str, session: &str) -> Vec<String> {
+    let (_, _, reply) =
+        rpc(url, key, Some(session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    reply["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_status_code_of_the_transport() {
+    let (app, ann, bob) = setup().await;
+    let url = app.url("/mcp");
+    let session = initialize(&url, &ann).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    let (status, _, reply) = rpc(&url, &ann, None, list.clone()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "no session header: {reply}");
+    let (status, _, _) = rpc(&url, &ann, Some("0123456789abcdef0123456789abcdef"), list.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an unknown session");
+    let (status, _, _) = rpc(&url, &bob, Some(&session), list.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "another user's session");
+    let (status, _, _) = rpc(&url, &ann, Some(&session), json!([list.clone()])).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a batch");
+    let (status, _, _) =
+        rpc(&url, &ann, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "a notification");
+    let (status, _, reply) =
+        rpc(&url, &ann, Some(&session), json!({"jsonrpc": "2.0", "id": 3, "method": "nope"})).await;
+    assert_eq!((status, reply["error"]["code"].as_i64()), (StatusCode::OK, Some(-32601)));
+    let (_, _, reply) = rpc(
+        &url,
+        &ann,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "drop_everything"}}),
+    )
+    .await;
+    assert_eq!(reply["error"]["code"], -32602, "an unknown tool: {reply}");
+
+    let versioned = bare()
+        .post(&url)
+        .header("x-api-key", &ann)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "1999-01-01")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(versioned.status(), StatusCode::BAD_REQUEST, "an unsupported MCP-Protocol-Version");
+    let accept = bare()
+        .post(&url)
+        .header("x-api-key", &ann)
+        .header("accept", "text/html")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accept.status(), StatusCode::NOT_ACCEPTABLE);
+    let foreign = bare()
+        .post(&url)
+        .header("x-api-key", &ann)
+        .header("origin", "https://evil.example")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), StatusCode::FORBIDDEN, "a foreign Origin");
+    let delete = bare()
+        .delete(&url)
+        .header("x-api-key", &ann)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED, "DELETE is off by default");
+    assert_eq!(delete.headers()["allow"], "GET, POST");
+    let (status, _, _) = rpc(&url, "lore_sk_00000000000000000000000000000000", None, list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "an unknown key");
+
+    // The sessionless revision: headers must match the body.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let modern = |version: &str, method: &str| {
+        bare()
+            .post(&url)
+            .header("x-api-key", &ann)
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", method)
+            .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"_meta": meta}}))
+    };
+    let ok = modern("2026-07-28", "tools/list").send().await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let ok: Value = ok.json().await.unwrap();
+    assert_eq!(ok["result"]["resultType"], "complete");
+    assert_eq!(ok["result"]["cacheScope"], "private");
+    let wrong = modern("2026-07-28", "tools/call").send().await.unwrap();
+    assert_eq!(wrong.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(wrong.json::<Value>().await.unwrap()["error"]["code"], -32020);
+    let old = modern("2025-06-18", "tools/list").send().await.unwrap();
+    assert_eq!(old.status(), StatusCode::BAD_REQUEST, "header and body disagree");
+}
+
+#[tokio::test]
+async fn list_changed_reaches_only_the_session_whose_surface_changed() {
+    let (app, ann, bob) = setup().await;
+    let url = app.url("/mcp");
+    let (ann_session, bob_session) = (initialize(&url, &ann).await, initialize(&url, &bob).await);
+    assert_eq!(tool_names(&url, &ann, &ann_session).await, ["answer", "get_dogs", "retrieve", "search_dogs"]);
+
+    let open = |key: String, session: String| {
+        let url = url.clone();
+        async move {
+            let response = bare()
+                .get(&url)
+                .header("x-api-key", key)
+                .header("mcp-session-id", session)
+                .header("accept", "text/event-stream")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            response.bytes_stream()
+        }
+    };
+    let mut ann_stream = open(ann.clone(), ann_session.clone()).await;
+    let mut bob_stream = open(bob.clone(), bob_session.clone()).await;
+    // Let both channels register before the change.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Ann's role gains cat: her tools change; Bob's do not.
+    let more = json!({"dev": {"tables": {
+        "dog": {"read": true, "insert": false, "update": false, "delete": false},
+        "cat": {"read": true, "insert": true, "update": false, "delete": false}}}});
+    admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
+
+    let event = tokio::time::timeout(Duration::from_secs(1), async {
+        loop {
+            let chunk = ann_stream.next().await.unwrap().unwrap();
+            let text = String::from_utf8_lossy(&chunk).to_string();
+            if text.contains("list_changed") {
+                return text;
+            }
+        }
+    })
+    .await
+    .expect("ann's session is told within a second");
+    assert!(event.contains("notifications/tools/list_changed"), "{event}");
+    assert!(tool_names(&url, &ann, &ann_session).await.contains(&"create_cats".to_owned()));
+
+    let quiet = tokio::time::timeout(Duration::from_millis(1500), async {
+        loop {
+            let chunk = bob_stream.next().await.unwrap().unwrap();
+            if String::from_utf8_lossy(&chunk).contains("list_changed") {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(quiet.is_err(), "bob's surface did not change: he hears nothing");
+}
+
+#[tokio::test]
+async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| {
+            settings.mcp.session.idle_timeout_seconds = 1;
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let key = user(&app, "ann", json!({"super_user": true})).await;
+    let url = app.url("/mcp");
+    let session = initialize(&url, &key).await;
+    let response = bare()
+        .get(&url)
+        .header("x-api-key", &key)
+        .header("mcp-session-id", &session)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut stream = response.bytes_stream();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let evicted = engine::mcp::sessions::evict_idle(&app.lore).await.unwrap();
+    assert_eq!(evicted, std::slice::from_ref(&session));
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = stream.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the push channel closes with its session");
+    let (status, _, _) =
+        rpc(&url, &key, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an evicted session is gone");
+}
