@@ -134,6 +134,26 @@ test('an admin adds a role from a preset and a user with it, then a key that act
   assert.equal((await asReader({ operation: 'describe_table', database: 'pets', table: 'dog' })).status, 200);
   const refused = await asReader({ operation: 'insert', database: 'pets', table: 'dog', records: [{ id: 1 }] });
   assert.equal(refused.status, 403, 'the role reads only');
+
+  // A key for an assistant: the configuration to paste names the tool
+  // server and carries the key, and the tool server answers it.
+  await page.getByRole('button', { name: 'Done' }).click();
+  await page.locator('.connect-assistant', { hasText: '/mcp' }).waitFor();
+  await page.fill('input[name=name]', 'Reader assistant');
+  await page.check('input[name=scope-mcp]');
+  await page.fill('input[name=user]', 'reader');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const assistantKey = (await page.locator('code.raw-key').innerText()).trim();
+  const config = JSON.parse(await page.locator('pre.assistant-config').innerText());
+  assert.deepEqual(config.mcpServers.lore, { type: 'http', url: `${lore.baseUrl}/mcp`, headers: { 'x-api-key': assistantKey } });
+  const initialize = await fetch(config.mcpServers.lore.url, {
+    method: 'POST',
+    headers: { ...config.mcpServers.lore.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }),
+  });
+  assert.equal(initialize.status, 200);
+  assert.match(initialize.headers.get('mcp-session-id'), /^[0-9a-f]{32}$/);
   assert.deepEqual(errors, ['422 /operation'], 'only the broken tree was refused');
 });
 

@@ -352,13 +352,16 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewKey) -> Result<(Key, Str
     Ok((Key::decode(row)?, raw))
 }
 
-/// A key just made: the only time its raw value is known, and for a widget
-/// key the snippet that embeds the widget on a page.
+/// A key just made: the only time its raw value is known, for a widget
+/// key the snippet that embeds the widget on a page, and for a key with
+/// the `mcp` scope an MCP client's configuration that connects to the tool
+/// server with it.
 #[derive(Clone, Debug)]
 pub struct Issued {
     pub summary: KeySummary,
     pub raw_key: String,
     pub snippet: Option<String>,
+    pub assistant_config: Option<String>,
 }
 
 /// Makes a key (see [`create`]) as every surface hands it out.
@@ -370,7 +373,15 @@ pub async fn issue(lore: &Lore, actor: &Actor, new: NewKey) -> Result<Issued> {
             lore.settings.base_url()
         )
     });
-    Ok(Issued { summary: KeySummary::of(key, 0, 0.0), raw_key, snippet })
+    let assistant_config = key.scopes.contains(&Scope::Mcp).then(|| {
+        let config = serde_json::json!({"mcpServers": {"lore": {
+            "type": "http",
+            "url": format!("{}/mcp", lore.settings.base_url()),
+            "headers": {"x-api-key": raw_key},
+        }}});
+        serde_json::to_string_pretty(&config).unwrap_or_default()
+    });
+    Ok(Issued { summary: KeySummary::of(key, 0, 0.0), raw_key, snippet, assistant_config })
 }
 
 impl KeySummary {

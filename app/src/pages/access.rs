@@ -49,6 +49,11 @@ pub fn Access() -> impl IntoView {
                     .into_any(),
                 }}
             </div>
+            <div class="panel connect-assistant">
+                <h2>"Connect an assistant (MCP)"</h2>
+                <p>"Assistants and agents reach Lore's tool server at "<code>"/mcp"</code>" on this server (the operations API's tools at "<code>"/operation/mcp"</code>", when configured), with the header "<code>"x-api-key"</code>"."</p>
+                <p>"Create a secret key with the mcp scope for a user below (add answer and retrieve to let it use those tools): it acts with that user's role, and the configuration to paste is shown with the key."</p>
+            </div>
             <UsersAndRoles/>
         </section>
     }
@@ -83,6 +88,11 @@ fn OnceShown(created: CreatedKey, dismiss: impl Fn() + Send + Sync + 'static) ->
                 <p>"Widget snippet: paste it into a page of one of the key's allowed origins."</p>
                 <pre class="snippet">{s.clone()}</pre>
                 <button type="button" class="copy-snippet" on:click=copy("snippet", s)>{label("snippet", "Copy snippet")}</button>
+            })}
+            {created.assistant_config.clone().map(|c| view! {
+                <p>"Connect an assistant: paste this into an MCP client's configuration (Claude, Cursor, VS Code and other clients that speak Streamable HTTP)."</p>
+                <pre class="assistant-config">{c.clone()}</pre>
+                <button type="button" class="copy-assistant" on:click=copy("assistant", c)>{label("assistant", "Copy configuration")}</button>
             })}
             <button type="button" class="secondary" on:click=move |_| dismiss()>"Done"</button>
         </div>

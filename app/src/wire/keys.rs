@@ -37,6 +37,10 @@ pub struct CreatedKey {
     /// the widget from `server.base_url` (the address visitors reach).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
+    /// For a key with the `mcp` scope: an MCP client's configuration (the
+    /// tool server's URL and this key's header), ready to paste.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assistant_config: Option<String>,
 }
 
 /// `POST /admin/keys`. A secret key lists its scopes; a widget key its
@@ -87,7 +91,12 @@ mod from_engine {
 
     impl From<engine::keys::Issued> for CreatedKey {
         fn from(issued: engine::keys::Issued) -> Self {
-            Self { key: issued.summary.into(), raw_key: issued.raw_key, snippet: issued.snippet }
+            Self {
+                key: issued.summary.into(),
+                raw_key: issued.raw_key,
+                snippet: issued.snippet,
+                assistant_config: issued.assistant_config,
+            }
         }
     }
 
