@@ -213,6 +213,28 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The tool server (MCP) against the same calls made directly, tools/list
+    /// with many exported tables, and push channels of many sessions.
+    Mcp {
+        /// Requests per latency measurement.
+        #[arg(long, default_value_t = 300)]
+        requests: usize,
+        /// Exported tables (tools/list lists their verb tools).
+        #[arg(long, default_value_t = 100)]
+        tables: usize,
+        /// Sessions with an open push channel.
+        #[arg(long, default_value_t = 1000)]
+        sessions: usize,
+        /// Role changes timed to their list_changed.
+        #[arg(long, default_value_t = 40)]
+        changes: usize,
+        /// Pages of the generated site indexed for `retrieve`.
+        #[arg(long, default_value_t = 20)]
+        pages: usize,
+        /// Where the JSON record goes (default bench-results/mcp.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The operations API and REST over HTTP on loopback, on SQLite and
     /// PostgreSQL, beside HarperDB 4.7 (`../shared/peers/harperdb.sh start`).
     Operations {

@@ -82,6 +82,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             bench::operations(settings, options).await
         }
+        Command::Bench { command: BenchCommand::Mcp { requests, tables, sessions, changes, pages, out } } => {
+            let options = bench::McpOptions { requests, tables, sessions, changes, pages, out };
+            bench::mcp(settings, options).await
+        }
         Command::Bench { command: BenchCommand::Dashboard { runs, out } } => {
             bench::dashboard(settings, runs, out).await
         }

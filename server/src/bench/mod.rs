@@ -16,12 +16,16 @@
 //!   rollups of a million answer runs.
 //! - operations ([`operations`]): the operations API and REST on SQLite and
 //!   PostgreSQL, beside HarperDB 4.7 in the same run.
+//! - mcp ([`mcp`]): the tool server against the same calls made directly,
+//!   `tools/list` with many tables, and push channels of many sessions.
 
 mod answer;
 mod dashboard;
+mod mcp;
 mod operations;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
+pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 
 use std::path::PathBuf;
