@@ -344,6 +344,29 @@ async fn application_tools(lore: &Lore, permission: &Permission) -> Result<Vec<T
     Ok(tools)
 }
 
+/// What application tool `name` runs, if this user is offered it: the
+/// same names and filter as [`application_tools`], without building every
+/// schema.
+async fn application_target(lore: &Lore, permission: &Permission, name: &str) -> Result<Option<Target>> {
+    let exported = exported(lore).await?;
+    let names = names_of(&exported);
+    for (entry, table) in &exported {
+        if let Some(custom) = entry.resource.tools().into_iter().find(|t| t.name == name) {
+            return Ok(Some(Target::Custom { path: entry.path.clone(), name: custom.name }));
+        }
+        let Some(base) = names.get(&entry.path) else { continue };
+        for verb in tool_verbs(&entry.resource.verbs()) {
+            if format!("{}_{base}", verb_prefix(verb)) != name {
+                continue;
+            }
+            let offered =
+                table.as_ref().is_none_or(|t| permission.may(&t.database, &t.name, verb_access(verb)));
+            return Ok(offered.then(|| Target::Verb { path: entry.path.clone(), verb }));
+        }
+    }
+    Ok(None)
+}
+
 /// The URI of an exported resource's descriptor: its REST address.
 fn descriptor_uri(lore: &Lore, path: &str) -> String {
     format!("{}/data/{path}", lore.settings.base_url())
@@ -427,17 +450,17 @@ pub async fn call(lore: &Lore, profile: Profile, caller: &Caller, name: &str, ar
         Value::Object(map) => map,
         _ => return Err(AppDbError::Invalid("`arguments` must be an object".into()).into()),
     };
-    let tool = match profile {
-        Profile::Operations => {
-            let permission = permission_of(caller);
-            operation_tools(lore, &permission).into_iter().find(|t| t.name == name)
-        }
-        Profile::Application => {
-            surface(lore, profile, caller).await?.tools.into_iter().find(|t| t.name == name)
+    let target = {
+        let permission = permission_of(caller);
+        match profile {
+            Profile::Operations => {
+                operation_tools(lore, &permission).into_iter().find(|t| t.name == name).map(|t| t.target)
+            }
+            Profile::Application => application_target(lore, &permission, name).await?,
         }
     }
     .ok_or_else(unknown)?;
-    match tool.target {
+    match target {
         Target::Operation(operation) => {
             let principal = caller.principal.as_ref().ok_or(crate::keys::KeyError::Missing)?;
             let mut body = arguments;
