@@ -441,8 +441,12 @@ pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<KeySummary> 
         let mut row: access_key::ActiveModel = key.into();
         row.status = Set("revoked".to_owned());
         row.revoked_at = Set(Some(Utc::now()));
-        let key = row.update(&lore.db).await?;
-        audit::record(&lore.db, actor, "key.revoked", Some(&key.id), serde_json::json!({})).await?;
+        // Keys are held in memory too: the generation moves with the change.
+        let txn = crate::store::begin_write(&lore.db).await?;
+        let key = row.update(&txn).await?;
+        audit::record(&txn, actor, "key.revoked", Some(&key.id), serde_json::json!({})).await?;
+        crate::appdb::cache::bump(&txn).await?;
+        txn.commit().await?;
         key
     };
     let (queries, cost) = usage(lore, Some(id)).await?.get(id).copied().unwrap_or_default();
@@ -482,16 +486,44 @@ pub async fn authenticate(
     scope: Scope,
     origin: Option<&str>,
 ) -> Result<Caller> {
+    check(lore, raw, scope, origin, false).await
+}
+
+/// [`authenticate`] reading the key from the application-database cache:
+/// for a request that called [`crate::appdb::cache::Cache::refresh`] first
+/// (a revocation moves the stored generation, so it still counts at once).
+pub(crate) async fn authenticate_held(
+    lore: &Lore,
+    raw: Option<&str>,
+    scope: Scope,
+    origin: Option<&str>,
+) -> Result<Caller> {
+    check(lore, raw, scope, origin, true).await
+}
+
+/// The stored key with this hash, read now.
+async fn find_by_hash(db: &impl sea_orm::ConnectionTrait, hash: &str) -> Result<Option<access_key::Model>> {
+    Ok(access_key::Entity::find().filter(access_key::Column::Hash.eq(hash)).one(db).await?)
+}
+
+async fn check(
+    lore: &Lore,
+    raw: Option<&str>,
+    scope: Scope,
+    origin: Option<&str>,
+    held: bool,
+) -> Result<Caller> {
     let raw = raw.map(str::trim).filter(|r| !r.is_empty()).ok_or(KeyError::Missing)?;
     if !(raw.starts_with(SECRET_PREFIX) || raw.starts_with(WIDGET_PREFIX)) || raw.len() > 100 {
         return Err(KeyError::Unknown.into());
     }
-    let row = access_key::Entity::find()
-        .filter(access_key::Column::Hash.eq(hash(raw)))
-        .one(&lore.db)
-        .await?
-        .ok_or(KeyError::Unknown)?;
-    let key = Key::decode(row)?;
+    let hash = hash(raw);
+    let row = if held {
+        lore.appdb_cache().key(&lore.db, &hash).await?
+    } else {
+        find_by_hash(&lore.db, &hash).await?
+    };
+    let key = Key::decode(row.ok_or(KeyError::Unknown)?)?;
     if key.status != KeyStatus::Active {
         return Err(KeyError::Revoked.into());
     }

@@ -277,7 +277,7 @@ pub async fn authenticate_for(
     lore.appdb_cache().refresh(&lore.db).await?;
     match credentials {
         Credentials::Key { raw, origin } => {
-            let caller = crate::keys::authenticate(lore, Some(raw), scope, origin).await?;
+            let caller = crate::keys::authenticate_held(lore, Some(raw), scope, origin).await?;
             let username = caller.user.ok_or(crate::keys::KeyError::NeedsUser(scope.key()))?;
             Ok((users::principal(lore, &username).await?, Some(caller.key_id)))
         }

@@ -6,9 +6,9 @@
 //! One [`Recorder`] task per [`crate::Lore`] writes them. A run's
 //! transaction (its row, a few rollup upserts, a commit) and a key's usage
 //! upsert cost milliseconds a caller need not wait for, and on SQLite every
-//! write takes the one write lock. The task writes whatever is queued when
-//! it wakes in one transaction, so under load many requests share one
-//! commit.
+//! write takes the one write lock. The task writes what arrives within
+//! 20 ms of the first record (or until someone flushes) in one
+//! transaction, so many requests share one commit.
 //!
 //! Whatever reads runs, rollups, gaps, key usage or the audit log flushes the queue first
 //! ([`Recorder::flush`]), so it sees every request answered before it; a
@@ -36,6 +36,11 @@ const QUEUED: usize = 1024;
 
 /// The most records one transaction writes.
 const BATCH: usize = 256;
+
+/// How long the writer gathers records after the first before it writes:
+/// one request after another then share a transaction (and SQLite's write
+/// lock) instead of each taking its own.
+const GATHER: Duration = Duration::from_millis(20);
 
 /// How long the writer waits before each new try of a failed batch.
 const RETRY_AFTER: [Duration; 3] =
@@ -143,6 +148,9 @@ async fn write_behind(db: DatabaseConnection, mut queued: mpsc::Receiver<Queued>
     while let Some(first) = queued.recv().await {
         let mut batch = Batch::default();
         let mut next = Some(first);
+        // What arrives within GATHER of the first record shares its
+        // transaction, unless someone waits for it (a flush).
+        let gather_until = tokio::time::Instant::now() + GATHER;
         while let Some(item) = next.take() {
             match item {
                 Queued::Run(run, gap) => {
@@ -154,7 +162,13 @@ async fn write_behind(db: DatabaseConnection, mut queued: mpsc::Receiver<Queued>
                 Queued::Flush(done) => flushes.push(done),
             }
             if batch.len() < BATCH {
-                next = queued.try_recv().ok();
+                next = match queued.try_recv() {
+                    Ok(item) => Some(item),
+                    Err(_) if flushes.is_empty() => {
+                        tokio::time::timeout_at(gather_until, queued.recv()).await.ok().flatten()
+                    }
+                    Err(_) => None,
+                };
             }
         }
         if batch.len() > 0 {

@@ -1,13 +1,14 @@
-//! Users with their roles, and the catalog's tables, held in memory
-//! between requests.
+//! Users with their roles, the catalog's tables and the access keys, held
+//! in memory between requests.
 //!
-//! Every change to users, roles or the structure moves the stored counter
+//! Every change to users, roles, keys' standing or the structure moves the stored counter
 //! `cluster_state.appdb_generation` in its own transaction ([`bump`]). A
 //! request begins by reading that counter ([`Cache::refresh`], one small
 //! read): when it moved, whichever process moved it (another `lore serve`
 //! on the same PostgreSQL, `lore users`, `lore schema apply`), everything
 //! held is dropped. So a change still counts from the next request, for one
-//! read where the user, its role and the table cost three.
+//! read where the key, the user, its role and the table cost four. (A new
+//! key needs no move: it is read when first seen.)
 //!
 //! A value read while a change lands is kept only if nothing was dropped
 //! while it was being read (the epoch moves on each drop), so a slow
@@ -38,6 +39,8 @@ struct State {
     epoch: u64,
     users: HashMap<String, User>,
     tables: HashMap<(String, String), Table>,
+    /// Access keys by the hash of their raw value.
+    keys: HashMap<String, entity::access_key::Model>,
 }
 
 impl State {
@@ -46,6 +49,7 @@ impl State {
         self.epoch += 1;
         self.users.clear();
         self.tables.clear();
+        self.keys.clear();
     }
 }
 
@@ -117,6 +121,31 @@ impl Cache {
             state.tables.insert(key, table.clone());
         });
         Ok(table)
+    }
+
+    /// The stored access key with this hash (`None`: no such key).
+    pub async fn key(
+        &self,
+        conn: &impl ConnectionTrait,
+        hash: &str,
+    ) -> Result<Option<entity::access_key::Model>> {
+        let epoch = {
+            let state = self.state();
+            if let Some(key) = state.keys.get(hash) {
+                return Ok(Some(key.clone()));
+            }
+            state.epoch
+        };
+        let key = entity::access_key::Entity::find()
+            .filter(entity::access_key::Column::Hash.eq(hash))
+            .one(conn)
+            .await?;
+        if let Some(key) = &key {
+            self.keep(epoch, |state| {
+                state.keys.insert(hash.to_owned(), key.clone());
+            });
+        }
+        Ok(key)
     }
 
     /// Runs `put` unless everything was dropped since `epoch`.

@@ -126,7 +126,7 @@ async fn another_process_changes_count_from_the_next_request(settings: engine::S
         user: Some("ann".into()),
         ..NewKey::default()
     };
-    let (_, raw) = keys::create(&here, &admin, new).await.unwrap();
+    let (key, raw) = keys::create(&here, &admin, new).await.unwrap();
     let schema = "type Dog @table(database: \"dev\", table: \"dog\") { id: ID @primaryKey\n name: String }";
     engine::appdb::schema::apply(&here, &admin, schema).await.unwrap();
     let super_user = engine::appdb::Principal::Admin { account_id: "ada".into() };
@@ -175,6 +175,12 @@ async fn another_process_changes_count_from_the_next_request(settings: engine::S
         engine::resources::http_resource(&here, "Cat").await.is_ok(),
         "the other process's export is served"
     );
+    // Keys are held too: one revoked by the other process is refused at once.
+    keys::revoke(&there, &admin, &key.id).await.unwrap();
+    match call(read()).await {
+        Err(Error::Key(KeyError::Revoked)) => {}
+        other => panic!("a key revoked elsewhere is refused from the next request, got {other:?}"),
+    }
 }
 
 #[tokio::test]
