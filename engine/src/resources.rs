@@ -516,10 +516,12 @@ impl Resource for LoreResource {
     }
 
     async fn call_tool(&self, lore: &Lore, caller: &Caller, method: &str, args: Value) -> Result<ToolOutput> {
+        // The tool server read the generation at the start of this request,
+        // so the key may come from what is held (a revocation still counts).
         let raw = caller.key.as_ref().map(Secret::expose);
         match method {
             "answer" => {
-                let key = crate::keys::authenticate(lore, raw, crate::keys::Scope::Answer, None).await?;
+                let key = crate::keys::authenticate_held(lore, raw, crate::keys::Scope::Answer, None).await?;
                 let a: AnswerToolArgs = tool_args("answer", args)?;
                 let ask = crate::answer::Ask {
                     question: a.question,
@@ -529,7 +531,7 @@ impl Resource for LoreResource {
                 Ok(ToolOutput::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
             }
             "retrieve" => {
-                crate::keys::authenticate(lore, raw, crate::keys::Scope::Retrieve, None).await?;
+                crate::keys::authenticate_held(lore, raw, crate::keys::Scope::Retrieve, None).await?;
                 let a: RetrieveToolArgs = tool_args("retrieve", args)?;
                 Ok(ToolOutput::Retrieved(crate::search::retrieve(lore, &a.query, a.top_k).await?))
             }

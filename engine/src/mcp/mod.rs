@@ -348,12 +348,18 @@ async fn application_tools(lore: &Lore, permission: &Permission) -> Result<Vec<T
 /// same names and filter as [`application_tools`], without building every
 /// schema.
 async fn application_target(lore: &Lore, permission: &Permission, name: &str) -> Result<Option<Target>> {
-    let exported = exported(lore).await?;
-    let names = names_of(&exported);
-    for (entry, table) in &exported {
+    // Custom tools first: finding one needs no table.
+    for entry in resources::registry(lore).await?.entries() {
+        if !entry.export_types.mcp {
+            continue;
+        }
         if let Some(custom) = entry.resource.tools().into_iter().find(|t| t.name == name) {
             return Ok(Some(Target::Custom { path: entry.path.clone(), name: custom.name }));
         }
+    }
+    let exported = exported(lore).await?;
+    let names = names_of(&exported);
+    for (entry, table) in &exported {
         let Some(base) = names.get(&entry.path) else { continue };
         for verb in tool_verbs(&entry.resource.verbs()) {
             if format!("{}_{base}", verb_prefix(verb)) != name {
@@ -453,9 +459,13 @@ pub async fn call(lore: &Lore, profile: Profile, caller: &Caller, name: &str, ar
     let target = {
         let permission = permission_of(caller);
         match profile {
-            Profile::Operations => {
-                operation_tools(lore, &permission).into_iter().find(|t| t.name == name).map(|t| t.target)
-            }
+            Profile::Operations => lore.settings.mcp.operations.as_ref().and_then(|settings| {
+                operations::OPERATIONS
+                    .iter()
+                    .find(|spec| spec.name == name)
+                    .filter(|spec| offered(settings, spec.name) && sees_operation(&permission, spec))
+                    .map(|spec| Target::Operation(spec.name))
+            }),
             Profile::Application => application_target(lore, &permission, name).await?,
         }
     }

@@ -318,7 +318,10 @@ async fn measure(lore: &Lore, client: &Client, root: &str, options: &McpOptions)
         .await?;
         let arrived = tokio::time::timeout(Duration::from_secs(5), async {
             while let Some(Ok(chunk)) = watched_channel.next().await {
-                if String::from_utf8_lossy(&chunk).contains("list_changed") {
+                // The resources' list changes too; its notification may
+                // come in a chunk of its own, read (and passed over) here
+                // on the next change.
+                if String::from_utf8_lossy(&chunk).contains("notifications/tools/list_changed") {
                     return true;
                 }
             }
