@@ -288,3 +288,230 @@ async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
         rpc(&url, &key, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "an evicted session is gone");
 }
+
+async fn call(url: &str, key: &str, session: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    rpc(url, key, Some(session), body).await.2
+}
+
+#[tokio::test]
+async fn each_kind_of_user_sees_its_own_operations_and_a_refused_call_changes_nothing() {
+    let (app, ann, _) = setup().await;
+    let url = app.url("/operation/mcp");
+    let root = user(&app, "root", json!({"super_user": true})).await;
+    let builder =
+        user(&app, "builder", json!({"structure_user": true, "operations": ["describe_all"]})).await;
+    let lister = user(
+        &app,
+        "lister",
+        json!({"operations": ["describe_all", "search_by_value", "insert"],
+        "dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}}),
+    )
+    .await;
+    // ann's role lists no operations: she sees none (SPEC, Authentication 6).
+    let session = initialize(&url, &ann).await;
+    assert!(tool_names(&url, &ann, &session).await.is_empty());
+
+    let session = initialize(&url, &root).await;
+    let all = tool_names(&url, &root, &session).await;
+    assert!(
+        all.contains(&"describe_all".to_owned()) && all.contains(&"read_audit_log".to_owned()),
+        "{all:?}"
+    );
+    assert!(!all.contains(&"insert".to_owned()), "insert is not in the default allow list");
+
+    // The structure operations are outside the default allow list too: a
+    // structure user sees what its role lists, plus structure operations
+    // the operator allows.
+    let session = initialize(&url, &builder).await;
+    assert_eq!(tool_names(&url, &builder, &session).await, ["describe_all"]);
+
+    let session = initialize(&url, &lister).await;
+    assert_eq!(tool_names(&url, &lister, &session).await, ["describe_all", "search_by_value"]);
+    // A listed operation the operator does not allow is no tool of his.
+    let reply = call(&url, &lister, &session, "tools/call", json!({"name": "insert", "arguments": {}})).await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    // A visible tool still runs the table permissions: dev.cat is not his.
+    let reply = call(
+        &url,
+        &lister,
+        &session,
+        "tools/call",
+        json!({"name": "search_by_value",
+        "arguments": {"database": "dev", "table": "cat", "search_attribute": "id", "search_value": "*"}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["error"]["code"], "permission_denied", "{reply}");
+}
+
+#[tokio::test]
+async fn application_tools_follow_table_permissions_and_schemas_narrow_per_user() {
+    let (app, ann, _) = setup().await;
+    let url = app.url("/mcp");
+    let writer = user(&app, "writer", json!({"dev": {"tables": {"dog": {"read": true, "insert": true, "update": false, "delete": false,
+        "attribute_permissions": [{"attribute_name": "name", "read": true, "insert": false, "update": false}]}}}})).await;
+    let session = initialize(&url, &writer).await;
+    let (_, _, reply) =
+        rpc(&url, &writer, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let tools = reply["result"]["tools"].as_array().unwrap();
+    let create = tools.iter().find(|t| t["name"] == "create_dogs").expect("insert allows create_dogs");
+    assert!(create["inputSchema"]["properties"].get("name").is_none(), "name is not hers to write: {create}");
+    assert!(create["inputSchema"]["properties"].get("id").is_some());
+    assert!(!tools.iter().any(|t| t["name"] == "delete_dogs" || t["name"] == "update_dogs"));
+    assert_eq!(tools.iter().find(|t| t["name"] == "get_dogs").unwrap()["annotations"]["readOnlyHint"], true);
+
+    // A refused write (an attribute she may not insert) changes nothing.
+    let reply = call(
+        &url,
+        &writer,
+        &session,
+        "tools/call",
+        json!({"name": "create_dogs", "arguments": {"id": "x", "name": "X"}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let reply =
+        call(&url, &writer, &session, "tools/call", json!({"name": "get_dogs", "arguments": {"id": "x"}}))
+            .await;
+    assert_eq!(reply["result"]["structuredContent"]["record"], Value::Null, "nothing was written: {reply}");
+
+    // svc://schema: a table she may see, and one she may neither read nor describe.
+    let reply = call(
+        &url,
+        &ann,
+        &initialize(&url, &ann).await,
+        "resources/read",
+        json!({"uri": "svc://schema/dev/dog"}),
+    )
+    .await;
+    let text = reply["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains("\"primary_key\": \"id\""), "{text}");
+    let reply = call(&url, &writer, &session, "resources/read", json!({"uri": "svc://schema/dev/cat"})).await;
+    assert_eq!(reply["error"]["code"], -32001, "permission denied: {reply}");
+    assert_eq!(reply["error"]["data"]["code"], "permission_denied");
+    let reply = call(&url, &writer, &session, "resources/read", json!({"uri": "svc://nothing"})).await;
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+}
+
+#[tokio::test]
+async fn a_subscribed_record_is_pushed_when_written_and_tool_calls_are_audited_and_limited() {
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| {
+            settings.mcp.tool_calls_per_minute = 3;
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    engine::appdb::schema::apply(&app.lore, &engine::audit::Actor::System, SCHEMA).await.unwrap();
+    let key = user(&app, "root", json!({"super_user": true})).await;
+    let url = app.url("/mcp");
+    let session = initialize(&url, &key).await;
+    let uri = format!("{}/data/dogs/rex", app.base_url);
+    let reply = call(&url, &key, &session, "resources/subscribe", json!({"uri": uri})).await;
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    let reply = call(&url, &key, &session, "resources/subscribe", json!({"uri": "svc://about"})).await;
+    assert!(reply["error"].is_object(), "only records take subscriptions: {reply}");
+    let response = bare()
+        .get(&url)
+        .header("x-api-key", &key)
+        .header("mcp-session-id", &session)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut stream = response.bytes_stream();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let reply = call(
+        &url,
+        &key,
+        &session,
+        "tools/call",
+        json!({"name": "create_dogs", "arguments": {"id": "rex", "name": "Rex", "api_key": "hunter2"}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["isError"], true, "api_key is no attribute of dogs: {reply}");
+    let reply = call(
+        &url,
+        &key,
+        &session,
+        "tools/call",
+        json!({"name": "create_dogs", "arguments": {"id": "rex", "name": "Rex"}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["structuredContent"]["id"], "rex", "{reply}");
+    let pushed = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            let chunk = stream.next().await.unwrap().unwrap();
+            let text = String::from_utf8_lossy(&chunk).to_string();
+            if text.contains("notifications/resources/updated") {
+                return text;
+            }
+        }
+    })
+    .await
+    .expect("the subscribed record's change is pushed");
+    assert!(pushed.contains(&uri), "{pushed}");
+
+    // Every call is in the audit log, a secret-looking argument redacted.
+    app.lore.flush_writes().await;
+    let entries = engine::audit::recent(&app.lore.db, 20, None).await.unwrap();
+    let calls: Vec<_> = entries.iter().filter(|e| e.action == "mcp.tools_call").collect();
+    assert_eq!(calls.len(), 2, "{entries:?}");
+    let details = calls.iter().map(|e| e.details.to_string()).collect::<Vec<_>>().join(" ");
+    assert!(!details.contains("hunter2") && details.contains("[redacted]"), "{details}");
+
+    // The fourth call in a minute is refused with 429, cleanly.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "get_dogs", "arguments": {"id": "rex"}}});
+    let (status, _, _) = rpc(&url, &key, Some(&session), body.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, reply) = rpc(&url, &key, Some(&session), body).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{reply}");
+    assert_eq!(reply["error"]["data"]["code"], "rate_limited");
+}
+
+#[tokio::test]
+async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes() {
+    let (app, ann, _) = setup().await;
+    let url = app.url("/mcp");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let response = bare()
+        .post(&url)
+        .header("x-api-key", &ann)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+                      "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.bytes_stream();
+    let first = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).to_string();
+    assert!(
+        first.contains("notifications/subscriptions/acknowledged") && first.contains("toolsListChanged"),
+        "{first}"
+    );
+    assert!(!first.contains("resourcesListChanged"), "only what was asked is honoured: {first}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let more = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false},
+        "cat": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
+    let heard = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            let text = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).to_string();
+            if text.contains("list_changed") {
+                return text;
+            }
+        }
+    })
+    .await
+    .expect("the listen stream hears the change");
+    assert!(heard.contains("notifications/tools/list_changed") && heard.contains("listen-1"), "{heard}");
+    assert!(!heard.contains("resources/list_changed"), "resources were not asked for: {heard}");
+}
