@@ -515,3 +515,27 @@ async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes()
     assert!(heard.contains("notifications/tools/list_changed") && heard.contains("listen-1"), "{heard}");
     assert!(!heard.contains("resources/list_changed"), "resources were not asked for: {heard}");
 }
+
+#[tokio::test]
+async fn delete_ends_a_session_when_the_setting_allows_it() {
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| {
+            settings.mcp.session.allow_client_delete = true;
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let ann = user(&app, "ann", json!({"super_user": true})).await;
+    let bob = user(&app, "bob", json!({"super_user": true})).await;
+    let url = app.url("/mcp");
+    let session = initialize(&url, &ann).await;
+    let delete =
+        |key: String| bare().delete(&url).header("x-api-key", key).header("mcp-session-id", &session).send();
+    assert_eq!(delete(bob.clone()).await.unwrap().status(), StatusCode::FORBIDDEN, "not bob's to end");
+    assert_eq!(delete(ann.clone()).await.unwrap().status(), StatusCode::NO_CONTENT);
+    let (status, _, _) =
+        rpc(&url, &ann, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an ended session is gone");
+    assert_eq!(delete(ann).await.unwrap().status(), StatusCode::NOT_FOUND);
+}
