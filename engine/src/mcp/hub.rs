@@ -98,6 +98,31 @@ pub fn open(
     Ok(Stream { messages, lore: lore.clone(), id })
 }
 
+/// A session's push channel (its GET stream): it hears everything, its
+/// subscribed records too, compared from the session's stored snapshot.
+pub fn session_channel(lore: &Lore, session: &super::sessions::Session, caller: &Caller) -> Result<Stream> {
+    let filter = Filter { updates: session.subscriptions.clone(), ..Filter::everything() };
+    let origin = Origin::Session(session.id.clone());
+    open(lore, origin, session.profile, caller, filter, session.snapshot.clone())
+}
+
+/// `subscriptions/listen` (request `id`): a channel that hears what
+/// `filter` asks, compared from what the caller sees now. Each record URI
+/// must be one the caller may subscribe to (see [`super::subscribable`]).
+pub async fn listen(
+    lore: &Lore,
+    profile: Profile,
+    caller: &Caller,
+    id: Value,
+    filter: Filter,
+) -> Result<Stream> {
+    for uri in &filter.updates {
+        super::subscribable(lore, profile, caller, uri).await?;
+    }
+    let snapshot = super::surface(lore, profile, caller).await?.snapshot();
+    open(lore, Origin::Listen(id), profile, caller, filter, snapshot)
+}
+
 impl Hub {
     fn channels(&self) -> MutexGuard<'_, HashMap<u64, Channel>> {
         self.channels.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -114,11 +139,9 @@ impl Hub {
         self.channels().retain(|_, c| c.origin != Origin::Session(id.to_owned()));
     }
 
-    /// How many channels are open (for the benchmark and tests).
+    /// How many channels are open (a channel leaves when its stream is dropped).
     pub fn open_channels(&self) -> usize {
-        let mut channels = self.channels();
-        channels.retain(|_, c| !c.sender.is_closed());
-        channels.len()
+        self.channels().len()
     }
 
     /// Changes the resource URIs session `id`'s channels hear about.

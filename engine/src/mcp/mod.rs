@@ -378,6 +378,12 @@ fn descriptor_uri(lore: &Lore, path: &str) -> String {
     format!("{}/data/{path}", lore.settings.base_url())
 }
 
+/// Whether `resources/list` shows this user the descriptor of an exported
+/// resource: one with REST verbs, on a table the user may see.
+fn described(entry: &Entry, table: Option<&Table>, permission: &Permission) -> bool {
+    !entry.resource.verbs().is_empty() && table.is_none_or(|t| permission.sees_table(&t.database, &t.name))
+}
+
 /// What `caller` sees on `profile`, tools sorted by name.
 pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<Surface> {
     let permission = permission_of(caller);
@@ -412,13 +418,8 @@ pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<S
                 },
             ];
             for (entry, table) in exported(lore).await? {
-                if entry.resource.verbs().is_empty() {
+                if !described(&entry, table.as_ref(), &permission) {
                     continue;
-                }
-                if let Some(t) = &table {
-                    if !permission.sees_table(&t.database, &t.name) {
-                        continue;
-                    }
                 }
                 resources.push(Listed {
                     uri: descriptor_uri(lore, &entry.path),
@@ -635,15 +636,14 @@ pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> 
             schema::table_document(&table, &permission)
         }
         (Profile::Application, _) => {
-            let listed = surface(lore, profile, caller).await?;
-            if !listed.resources.iter().any(|r| r.uri == uri) {
-                return Err(not_found());
-            }
             let path =
                 uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(not_found)?;
             let exported = exported(lore).await?;
             let tool = names_of(&exported).get(path).cloned().ok_or_else(not_found)?;
             let (entry, table) = exported.into_iter().find(|(e, _)| e.path == path).ok_or_else(not_found)?;
+            if !described(&entry, table.as_ref(), &permission) {
+                return Err(not_found());
+            }
             json!({
                 "uri": uri,
                 "path": entry.path,
@@ -744,7 +744,7 @@ pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &
         return Err(refused());
     }
     let rest = uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(refused)?;
-    let (path, id) = rest.rsplit_once('/').filter(|(_, id)| !id.is_empty()).ok_or_else(refused)?;
+    let (path, _id) = rest.rsplit_once('/').filter(|(_, id)| !id.is_empty()).ok_or_else(refused)?;
     let entry =
         resources::registry(lore).await?.entry(path).filter(|e| e.export_types.mcp).ok_or_else(refused)?;
     let table = entry.resource.table(lore).await?.ok_or_else(refused)?;
@@ -752,7 +752,6 @@ pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &
     if !permission.may(&table.database, &table.name, Access::Read) {
         return Err(AppDbError::denied("read", table.path()).into());
     }
-    let _ = id;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 use serde_json::Value;
 
 use super::{Profile, Snapshot};
+use crate::resources::Caller;
 use crate::{Lore, Result};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -85,17 +86,67 @@ pub async fn open(
     Session::decode(row)
 }
 
-/// A live session of `profile` (`None`: unknown, of the other profile, or
-/// idle past the timeout).
-pub async fn find(lore: &Lore, profile: Profile, id: &str) -> Result<Option<Session>> {
+/// The session-era revision `initialize` agrees on: the one asked for when
+/// Lore speaks it, else the preferred one.
+pub fn negotiate(requested: &str) -> &'static str {
+    super::SESSION_VERSIONS.into_iter().find(|v| *v == requested).unwrap_or(super::PREFERRED_VERSION)
+}
+
+/// `initialize`: opens a session of `caller` on `profile` at the revision
+/// agreed from `requested`, its snapshot what the caller sees now.
+pub async fn start(
+    lore: &Lore,
+    profile: Profile,
+    caller: &Caller,
+    requested: &str,
+    client: Value,
+) -> Result<Session> {
+    let principal = caller.principal.as_ref().ok_or(crate::keys::KeyError::Missing)?;
+    let snapshot = super::surface(lore, profile, caller).await?.snapshot();
+    open(lore, profile, super::identity(principal), negotiate(requested), client, &snapshot).await
+}
+
+/// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`: a
+/// record the caller may read (see [`super::subscribable`]); the session's
+/// open channels hear of it at once.
+pub async fn subscribe(lore: &Lore, session: &Session, caller: &Caller, uri: &str, on: bool) -> Result<()> {
+    if on {
+        super::subscribable(lore, session.profile, caller, uri).await?;
+    }
+    let mut uris = session.subscriptions.clone();
+    uris.retain(|u| u != uri);
+    if on {
+        uris.push(uri.to_owned());
+    }
+    save_subscriptions(lore, &session.id, &uris).await?;
+    lore.mcp_hub().set_updates(&session.id, &uris);
+    Ok(())
+}
+
+/// What a request's session id names.
+#[derive(Debug)]
+pub enum Lookup {
+    Live(Box<Session>),
+    /// Unknown, of the other profile, or idle past the timeout.
+    Gone,
+    /// Live, but bound to another user than the caller.
+    NotYours,
+}
+
+/// The session `id` of `profile`, for `caller`: a session is used only by
+/// the user it is bound to.
+pub async fn lookup(lore: &Lore, profile: Profile, id: &str, caller: &Caller) -> Result<Lookup> {
     let Some(row) = mcp_session::Entity::find_by_id(id.to_owned()).one(&lore.db).await? else {
-        return Ok(None);
+        return Ok(Lookup::Gone);
     };
     let session = Session::decode(row)?;
     if session.profile != profile || session.last_seen_at + idle_timeout(lore) < Utc::now() {
-        return Ok(None);
+        return Ok(Lookup::Gone);
     }
-    Ok(Some(session))
+    if caller.principal.as_ref().map(super::identity).as_ref() != Some(&session.identity) {
+        return Ok(Lookup::NotYours);
+    }
+    Ok(Lookup::Live(Box::new(session)))
 }
 
 /// Slides the idle timeout: a request was served.
@@ -133,7 +184,7 @@ pub async fn save_snapshot(lore: &Lore, id: &str, snapshot: &Snapshot) -> Result
 }
 
 /// Stores the session's resource subscriptions.
-pub async fn save_subscriptions(lore: &Lore, id: &str, uris: &[String]) -> Result<()> {
+async fn save_subscriptions(lore: &Lore, id: &str, uris: &[String]) -> Result<()> {
     mcp_session::ActiveModel {
         id: Set(id.to_owned()),
         subscriptions: Set(to_json(&uris)?),

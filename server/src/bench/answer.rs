@@ -28,8 +28,8 @@ use engine::{Lore, Settings};
 use serde_json::{json, Value};
 
 use super::{
-    bench_site, build_profile, chunk_texts, millis, percentile, synthetic_documents, tempfile_dir,
-    write_record, QUERIES,
+    bench_site, build_profile, chunk_texts, index_site, millis, percentile, synthetic_documents,
+    tempfile_dir, write_record, Serving, QUERIES,
 };
 
 /// Goals of the issue, in milliseconds (p95).
@@ -220,28 +220,8 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     settings.database.url = None;
     settings.ingest.allow_private_addresses = true;
     let lore = Lore::open(settings).await?;
-    let source = engine::sources::create(
-        &lore,
-        &Actor::System,
-        engine::sources::NewSource {
-            name: "bench".into(),
-            kind: "website".into(),
-            config: Some(json!({"start_url": format!("{site}/"), "max_pages": options.pages + 10})),
-            volatility: None,
-        },
-    )
-    .await?;
-    println!("Crawling and indexing {} generated pages …", options.pages);
     let embedder = lore.embedder().await?;
-    let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::jobs::start_held(&lore, Some(&source.id), false, "bench", &owner).await?;
-    let ended = engine::ingest::jobs::run(&lore, job, &owner, None).await?;
-    anyhow::ensure!(
-        ended.status == "succeeded",
-        "indexing the generated site {}: {:?}",
-        ended.status,
-        ended.message
-    );
+    let source = index_site(&lore, &site, options.pages).await?;
 
     let store = lore.chunks().await?;
     let crawled = store.count(None).await?;
@@ -284,16 +264,11 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     )
     .await
     .context("binding the generation role to --llm-endpoint")?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::serve::serve(listener, lore.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let serving = Serving::start(&lore).await?;
+    let base = serving.base.clone();
     let api = Api { http: reqwest::Client::builder().pool_max_idle_per_host(128).build()?, base, key };
     let measured = measure(&api, &options).await;
-    let _ = stop.send(());
-    let _ = server.await;
+    serving.stop().await;
     let _ = std::fs::remove_dir_all(&data);
     let mut record = measured?;
     record["chunks"] = json!({"total": chunks, "crawled": crawled, "synthetic": chunks - crawled});

@@ -29,7 +29,7 @@ use engine::{Lore, Settings};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::{bench_site, build_profile, millis, percentile, tempfile_dir, write_record};
+use super::{bench_site, build_profile, index_site, millis, percentile, tempfile_dir, write_record, Serving};
 
 pub struct McpOptions {
     pub requests: usize,
@@ -207,22 +207,7 @@ pub async fn mcp(mut settings: Settings, options: McpOptions) -> anyhow::Result<
 }
 
 async fn run(lore: &Lore, site: &str, options: &McpOptions) -> anyhow::Result<Value> {
-    println!("Crawling and indexing {} generated pages …", options.pages);
-    let source = engine::sources::create(
-        lore,
-        &Actor::System,
-        engine::sources::NewSource {
-            name: "bench".into(),
-            kind: "website".into(),
-            config: Some(json!({"start_url": format!("{site}/"), "max_pages": options.pages + 10})),
-            volatility: None,
-        },
-    )
-    .await?;
-    let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::jobs::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
-    let ended = engine::ingest::jobs::run(lore, job, &owner, None).await?;
-    anyhow::ensure!(ended.status == "succeeded", "indexing the generated site: {:?}", ended.message);
+    index_site(lore, site, options.pages).await?;
 
     println!("Exporting {} tables …", options.tables);
     let schema: String = (0..options.tables.max(1))
@@ -241,16 +226,11 @@ async fn run(lore: &Lore, site: &str, options: &McpOptions) -> anyhow::Result<Va
     )
     .await?;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::serve::serve(listener, lore.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let serving = Serving::start(lore).await?;
+    let base = serving.base.clone();
     let client = Client { http: reqwest::Client::builder().pool_max_idle_per_host(2048).build()?, base };
     let measured = measure(lore, &client, &root, options).await;
-    let _ = stop.send(());
-    let _ = server.await;
+    serving.stop().await;
     measured
 }
 

@@ -38,7 +38,7 @@ use engine::embed::Embedder;
 use engine::index::lance::LanceChunkStore;
 use engine::index::{ChunkRow, ChunkStore, Scope};
 use engine::retrieve::{hybrid, RetrievalSettings};
-use engine::Settings;
+use engine::{Lore, Settings};
 use serde_json::json;
 
 const SENTENCES: [&str; 24] = [
@@ -408,6 +408,58 @@ fn synthetic_documents(
                 .collect()
         })
         .collect()
+}
+
+/// Lore serving on a free loopback port in this process, until stopped.
+struct Serving {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Serving {
+    async fn start(lore: &Lore) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(crate::serve::serve(listener, lore.clone(), async move {
+            let _ = stopped.await;
+        }));
+        Ok(Self { base, stop, server })
+    }
+
+    /// Ends the serving the graceful way and waits for it.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.server.await;
+    }
+}
+
+/// A website source of the generated site at `site`, crawled and indexed
+/// in this process (that stamps the corpus fingerprint and makes the profile).
+async fn index_site(lore: &Lore, site: &str, pages: usize) -> anyhow::Result<engine::sources::Source> {
+    println!("Crawling and indexing {pages} generated pages …");
+    let source = engine::sources::create(
+        lore,
+        &engine::audit::Actor::System,
+        engine::sources::NewSource {
+            name: "bench".into(),
+            kind: "website".into(),
+            config: Some(serde_json::json!({"start_url": format!("{site}/"), "max_pages": pages + 10})),
+            volatility: None,
+        },
+    )
+    .await?;
+    let owner = engine::ingest::jobs::owner_id("bench");
+    let job = engine::ingest::jobs::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
+    let ended = engine::ingest::jobs::run(lore, job, &owner, None).await?;
+    anyhow::ensure!(
+        ended.status == "succeeded",
+        "indexing the generated site {}: {:?}",
+        ended.status,
+        ended.message
+    );
+    Ok(source)
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {

@@ -19,7 +19,7 @@ use engine::audit::Actor;
 use engine::{Lore, Settings};
 use serde_json::{json, Value};
 
-use super::{build_profile, millis, percentile, tempfile_dir, write_record};
+use super::{build_profile, millis, percentile, tempfile_dir, write_record, Serving};
 
 pub struct OperationsOptions {
     pub records: usize,
@@ -209,12 +209,8 @@ async fn lore_target(name: &str, settings: Settings, options: &OperationsOptions
         },
     )
     .await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::serve::serve(listener, lore.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let serving = Serving::start(&lore).await?;
+    let base = serving.base.clone();
     let target = Target {
         name: name.to_owned(),
         http: reqwest::Client::new(),
@@ -223,8 +219,7 @@ async fn lore_target(name: &str, settings: Settings, options: &OperationsOptions
         rest: Some(format!("{base}/data/dog/")),
     };
     let measured = measure(&target, options, true).await;
-    let _ = stop.send(());
-    let _ = server.await;
+    serving.stop().await;
     measured
 }
 

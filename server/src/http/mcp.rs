@@ -23,9 +23,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use base64::Engine as _;
-use engine::appdb::{AppDbError, Principal};
+use engine::appdb::AppDbError;
 use engine::auth::Viewer;
-use engine::keys::{KeyError, Scope};
+use engine::keys::Scope;
 use engine::mcp::{self, hub, sessions, Profile};
 use engine::operations::{self, Credentials};
 use engine::resources::Caller;
@@ -160,10 +160,6 @@ fn decode_header(raw: &str) -> Option<String> {
     }
 }
 
-fn identity_of(principal: &Principal) -> Value {
-    mcp::identity(principal)
-}
-
 impl Call {
     fn lore(&self) -> &engine::Lore {
         &self.state.lore
@@ -203,25 +199,15 @@ impl Call {
             );
             return Err(json_response(StatusCode::BAD_REQUEST, body));
         };
-        let session = match sessions::find(self.lore(), self.profile, id).await {
-            Ok(Some(session)) => session,
-            Ok(None) => {
-                let body = rpc_error(
-                    &Value::Null,
-                    INVALID_REQUEST,
-                    "no such session (it ended or expired): initialize again",
-                    None,
-                );
-                return Err(json_response(StatusCode::NOT_FOUND, body));
+        let (status, text) = match sessions::lookup(self.lore(), self.profile, id, caller).await {
+            Ok(sessions::Lookup::Live(session)) => return Ok(*session),
+            Ok(sessions::Lookup::Gone) => {
+                (StatusCode::NOT_FOUND, "no such session (it ended or expired): initialize again")
             }
+            Ok(sessions::Lookup::NotYours) => (StatusCode::FORBIDDEN, "this session belongs to another user"),
             Err(err) => return Err(ApiError::from(err).into_response()),
         };
-        let principal = caller.principal.as_ref().map(identity_of);
-        if principal.as_ref() != Some(&session.identity) {
-            let body = rpc_error(&Value::Null, INVALID_REQUEST, "this session belongs to another user", None);
-            return Err(json_response(StatusCode::FORBIDDEN, body));
-        }
-        Ok(session)
+        Err(json_response(status, rpc_error(&Value::Null, INVALID_REQUEST, text, None)))
     }
 
     async fn post(self, viewer: Option<&Viewer>, body: Bytes) -> Response {
@@ -359,23 +345,14 @@ impl Call {
                 rpc_error(&id, INVALID_PARAMS, "`protocolVersion` is required", None),
             );
         };
-        let version =
-            if mcp::SESSION_VERSIONS.contains(&requested) { requested } else { mcp::PREFERRED_VERSION };
-        let lore = self.lore();
-        let opened = async {
-            let principal = caller.principal.as_ref().ok_or(KeyError::Missing)?;
-            let snapshot = mcp::surface(lore, self.profile, caller).await?.snapshot();
-            let client =
-                json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
-            sessions::open(lore, self.profile, identity_of(principal), version, client, &snapshot).await
-        }
-        .await;
-        let session = match opened {
+        let client =
+            json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
+        let session = match sessions::start(self.lore(), self.profile, caller, requested, client).await {
             Ok(session) => session,
             Err(err) => return ApiError::from(err).into_response(),
         };
         let result = json!({
-            "protocolVersion": version,
+            "protocolVersion": session.protocol_version,
             "capabilities": mcp::capabilities(),
             "serverInfo": {"name": "lore", "title": "Lore", "version": mcp::SURFACE_VERSION},
             "instructions": instructions(self.profile),
@@ -397,17 +374,7 @@ impl Call {
     ) -> Result<Value, Failure> {
         let uri =
             params.get("uri").and_then(Value::as_str).ok_or_else(|| Failure::params("`uri` is required"))?;
-        let lore = self.lore();
-        if on {
-            mcp::subscribable(lore, self.profile, caller, uri).await.map_err(Failure::from)?;
-        }
-        let mut uris = session.subscriptions.clone();
-        uris.retain(|u| u != uri);
-        if on {
-            uris.push(uri.to_owned());
-        }
-        sessions::save_subscriptions(lore, &session.id, &uris).await.map_err(Failure::from)?;
-        lore.mcp_hub().set_updates(&session.id, &uris);
+        sessions::subscribe(self.lore(), session, caller, uri, on).await?;
         Ok(json!({}))
     }
 
@@ -422,28 +389,18 @@ impl Call {
     ) -> Result<Value, Failure> {
         let lore = self.lore();
         match method {
-            "tools/list" => {
+            "tools/list" | "resources/list" | "resources/templates/list" => {
                 let surface = mcp::surface(lore, self.profile, caller).await?;
-                let tools: Vec<Value> = surface.tools.iter().map(tool_json).collect();
-                page(params, "tools", tools)
-            }
-            "resources/list" => {
-                let surface = mcp::surface(lore, self.profile, caller).await?;
-                let resources: Vec<Value> = surface
-                    .resources
-                    .iter()
-                    .map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type}))
-                    .collect();
-                page(params, "resources", resources)
-            }
-            "resources/templates/list" => {
-                let surface = mcp::surface(lore, self.profile, caller).await?;
-                let templates: Vec<Value> = surface
-                    .templates
-                    .iter()
-                    .map(|t| json!({"uriTemplate": t.uri_template, "name": t.name, "description": t.description, "mimeType": t.mime_type}))
-                    .collect();
-                page(params, "resourceTemplates", templates)
+                let (field, items): (&str, Vec<Value>) = match method {
+                    "tools/list" => ("tools", surface.tools.iter().map(tool_json).collect()),
+                    "resources/list" => ("resources", surface.resources.iter().map(|r| {
+                        json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type})
+                    }).collect()),
+                    _ => ("resourceTemplates", surface.templates.iter().map(|t| {
+                        json!({"uriTemplate": t.uri_template, "name": t.name, "description": t.description, "mimeType": t.mime_type})
+                    }).collect()),
+                };
+                page(params, field, items)
             }
             "resources/read" => {
                 let uri = params
@@ -586,7 +543,7 @@ impl Call {
                 Ok(json!({"supportedVersions": versions, "capabilities": mcp::capabilities(),
                           "instructions": instructions(self.profile), "ttlMs": 3_600_000, "cacheScope": "public"}))
             }
-            "subscriptions/listen" => return self.listen(caller, id, &params),
+            "subscriptions/listen" => return self.listen(caller, id, &params).await,
             "tools/list" | "resources/list" | "resources/templates/list" | "resources/read" => {
                 self.method(caller, key_id, method, &params, true).await.map(|mut result| {
                     // Lists follow the caller's role, which may change at any time.
@@ -606,7 +563,7 @@ impl Call {
 
     /// `subscriptions/listen`: an event stream that first acknowledges what
     /// it will send, then carries this caller's notifications.
-    fn listen(&self, caller: &Caller, id: Value, params: &Map<String, Value>) -> Response {
+    async fn listen(&self, caller: &Caller, id: Value, params: &Map<String, Value>) -> Response {
         let asked = params.get("notifications").cloned().unwrap_or(Value::Null);
         let flag = |name: &str| asked.get(name).and_then(Value::as_bool).unwrap_or(false);
         let updates: Vec<String> = asked
@@ -626,17 +583,12 @@ impl Call {
         if !filter.updates.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(filter.updates));
         }
-        let lore = self.lore().clone();
-        let profile = self.profile;
-        let caller = caller.clone();
-        let origin = hub::Origin::Listen(id.clone());
         let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                          "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}});
-        let opened = async move {
-            let snapshot = mcp::surface(&lore, profile, &caller).await?.snapshot();
-            hub::open(&lore, origin, profile, &caller, filter, snapshot)
-        };
-        push_stream(Some(ack), opened)
+        match hub::listen(self.lore(), self.profile, caller, id.clone(), filter).await {
+            Ok(channel) => push_stream(Some(ack), channel),
+            Err(err) => reply(id, Err(err.into()), true, false),
+        }
     }
 
     /// GET: the push channel of a session.
@@ -662,20 +614,10 @@ impl Call {
         if let Err(err) = sessions::touch(self.lore(), &session).await {
             return ApiError::from(err).into_response();
         }
-        let filter = hub::Filter { updates: session.subscriptions.clone(), ..hub::Filter::everything() };
-        let lore = self.lore().clone();
-        let profile = self.profile;
-        let opened = async move {
-            hub::open(
-                &lore,
-                hub::Origin::Session(session.id.clone()),
-                profile,
-                &caller,
-                filter,
-                session.snapshot,
-            )
-        };
-        push_stream(None, opened)
+        match hub::session_channel(self.lore(), &session, &caller) {
+            Ok(channel) => push_stream(None, channel),
+            Err(err) => ApiError::from(err).into_response(),
+        }
     }
 
     /// DELETE: ends a session, when the configuration lets clients do so.
@@ -700,23 +642,12 @@ impl Call {
 
 /// An event stream of a push channel: `first` (if any), then what the hub
 /// sends, with keep-alive comments; it ends when the channel closes.
-fn push_stream(
-    first: Option<Value>,
-    opened: impl std::future::Future<Output = engine::Result<hub::Stream>> + Send + 'static,
-) -> Response {
+fn push_stream(first: Option<Value>, channel: hub::Stream) -> Response {
     use futures::StreamExt as _;
-    let first = futures::stream::iter(first);
-    let rest = futures::stream::once(opened).flat_map(|opened| match opened {
-        Ok(channel) => futures::stream::unfold(channel, |mut channel| async move {
-            channel.messages.recv().await.map(|message| (message, channel))
-        })
-        .boxed(),
-        Err(err) => {
-            tracing::warn!(error = %err, "could not open a push channel");
-            futures::stream::empty().boxed()
-        }
+    let rest = futures::stream::unfold(channel, |mut channel| async move {
+        channel.messages.recv().await.map(|message| (message, channel))
     });
-    let events = first.chain(rest).map(|message| {
+    let events = futures::stream::iter(first).chain(rest).map(|message| {
         Ok::<_, std::convert::Infallible>(Event::default().event("message").data(message.to_string()))
     });
     let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
@@ -743,8 +674,9 @@ impl From<engine::Error> for Failure {
 }
 
 /// A reply to request `id`: JSON, or (for a client that takes only event
-/// streams) the same message as one event. Errors of the engine keep their
-/// HTTP status (401, 403, 429, …) with a JSON-RPC error body.
+/// streams) the same message as one event. An engine error becomes a
+/// JSON-RPC error carrying Lore's code: -32001 for a refused permission,
+/// -32603 for Lore's own failure, -32602 for the rest.
 fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: bool) -> Response {
     let (status, body) = match outcome {
         Ok(mut result) => {
@@ -771,14 +703,12 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
             if let Some(details) = error.details() {
                 data["details"] = details;
             }
-            let status = if status.is_client_error()
-                && rpc == INVALID_PARAMS
-                && status != StatusCode::TOO_MANY_REQUESTS
-            {
-                StatusCode::OK
-            } else {
-                status
-            };
+            if status.is_server_error() {
+                tracing::warn!(code, error = ?error, "a tool-server request failed");
+            }
+            // A JSON-RPC error rides on 200, so clients read it as one; only
+            // the rate limit keeps its 429 (clients back off on it).
+            let status = if status == StatusCode::TOO_MANY_REQUESTS { status } else { StatusCode::OK };
             (status, rpc_error(&id, rpc, &message, Some(data)))
         }
     };

@@ -78,6 +78,39 @@ async fn rpc(
     (status, headers, response.json().await.unwrap_or(Value::Null))
 }
 
+/// An event stream from the server, as its chunks arrive.
+type Events = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
+
+/// A session's push channel (GET).
+async fn channel(url: &str, key: &str, session: &str) -> Events {
+    let response = bare()
+        .get(url)
+        .header("x-api-key", key)
+        .header("mcp-session-id", session)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    Box::pin(response.bytes_stream())
+}
+
+/// The first chunk holding `needle` within `within` (`None`: nothing did).
+async fn heard(events: &mut Events, needle: &str, within: Duration) -> Option<String> {
+    tokio::time::timeout(within, async {
+        while let Some(Ok(chunk)) = events.next().await {
+            let text = String::from_utf8_lossy(&chunk).to_string();
+            if text.contains(needle) {
+                return Some(text);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 async fn initialize(url: &str, key: &str) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
@@ -198,23 +231,8 @@ async fn list_changed_reaches_only_the_session_whose_surface_changed() {
     let (ann_session, bob_session) = (initialize(&url, &ann).await, initialize(&url, &bob).await);
     assert_eq!(tool_names(&url, &ann, &ann_session).await, ["answer", "get_dogs", "retrieve", "search_dogs"]);
 
-    let open = |key: String, session: String| {
-        let url = url.clone();
-        async move {
-            let response = bare()
-                .get(&url)
-                .header("x-api-key", key)
-                .header("mcp-session-id", session)
-                .header("accept", "text/event-stream")
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), StatusCode::OK);
-            response.bytes_stream()
-        }
-    };
-    let mut ann_stream = open(ann.clone(), ann_session.clone()).await;
-    let mut bob_stream = open(bob.clone(), bob_session.clone()).await;
+    let mut ann_stream = channel(&url, &ann, &ann_session).await;
+    let mut bob_stream = channel(&url, &bob, &bob_session).await;
     // Let both channels register before the change.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -224,30 +242,14 @@ async fn list_changed_reaches_only_the_session_whose_surface_changed() {
         "cat": {"read": true, "insert": true, "update": false, "delete": false}}}});
     admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
 
-    let event = tokio::time::timeout(Duration::from_secs(1), async {
-        loop {
-            let chunk = ann_stream.next().await.unwrap().unwrap();
-            let text = String::from_utf8_lossy(&chunk).to_string();
-            if text.contains("list_changed") {
-                return text;
-            }
-        }
-    })
-    .await
-    .expect("ann's session is told within a second");
+    let event = heard(&mut ann_stream, "list_changed", Duration::from_secs(1))
+        .await
+        .expect("ann's session is told within a second");
     assert!(event.contains("notifications/tools/list_changed"), "{event}");
     assert!(tool_names(&url, &ann, &ann_session).await.contains(&"create_cats".to_owned()));
 
-    let quiet = tokio::time::timeout(Duration::from_millis(1500), async {
-        loop {
-            let chunk = bob_stream.next().await.unwrap().unwrap();
-            if String::from_utf8_lossy(&chunk).contains("list_changed") {
-                return;
-            }
-        }
-    })
-    .await;
-    assert!(quiet.is_err(), "bob's surface did not change: he hears nothing");
+    let quiet = heard(&mut bob_stream, "list_changed", Duration::from_millis(1500)).await;
+    assert_eq!(quiet, None, "bob's surface did not change: he hears nothing");
 }
 
 #[tokio::test]
@@ -263,15 +265,7 @@ async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
     let key = user(&app, "ann", json!({"super_user": true})).await;
     let url = app.url("/mcp");
     let session = initialize(&url, &key).await;
-    let response = bare()
-        .get(&url)
-        .header("x-api-key", &key)
-        .header("mcp-session-id", &session)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    let mut stream = response.bytes_stream();
+    let mut stream = channel(&url, &key, &session).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let evicted = engine::mcp::sessions::evict_idle(&app.lore).await.unwrap();
     assert_eq!(evicted, std::slice::from_ref(&session));
@@ -413,15 +407,7 @@ async fn a_subscribed_record_is_pushed_when_written_and_tool_calls_are_audited_a
     assert_eq!(reply["result"], json!({}), "{reply}");
     let reply = call(&url, &key, &session, "resources/subscribe", json!({"uri": "svc://about"})).await;
     assert!(reply["error"].is_object(), "only records take subscriptions: {reply}");
-    let response = bare()
-        .get(&url)
-        .header("x-api-key", &key)
-        .header("mcp-session-id", &session)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    let mut stream = response.bytes_stream();
+    let mut stream = channel(&url, &key, &session).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let reply = call(
@@ -442,17 +428,9 @@ async fn a_subscribed_record_is_pushed_when_written_and_tool_calls_are_audited_a
     )
     .await;
     assert_eq!(reply["result"]["structuredContent"]["id"], "rex", "{reply}");
-    let pushed = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            let chunk = stream.next().await.unwrap().unwrap();
-            let text = String::from_utf8_lossy(&chunk).to_string();
-            if text.contains("notifications/resources/updated") {
-                return text;
-            }
-        }
-    })
-    .await
-    .expect("the subscribed record's change is pushed");
+    let pushed = heard(&mut stream, "notifications/resources/updated", Duration::from_secs(2))
+        .await
+        .expect("the subscribed record's change is pushed");
     assert!(pushed.contains(&uri), "{pushed}");
 
     // Every call is in the audit log, a secret-looking argument redacted.
@@ -477,20 +455,28 @@ async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes()
     let (app, ann, _) = setup().await;
     let url = app.url("/mcp");
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-    let response = bare()
-        .post(&url)
-        .header("x-api-key", &ann)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .json(&json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-                      "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}}))
-        .send()
-        .await
-        .unwrap();
+    let listen = |notifications: Value| {
+        bare()
+            .post(&url)
+            .header("x-api-key", &ann)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .json(&json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+                          "params": {"_meta": meta, "notifications": notifications}}))
+            .send()
+    };
+    // A record of a table she may not read is no subscription of hers.
+    let cat = format!("{}/data/cats/tom", app.base_url);
+    let refused = listen(json!({"resourceSubscriptions": [cat]})).await.unwrap();
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    assert_eq!(app.lore.mcp_hub().open_channels(), 0, "nothing was opened");
+
+    let response = listen(json!({"toolsListChanged": true})).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut stream = response.bytes_stream();
+    let mut stream: Events = Box::pin(response.bytes_stream());
     let first = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).to_string();
     assert!(
         first.contains("notifications/subscriptions/acknowledged") && first.contains("toolsListChanged"),
@@ -502,18 +488,11 @@ async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes()
     let more = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false},
         "cat": {"read": true, "insert": false, "update": false, "delete": false}}}});
     admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
-    let heard = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            let text = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).to_string();
-            if text.contains("list_changed") {
-                return text;
-            }
-        }
-    })
-    .await
-    .expect("the listen stream hears the change");
-    assert!(heard.contains("notifications/tools/list_changed") && heard.contains("listen-1"), "{heard}");
-    assert!(!heard.contains("resources/list_changed"), "resources were not asked for: {heard}");
+    let told = heard(&mut stream, "list_changed", Duration::from_secs(2))
+        .await
+        .expect("the listen stream hears the change");
+    assert!(told.contains("notifications/tools/list_changed") && told.contains("listen-1"), "{told}");
+    assert!(!told.contains("resources/list_changed"), "resources were not asked for: {told}");
 }
 
 #[tokio::test]
