@@ -146,6 +146,15 @@ ensure_chromium() {
   fi
 }
 
+# SQLite's documentation pages, the corpus of `lore bench quality`.
+ensure_sqlite_docs() {
+  if [ ! -f /usr/share/doc/sqlite3/limits.html ]; then
+    step "Installing SQLite's documentation (sqlite3-doc) for the quality benchmark"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3-doc >/dev/null
+  fi
+}
+
 # LanceDB's crates generate code with protoc at build time.
 ensure_protoc() {
   if ! command -v protoc >/dev/null 2>&1; then

@@ -121,6 +121,11 @@ impl Lore {
         Ok(lore)
     }
 
+    /// The HTTP client of model providers (timeouts and redaction built in).
+    pub fn provider_client(&self) -> &providers::client::Client {
+        &self.provider_client
+    }
+
     /// What embeds text now: the target the embedding role is bound to, or
     /// else the on-node model, loaded from local files on first use (it does
     /// not fetch anything: [`embed::model_files::resolve`] does, at start-up).

@@ -702,6 +702,8 @@ pub struct Dashboard {
     pub surfaces: Vec<SurfaceTotals>,
     pub top_queries: Vec<QueryCount>,
     pub content_gaps: Vec<QueryCount>,
+    /// Refused questions grouped by meaning, most refused group first.
+    pub gap_groups: Vec<crate::answer::gaps::GapGroup>,
     pub keys: Vec<KeyUsage>,
     pub funnel: Vec<FunnelStage>,
 }
@@ -788,7 +790,14 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
 
     let day_from = truncate(range.from, Granularity::Day);
     let queries = counted(lore, "query", day_from, range.to, Some(LIST_LENGTH)).await?;
-    let gaps = counted(lore, "gap", day_from, range.to, Some(LIST_LENGTH)).await?;
+    let gaps: Vec<QueryCount> =
+        counted(lore, "gap", day_from, range.to, Some(crate::answer::gaps::GROUPED_AT_MOST as u64))
+            .await?
+            .iter()
+            .map(|c| QueryCount { query: c.label.clone(), count: c.count })
+            .collect();
+    let mut gap_groups = crate::answer::gaps::group(lore, &gaps).await;
+    gap_groups.truncate(LIST_LENGTH as usize);
     let keys = counted(lore, "key", day_from, range.to, None).await?;
     let funnel = counted(lore, "funnel", day_from, range.to, None).await?;
     let names: BTreeMap<String, String> =
@@ -805,7 +814,8 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
             .map(|(surface, bucketed)| SurfaceTotals { surface, totals: bucketed.totals() })
             .collect(),
         top_queries: queries.iter().map(|c| QueryCount { query: c.label.clone(), count: c.count }).collect(),
-        content_gaps: gaps.iter().map(|c| QueryCount { query: c.label.clone(), count: c.count }).collect(),
+        content_gaps: gaps.into_iter().take(LIST_LENGTH as usize).collect(),
+        gap_groups,
         keys: keys
             .into_iter()
             .map(|c| {

@@ -463,16 +463,28 @@ pub struct AnswerSettings {
     /// for the grounding check to count it as supported (0 to 1).
     #[serde(default = "default_grounding_min_support")]
     pub grounding_min_support: f32,
+    /// Claims the grounding check passes by less than this margin (0 to 1)
+    /// go to a model for a second opinion before the answer is served; 0
+    /// turns the second opinion off.
+    #[serde(default = "default_verification_margin")]
+    pub verification_margin: f32,
 }
 
 impl Default for AnswerSettings {
     fn default() -> Self {
-        Self { grounding_min_support: default_grounding_min_support() }
+        Self {
+            grounding_min_support: default_grounding_min_support(),
+            verification_margin: default_verification_margin(),
+        }
     }
 }
 
 fn default_grounding_min_support() -> f32 {
     0.5
+}
+
+fn default_verification_margin() -> f32 {
+    0.2
 }
 
 impl IngestSettings {

@@ -22,13 +22,15 @@ pub enum StageName {
     Prompt,
     Generation,
     Grounding,
+    /// The second opinion on statements the grounding check passed narrowly.
+    Verification,
     Escalation,
     Answer,
 }
 
 impl StageName {
     /// Every stage, in pipeline order.
-    pub const ALL: [StageName; 11] = [
+    pub const ALL: [StageName; 12] = [
         StageName::Normalise,
         StageName::Readiness,
         StageName::ExactCache,
@@ -38,6 +40,7 @@ impl StageName {
         StageName::Prompt,
         StageName::Generation,
         StageName::Grounding,
+        StageName::Verification,
         StageName::Escalation,
         StageName::Answer,
     ];
@@ -54,6 +57,7 @@ impl StageName {
             StageName::Prompt => "prompt",
             StageName::Generation => "generation",
             StageName::Grounding => "grounding",
+            StageName::Verification => "verification",
             StageName::Escalation => "escalation",
             StageName::Answer => "answer",
         }

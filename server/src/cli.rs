@@ -285,6 +285,22 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Wrong answers served and right answers lost by the grounding check,
+    /// over SQLite's documentation (`scripts/bench-quality`).
+    Quality {
+        /// An OpenAI-compatible endpoint (`http://127.0.0.1:PORT/v1`) that answers.
+        #[arg(long)]
+        llm_endpoint: String,
+        /// The model name to ask the endpoint for.
+        #[arg(long, default_value = "smollm2-135m-instruct")]
+        llm_model: String,
+        /// Where SQLite's documentation pages are (Debian's sqlite3-doc).
+        #[arg(long, default_value = "/usr/share/doc/sqlite3")]
+        docs: PathBuf,
+        /// Where the JSON record goes (default bench-results/quality.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

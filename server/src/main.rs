@@ -95,5 +95,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let options = bench::AnswerOptions { pages, chunks, requests, llm_endpoint, llm_model, out };
             bench::answer(settings, options).await
         }
+        Command::Bench { command: BenchCommand::Quality { llm_endpoint, llm_model, docs, out } } => {
+            let options = bench::QualityOptions { docs, llm_endpoint, llm_model, out };
+            bench::quality(settings, options).await
+        }
     }
 }

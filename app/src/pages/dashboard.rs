@@ -6,7 +6,9 @@
 use leptos::prelude::*;
 
 use crate::client;
-use crate::wire::{MetricPoint, ObservabilityRequest, ObservabilityResponse, SetupState};
+use crate::wire::{
+    GapGroupView, MetricPoint, ObservabilityRequest, ObservabilityResponse, QueryCountView, SetupState,
+};
 
 /// The range selector's choices: (hours, label).
 const RANGES: [(u32, &str); 3] = [(24, "Last 24 hours"), (24 * 7, "Last 7 days"), (24 * 30, "Last 30 days")];
@@ -102,9 +104,8 @@ fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
             </section>
             <section class="content-gaps">
                 <h3>"Content gaps"</h3>
-                <p class="note">"Questions Lore refused: add content that answers them."</p>
-                <Counts rows=data.content_gaps.iter().map(|q| (q.query.clone(), q.count)).collect()
-                    empty="No refusals: every question found an answer."/>
+                <p class="note">"Questions Lore refused, grouped when they ask the same thing: add content that answers them."</p>
+                <GapGroups groups=data.gap_groups.clone()/>
             </section>
             <section class="key-usage">
                 <h3>"Usage per access key"</h3>
@@ -150,6 +151,36 @@ fn usd(value: f64) -> String {
     } else {
         format!("${value:.2}")
     }
+}
+
+/// Each content gap with its count, its wordings and what to do about it.
+#[component]
+fn GapGroups(groups: Vec<GapGroupView>) -> impl IntoView {
+    if groups.is_empty() {
+        return view! { <p class="empty">"No refusals: every question found an answer."</p> }.into_any();
+    }
+    view! {
+        <ul class="gap-groups">
+            {groups.into_iter().map(|g| {
+                let others: Vec<QueryCountView> = g.questions.into_iter().filter(|q| q.query != g.label).collect();
+                view! {
+                    <li class="gap-group" data-label=g.label.clone() data-count=g.count.to_string()>
+                        <span class="label">{g.label.clone()}</span>
+                        <span class="count">{g.count}</span>
+                        {(!others.is_empty()).then(|| view! {
+                            <ul class="wordings">
+                                {others.into_iter().map(|q| view! {
+                                    <li>{q.query}" ("{q.count}")"</li>
+                                }).collect_view()}
+                            </ul>
+                        })}
+                        <a class="add-source" href="/sources">"Add a source"</a>
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
+    }
+    .into_any()
 }
 
 #[component]

@@ -59,6 +59,18 @@ pub struct QueryCountView {
     pub count: i64,
 }
 
+/// Refused questions that mean the same thing: one content gap.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct GapGroupView {
+    /// The group's most asked question.
+    pub label: String,
+    /// How often any of its questions was refused.
+    pub count: i64,
+    /// Its questions, most asked first.
+    pub questions: Vec<QueryCountView>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
 pub struct KeyUsageView {
@@ -94,6 +106,10 @@ pub struct ObservabilityResponse {
     pub top_queries: Vec<QueryCountView>,
     /// Refused questions, most asked first.
     pub content_gaps: Vec<QueryCountView>,
+    /// Refused questions grouped by meaning (embedding similarity), most
+    /// refused group first.
+    #[serde(default)]
+    pub gap_groups: Vec<GapGroupView>,
     pub keys: Vec<KeyUsageView>,
     /// Cache stages and the cost funnel: every (stage, decision) runs reached.
     pub funnel: Vec<FunnelStageView>,
@@ -140,6 +156,11 @@ mod from_engine {
                     .collect(),
                 top_queries: counts(d.top_queries),
                 content_gaps: counts(d.content_gaps),
+                gap_groups: d
+                    .gap_groups
+                    .into_iter()
+                    .map(|g| GapGroupView { label: g.label, count: g.count, questions: counts(g.questions) })
+                    .collect(),
                 keys: d
                     .keys
                     .into_iter()

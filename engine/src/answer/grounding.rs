@@ -1,20 +1,39 @@
 //! The grounding check: is every statement of an answer supported by the
 //! passages it was given, and does every citation point to one of them?
 //!
-//! The check is lexical and explainable. An answer is split into sentences;
-//! a sentence's *content words* (three letters or more, not a stop word,
-//! lower-cased, plural `s` dropped, cut to six letters so that "calibrating"
-//! meets "calibration") are looked up in a passage, and the share found is
-//! that passage's support for the sentence. A sentence claims something
-//! only when it says a word or a number the question did not: restating the
-//! question claims nothing. A sentence that cites
-//! passages (`[2]`) is judged against those; one that cites nothing against
-//! all of them, and it is attributed to the passage that supports it best.
-//! Every number a sentence states must appear in that passage too (small
-//! models invent figures first). Pleasantries ("Sure!") are stop words and
-//! claim nothing. The answer is grounded when it makes at least one claim, every
-//! claim is supported to `min_support`, and no citation points outside the
-//! passages.
+//! The check judges facts, not word overlap, and explains every decision.
+//! An answer is split into sentences; a sentence claims something only when
+//! it says a word or a number the question did not (restating the question,
+//! or "Sure!", claims nothing). A claim that cites passages (`[2]`) is judged
+//! against those; one that cites nothing against all of them, and it is
+//! attributed to the passage that supports it best. A claim is supported by a
+//! passage when all of these hold:
+//!
+//! 1. **Its words are related there.** Its *content words* (three letters or
+//!    more, not a stop word, lower-cased, plural `s` dropped, cut to six
+//!    letters so that "calibrating" meets "calibration") are found, to the
+//!    share `min_support`, within one window of three neighbouring sentences:
+//!    words scattered over a long chunk relate nothing.
+//! 2. **Its facts are bound to its subject.** Every number (digits or number
+//!    words: "forty" is 40), name (`SQLite`, a capitalised word inside a
+//!    sentence) and identifier (`SQLITE_MAX_ATTACHED`, `config.toml`, `--port`)
+//!    must occur in the passage *near the statement's other words*: within a
+//!    dozen words of them in one sentence, or in the sentence before when the
+//!    fact's sentence continues it ("It is set to 10."). Nearness is weighed
+//!    by how specific each word is to its sentence in the passage, so the
+//!    page's ubiquitous words ("maximum", "number") cannot bind a stray "2"
+//!    from another section. A name may also come from the passage's title or
+//!    heading, which is the topic of every sentence under it.
+//! 3. **Its negation agrees.** The sentence of the passage that best matches
+//!    the claim says "not" (or "never", "cannot", …) exactly when the claim
+//!    does.
+//!
+//! The answer is grounded when it makes at least one claim, every claim is
+//! supported, no citation points outside the passages and it does not loop.
+//! Each claim's [`Judgement`] says which passage, what matched and what did
+//! not, and how far above the bar it passed: the answer pipeline sends the
+//! claims that passed narrowly to a model for a second opinion (see
+//! `answer::verify`).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -137,10 +156,88 @@ const STOP_WORDS: &[&str] = &[
     "question",
 ];
 
+/// Words that negate what a sentence says.
+const NEGATIONS: &[&str] =
+    &["not", "no", "never", "cannot", "without", "none", "neither", "nor", "nothing", "nowhere"];
+
+/// Number words, as the numbers they say. "one" is left out: it is more
+/// often a pronoun ("the one you need") than a count.
+const NUMBER_WORDS: &[(&str, u64)] = &[
+    ("zero", 0),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("thirteen", 13),
+    ("fourteen", 14),
+    ("fifteen", 15),
+    ("sixteen", 16),
+    ("seventeen", 17),
+    ("eighteen", 18),
+    ("nineteen", 19),
+    ("twenty", 20),
+    ("thirty", 30),
+    ("forty", 40),
+    ("fifty", 50),
+    ("sixty", 60),
+    ("seventy", 70),
+    ("eighty", 80),
+    ("ninety", 90),
+    ("hundred", 100),
+    ("thousand", 1000),
+    ("million", 1_000_000),
+    ("billion", 1_000_000_000),
+];
+
+/// Opening words by which a sentence continues the one before it ("It is
+/// set to 10 by default."): its facts may bind to the sentence before.
+const CONTINUATIONS: &[&str] = &[
+    "it", "its", "this", "that", "these", "those", "they", "their", "such", "which", "both", "either",
+    "each", "here", "there",
+];
+
 /// A statement made this often (as the same content words) means the model
 /// is looping: the answer is not grounded, however well each copy is
 /// supported.
 const MAX_REPEATS: usize = 3;
+
+/// How many words either side of a fact count as near it.
+const FACT_REACH: usize = 12;
+
+/// A passage as the model saw it: its page's title and heading (the topic of
+/// all of it) and its text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Passage {
+    pub context: String,
+    pub text: String,
+}
+
+impl Passage {
+    pub fn new(context: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { context: context.into(), text: text.into() }
+    }
+
+    /// A passage without a title or heading.
+    pub fn plain(text: impl Into<String>) -> Self {
+        Self::new(String::new(), text)
+    }
+
+    /// The passage as one text, title first (what the second opinion reads).
+    pub fn full_text(&self) -> String {
+        if self.context.trim().is_empty() {
+            self.text.clone()
+        } else {
+            format!("{}\n{}", self.context.trim(), self.text)
+        }
+    }
+}
 
 /// What the check found.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,25 +247,121 @@ pub struct Verdict {
     pub cited: Vec<usize>,
     /// Citation numbers that point to no given passage.
     pub invalid_citations: Vec<usize>,
-    /// Claims no passage supports well enough.
+    /// Claims no passage supports.
     pub unsupported: Vec<String>,
     /// How many sentences made a claim.
     pub claims: usize,
-    /// One line for the trace.
+    /// Each claim's judgement, in the answer's order.
+    pub judged: Vec<Judgement>,
+    /// Whether the answer repeats one statement [`MAX_REPEATS`] times or more.
+    pub looping: Option<usize>,
+    /// The verdict and every claim's judgement, for the trace.
     pub reason: String,
+}
+
+/// How one claim was judged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judgement {
+    /// The claim as the answer states it.
+    pub statement: String,
+    /// The passage it was judged against (the best of its candidates).
+    pub passage: Option<usize>,
+    pub supported: bool,
+    /// Share of its words found together in the passage (0 to 1).
+    pub support: f32,
+    /// How far above the bar the weakest test passed (negative: failed).
+    pub margin: f32,
+    /// Its words and facts found, as written.
+    pub matched: Vec<String>,
+    /// Its words not found, and facts not found near its subject.
+    pub missing: Vec<String>,
+    /// What else decided it: a negation that differs, a second opinion.
+    pub notes: Vec<String>,
+}
+
+impl Judgement {
+    /// One line for the trace: the statement, its passage, what matched and
+    /// what did not.
+    pub fn explain(&self) -> String {
+        let statement = shorten(&self.statement, 90);
+        let passage = self.passage.map(|n| format!("[{n}]")).unwrap_or_else(|| "no passage".into());
+        let mut line = format!(
+            "{} \u{ab}{statement}\u{bb} vs {passage}: matched {}",
+            if self.supported { "supported" } else { "unsupported" },
+            list(&self.matched)
+        );
+        if !self.missing.is_empty() {
+            line.push_str(&format!("; missing {}", list(&self.missing)));
+        }
+        for note in &self.notes {
+            line.push_str("; ");
+            line.push_str(note);
+        }
+        line
+    }
+
+    /// Marks the claim unsupported on a second opinion.
+    pub fn overrule(&mut self, why: impl Into<String>) {
+        self.supported = false;
+        self.margin = self.margin.min(-0.0001);
+        self.notes.push(why.into());
+    }
+}
+
+impl Verdict {
+    /// Indices (into `judged`) of the claims that passed by less than
+    /// `margin`: the ones worth a second opinion.
+    pub fn narrow_passes(&self, margin: f32) -> Vec<usize> {
+        self.judged
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.supported && j.margin < margin)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Recomputes the verdict after judgements changed (a second opinion).
+    pub fn settle(&mut self) {
+        self.unsupported = self.judged.iter().filter(|j| !j.supported).map(|j| j.statement.clone()).collect();
+        self.grounded = self.claims > 0
+            && self.unsupported.is_empty()
+            && self.invalid_citations.is_empty()
+            && self.looping.is_none();
+        self.reason = self.describe();
+    }
+
+    fn describe(&self) -> String {
+        let head = if !self.invalid_citations.is_empty() {
+            format!("citations {:?} point to no given passage", self.invalid_citations)
+        } else if let Some(repeats) = self.looping {
+            format!("the answer makes the same statement {repeats} times: it loops instead of answering")
+        } else if self.claims == 0 {
+            "the answer makes no claim the passages could support".to_owned()
+        } else if !self.unsupported.is_empty() {
+            format!(
+                "{} of {} statements are not supported by the passages",
+                self.unsupported.len(),
+                self.claims
+            )
+        } else {
+            format!("all {} statements are supported by passages {:?}", self.claims, self.cited)
+        };
+        let mut lines = vec![head];
+        lines.extend(self.judged.iter().map(Judgement::explain));
+        lines.join("\n")
+    }
 }
 
 /// Checks `answer` to `question` against `passages` (passage `n` is
 /// `passages[n - 1]`).
-pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32) -> Verdict {
-    let passage_words: Vec<HashSet<String>> = passages.iter().map(|p| content_words(p).collect()).collect();
-    let passage_numbers: Vec<HashSet<String>> = passages.iter().map(|p| numbers(p).collect()).collect();
-    let asked: HashSet<String> = content_words(question).collect();
-    let asked_numbers: HashSet<String> = numbers(question).collect();
+pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f32) -> Verdict {
+    let evidence: Vec<Evidence> = passages.iter().map(Evidence::new).collect();
+    let asked_tokens = tokens(question);
+    let asked: HashSet<String> = asked_tokens.iter().filter_map(|t| t.stem.clone()).collect();
+    let asked_numbers: HashSet<String> = asked_tokens.iter().filter_map(|t| t.number.clone()).collect();
     let mut cited = BTreeSet::new();
     let mut invalid = BTreeSet::new();
-    let mut unsupported = Vec::new();
-    let mut claims = 0;
+    let mut judged = Vec::new();
     // How often each claim was made, as its words: a small model that loops
     // writes one supported step over and over, which answers nothing.
     let mut said: HashMap<Vec<String>, usize> = HashMap::new();
@@ -180,101 +373,584 @@ pub fn check(question: &str, answer: &str, passages: &[String], min_support: f32
                 invalid.insert(n);
             }
         }
+        let valid: Vec<usize> = markers.iter().copied().filter(|&n| n >= 1 && n <= passages.len()).collect();
         let plain = strip_markers(without_list_marker(sentence));
-        let words: Vec<String> = content_words(&plain).collect::<BTreeSet<_>>().into_iter().collect();
-        let stated: Vec<String> = numbers(&plain).collect();
-        let says_something_new =
-            words.iter().any(|w| !asked.contains(w)) || stated.iter().any(|n| !asked_numbers.contains(n));
+        let claim = Claim::new(&plain, &asked_tokens);
+        let says_something_new = claim.words.iter().any(|(stem, _)| !asked.contains(stem))
+            || claim.numbers().any(|n| !asked_numbers.contains(n));
         if !says_something_new {
             // No claim, but a valid marker still counts as a citation.
-            cited.extend(markers.iter().copied().filter(|&n| n >= 1 && n <= passages.len()));
+            cited.extend(valid);
             continue;
         }
-        claims += 1;
-        *said.entry(words.clone()).or_default() += 1;
-        let candidates: Vec<usize> = {
-            let valid: Vec<usize> =
-                markers.iter().copied().filter(|&n| n >= 1 && n <= passages.len()).collect();
-            if valid.is_empty() {
-                (1..=passages.len()).collect()
-            } else {
-                valid
+        *said.entry(claim.words.iter().map(|(stem, _)| stem.clone()).collect()).or_default() += 1;
+        let candidates: Vec<usize> = if valid.is_empty() { (1..=passages.len()).collect() } else { valid };
+        let mut best: Option<Judgement> = None;
+        for n in candidates {
+            let mut judgement = claim.judge(&evidence[n - 1], min_support);
+            judgement.passage = Some(n);
+            let better = match &best {
+                None => true,
+                Some(top) => (judgement.supported, judgement.margin) > (top.supported, top.margin),
+            };
+            if better {
+                best = Some(judgement);
             }
-        };
-        let best = candidates
-            .iter()
-            .map(|&n| {
-                let all_numbers_found = stated.iter().all(|x| passage_numbers[n - 1].contains(x));
-                let share = if all_numbers_found { support(&words, &passage_words[n - 1]) } else { 0.0 };
-                (n, share)
-            })
-            .fold(None::<(usize, f32)>, |best, (n, s)| match best {
-                Some((_, top)) if top >= s => best,
-                _ => Some((n, s)),
-            });
-        match best {
-            Some((n, s)) if s >= min_support => {
-                cited.insert(n);
-            }
-            _ => unsupported.push(sentence.trim().to_owned()),
         }
+        let mut judgement = best.unwrap_or_else(|| Judgement {
+            statement: String::new(),
+            passage: None,
+            supported: false,
+            support: 0.0,
+            margin: -min_support,
+            matched: Vec::new(),
+            missing: Vec::new(),
+            notes: vec!["there are no passages".into()],
+        });
+        judgement.statement = sentence.trim().to_owned();
+        if judgement.supported {
+            cited.extend(judgement.passage);
+        }
+        judged.push(judgement);
     }
 
     let repeats = said.values().copied().max().unwrap_or(0);
-    let looping = repeats >= MAX_REPEATS;
-    let grounded = claims > 0 && unsupported.is_empty() && invalid.is_empty() && !looping;
-    let reason = if !invalid.is_empty() {
-        format!("citations {:?} point to no given passage", invalid.iter().collect::<Vec<_>>())
-    } else if looping {
-        format!("the answer makes the same statement {repeats} times: it loops instead of answering")
-    } else if claims == 0 {
-        "the answer makes no claim the passages could support".to_owned()
-    } else if !unsupported.is_empty() {
-        format!("{} of {claims} statements are not supported by the passages", unsupported.len())
-    } else {
-        format!("all {claims} statements are supported by passages {:?}", cited.iter().collect::<Vec<_>>())
-    };
-    Verdict {
-        grounded,
+    let mut verdict = Verdict {
+        grounded: false,
         cited: cited.into_iter().collect(),
         invalid_citations: invalid.into_iter().collect(),
-        unsupported,
-        claims,
-        reason,
-    }
-}
-
-/// Share of `words` found in `passage` (a sentence of numbers only, all
-/// found, is fully supported).
-fn support(words: &[String], passage: &HashSet<String>) -> f32 {
-    if words.is_empty() {
-        return 1.0;
-    }
-    let found = words.iter().filter(|w| passage.contains(w.as_str())).count();
-    found as f32 / words.len() as f32
-}
-
-/// Lower-cased content words (letters), stemmed by [`stem`].
-pub fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3 && w.chars().any(char::is_alphabetic))
-        .map(str::to_lowercase)
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .map(|w| stem(&w))
-}
-
-/// The numbers a text states (digits, as written).
-fn numbers(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned)
-}
-
-/// A crude stem: the plural `s` dropped, then the first six letters.
-fn stem(word: &str) -> String {
-    let singular = match word.strip_suffix('s') {
-        Some(root) if !root.ends_with('s') && root.chars().count() >= 3 => root,
-        _ => word,
+        unsupported: Vec::new(),
+        claims: judged.len(),
+        judged,
+        looping: (repeats >= MAX_REPEATS).then_some(repeats),
+        reason: String::new(),
     };
-    singular.chars().take(6).collect()
+    verdict.settle();
+    verdict
+}
+
+/// One word of a text, as the check sees it.
+#[derive(Clone, Debug, Default)]
+struct Token {
+    /// The word lower-cased, as written (an identifier whole).
+    lower: String,
+    /// Its stem, when it is a content word.
+    stem: Option<String>,
+    /// The number it states, normalised ("1,000" and "thousand" are 1000).
+    number: Option<String>,
+    /// A name or identifier: a fact the passage must state.
+    name: bool,
+    /// A name beyond doubt (inner capitals, all capitals, an identifier),
+    /// credited from a passage's title to all of the passage.
+    strong_name: bool,
+    negation: bool,
+}
+
+/// A passage, cut into sentences of tokens, with how many sentences hold
+/// each stem (its title and heading are sentence 0).
+struct Evidence {
+    sentences: Vec<Vec<Token>>,
+    /// Sentences that continue the one before.
+    continues: Vec<bool>,
+    /// Stems of the strong names of the title and heading.
+    topic: HashSet<String>,
+    /// Names and identifiers of the title and heading, lower-cased.
+    topic_names: HashSet<String>,
+    /// In how many sentences each stem occurs.
+    spread: HashMap<String, usize>,
+}
+
+impl Evidence {
+    fn new(passage: &Passage) -> Self {
+        let context = tokens(&passage.context);
+        let topic = context.iter().filter(|t| t.strong_name).filter_map(|t| t.stem.clone()).collect();
+        let topic_names = context.iter().filter(|t| t.name).map(|t| t.lower.clone()).collect();
+        let mut sentences = vec![context];
+        let mut continues = vec![false];
+        for sentence in self::sentences(&passage.text) {
+            let first = sentence
+                .split_whitespace()
+                .next()
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase());
+            let tokens = tokens(sentence);
+            let content = tokens.iter().filter(|t| t.stem.is_some()).count();
+            continues.push(first.is_some_and(|w| CONTINUATIONS.contains(&w.as_str())) || content <= 2);
+            sentences.push(tokens);
+        }
+        let mut spread: HashMap<String, usize> = HashMap::new();
+        for sentence in &sentences {
+            let stems: HashSet<&String> = sentence.iter().filter_map(|t| t.stem.as_ref()).collect();
+            for stem in stems {
+                *spread.entry(stem.clone()).or_default() += 1;
+            }
+        }
+        Self { sentences, continues, topic, topic_names, spread }
+    }
+
+    /// How specific `stem` is to the sentences that hold it: rare words weigh
+    /// more; a word the passage never says weighs most.
+    fn weight(&self, stem: &str) -> f32 {
+        let total = self.sentences.len() as f32;
+        let holding = self.spread.get(stem).copied().unwrap_or(0).max(1) as f32;
+        (1.0 + total / holding).ln()
+    }
+
+    /// The tokens near position `at` of sentence `i`, with the sentence
+    /// before when sentence `i` continues it.
+    fn near(&self, i: usize, at: usize) -> Vec<&Token> {
+        let sentence = &self.sentences[i];
+        let from = at.saturating_sub(FACT_REACH);
+        let to = (at + FACT_REACH + 1).min(sentence.len());
+        let mut near: Vec<&Token> = sentence[from..to].iter().collect();
+        if i > 1 && self.continues[i] {
+            near.extend(self.sentences[i - 1].iter());
+        }
+        near
+    }
+
+    /// Sentences `i - 1` to `i + 1` of the text (not the title).
+    fn around(&self, i: usize) -> impl Iterator<Item = &Token> {
+        let from = i.saturating_sub(1).max(1);
+        let to = (i + 1).min(self.sentences.len() - 1);
+        self.sentences[from..=to].iter().flatten()
+    }
+}
+
+/// A claim: one sentence of an answer.
+struct Claim {
+    /// Its content words: stem → the word as written.
+    words: Vec<(String, String)>,
+    /// The words its facts must be near: its own, or with the question's
+    /// when it says too little to name a subject ("It is 10.").
+    subject: Vec<(String, String)>,
+    /// Numbers, names and identifiers, as (normalised, as written).
+    facts: Vec<Fact>,
+    negated: bool,
+    /// Stems of the question's content words.
+    asked: HashSet<String>,
+}
+
+#[derive(Clone, Debug)]
+enum Fact {
+    Number(String),
+    Name(String),
+}
+
+impl Fact {
+    fn shown(&self) -> &str {
+        match self {
+            Fact::Number(n) | Fact::Name(n) => n,
+        }
+    }
+
+    fn is_in(&self, token: &Token) -> bool {
+        match self {
+            Fact::Number(n) => token.number.as_deref() == Some(n.as_str()),
+            Fact::Name(name) => token.lower == *name,
+        }
+    }
+}
+
+impl Claim {
+    fn new(text: &str, question: &[Token]) -> Self {
+        let said = tokens(text);
+        let mut words: Vec<(String, String)> = Vec::new();
+        let mut facts: Vec<Fact> = Vec::new();
+        for token in &said {
+            if let Some(stem) = &token.stem {
+                if !words.iter().any(|(s, _)| s == stem) {
+                    words.push((stem.clone(), token.lower.clone()));
+                }
+            }
+            let fact = match (&token.number, token.name) {
+                (Some(n), _) => Some(Fact::Number(n.clone())),
+                (None, true) => Some(Fact::Name(token.lower.clone())),
+                _ => None,
+            };
+            if let Some(fact) = fact {
+                if !facts.iter().any(|f| f.shown() == fact.shown()) {
+                    facts.push(fact);
+                }
+            }
+        }
+        let mut subject = words.clone();
+        if subject.len() < 2 {
+            for token in question {
+                if let Some(stem) = &token.stem {
+                    if !subject.iter().any(|(s, _)| s == stem) {
+                        subject.push((stem.clone(), token.lower.clone()));
+                    }
+                }
+            }
+        }
+        let asked = question.iter().filter_map(|t| t.stem.clone()).collect();
+        Self { words, subject, facts, negated: said.iter().any(|t| t.negation), asked }
+    }
+
+    fn numbers(&self) -> impl Iterator<Item = &String> {
+        self.facts.iter().filter_map(|f| match f {
+            Fact::Number(n) => Some(n),
+            Fact::Name(_) => None,
+        })
+    }
+
+    /// How well `evidence` supports this claim.
+    fn judge(&self, evidence: &Evidence, min_support: f32) -> Judgement {
+        let mut matched = Vec::new();
+        let mut missing = Vec::new();
+        let mut notes = Vec::new();
+
+        // 1. Its words, related within three neighbouring sentences.
+        let (support, window) = (1..evidence.sentences.len())
+            .map(|i| {
+                let stems: HashSet<&String> = evidence.around(i).filter_map(|t| t.stem.as_ref()).collect();
+                let found = self
+                    .words
+                    .iter()
+                    .filter(|(stem, _)| stems.contains(stem) || evidence.topic.contains(stem))
+                    .count();
+                (share(found, self.words.len()), i)
+            })
+            .fold((if self.words.is_empty() { 1.0 } else { 0.0 }, 0), |best, next| {
+                if next.0 > best.0 {
+                    next
+                } else {
+                    best
+                }
+            });
+        let related: HashSet<&String> = if window > 0 {
+            evidence.around(window).filter_map(|t| t.stem.as_ref()).collect()
+        } else {
+            HashSet::new()
+        };
+        for (stem, word) in &self.words {
+            if related.contains(stem) || evidence.topic.contains(stem) {
+                matched.push(word.clone());
+            } else {
+                missing.push(word.clone());
+            }
+        }
+        let mut margin = support - min_support;
+
+        // 2. Each fact, near the subject.
+        let mut bound_in: Option<(f32, usize)> = None;
+        for fact in &self.facts {
+            match self.binding(fact, evidence) {
+                Some((coverage, sentence)) => {
+                    if coverage >= min_support {
+                        matched.push(fact.shown().to_owned());
+                    } else {
+                        missing.push(format!("{} (not near the statement's other words)", fact.shown()));
+                    }
+                    margin = margin.min(coverage - min_support);
+                    if sentence > 0 && bound_in.is_none_or(|(top, _)| coverage > top) {
+                        bound_in = Some((coverage, sentence));
+                    }
+                }
+                None => {
+                    missing.push(format!("{} (not in the passage)", fact.shown()));
+                    margin = margin.min(-min_support);
+                }
+            }
+        }
+
+        // A fact about what the question asks needs a passage that speaks of
+        // it: a word the claim shares with the question, absent from the
+        // whole passage, means the passage is about something else.
+        if !self.facts.is_empty() {
+            for (stem, word) in &self.words {
+                let asked = self.asked.contains(stem);
+                let anywhere = evidence.spread.contains_key(stem) || evidence.topic.contains(stem);
+                if asked && !anywhere {
+                    notes.push(format!(
+                        "the passage never mentions \"{word}\", which the question asks about"
+                    ));
+                    margin = margin.min(-0.0001);
+                }
+            }
+        }
+
+        // 3. Negation, in the sentence its facts bind to, or else the one
+        //    that best matches its words.
+        if let Some(anchor) = bound_in.map(|(_, i)| i).or_else(|| self.anchor(evidence)) {
+            let says_not = evidence.sentences[anchor].iter().any(|t| t.negation);
+            if says_not != self.negated {
+                notes.push(if self.negated {
+                    "the statement negates what the passage affirms".to_owned()
+                } else {
+                    "the passage negates what the statement affirms".to_owned()
+                });
+                margin = margin.min(-0.0001);
+            }
+        }
+
+        Judgement {
+            statement: String::new(),
+            passage: None,
+            supported: margin >= 0.0,
+            support,
+            margin,
+            matched,
+            missing,
+            notes,
+        }
+    }
+
+    /// The best weighted share of the subject near an occurrence of `fact`,
+    /// and the sentence of that occurrence (`None`: the passage never states
+    /// it). A name in the title or heading is bound to all of the passage.
+    fn binding(&self, fact: &Fact, evidence: &Evidence) -> Option<(f32, usize)> {
+        if matches!(fact, Fact::Name(name) if evidence.topic_names.contains(name)) {
+            return Some((1.0, 0));
+        }
+        let own = fact_words(fact);
+        let subject: Vec<&(String, String)> =
+            self.subject.iter().filter(|(stem, word)| !own.contains(stem) && !own.contains(word)).collect();
+        let total: f32 = subject.iter().map(|(stem, _)| evidence.weight(stem)).sum();
+        let mut best: Option<(f32, usize)> = None;
+        for (i, sentence) in evidence.sentences.iter().enumerate() {
+            for (at, token) in sentence.iter().enumerate() {
+                if !fact.is_in(token) {
+                    continue;
+                }
+                let near: HashSet<&String> = if i == 0 {
+                    sentence.iter().filter_map(|t| t.stem.as_ref()).collect()
+                } else {
+                    evidence.near(i, at).into_iter().filter_map(|t| t.stem.as_ref()).collect()
+                };
+                let found: f32 = subject
+                    .iter()
+                    .filter(|(stem, _)| near.contains(stem) || evidence.topic.contains(stem))
+                    .map(|(stem, _)| evidence.weight(stem))
+                    .sum();
+                let coverage = if total > 0.0 { found / total } else { 1.0 };
+                if best.is_none_or(|(top, _)| coverage > top) {
+                    best = Some((coverage, i));
+                }
+            }
+        }
+        best
+    }
+
+    /// The sentence of the passage's text that best matches the claim,
+    /// weighing each word by how specific it is.
+    fn anchor(&self, evidence: &Evidence) -> Option<usize> {
+        let mut best = None::<(usize, f32)>;
+        for i in 1..evidence.sentences.len() {
+            let stems: HashSet<&String> =
+                evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
+            let score: f32 = self
+                .words
+                .iter()
+                .filter(|(stem, _)| stems.contains(stem))
+                .map(|(stem, _)| evidence.weight(stem))
+                .sum();
+            if score > 0.0 && best.is_none_or(|(_, top)| score > top) {
+                best = Some((i, score));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+}
+
+/// The words a fact is written with (an identifier's parts too), which do
+/// not count as its subject.
+fn fact_words(fact: &Fact) -> HashSet<String> {
+    let mut words = HashSet::new();
+    if let Fact::Name(name) = fact {
+        words.insert(name.clone());
+        for part in name.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()) {
+            words.insert(part.to_owned());
+            words.insert(stem(part));
+        }
+        words.insert(stem(name));
+    }
+    words
+}
+
+fn share(found: usize, of: usize) -> f32 {
+    if of == 0 {
+        1.0
+    } else {
+        found as f32 / of as f32
+    }
+}
+
+/// The tokens of a text: words, numbers, names, identifiers and negations.
+/// Stop words stay as empty tokens, so that distances count every word.
+fn tokens(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    for chunk in text.split_whitespace() {
+        let word =
+            chunk.trim_matches(|c: char| "\"'`\u{201c}\u{201d}\u{2018}\u{2019}()[]{}<>,;:!?*".contains(c));
+        let word = word.trim_end_matches('.');
+        let opens = sentence_start;
+        sentence_start = chunk.ends_with(['.', '!', '?', ':']);
+        if word.is_empty() {
+            continue;
+        }
+        if is_identifier(word) {
+            out.push(Token { lower: word.to_lowercase(), name: true, strong_name: true, ..Token::default() });
+            // Its parts are words its subject may share ("attached" of
+            // SQLITE_MAX_ATTACHED), not facts of their own.
+            for part in word.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()) {
+                let words = plain_tokens(part, false).into_iter().filter(|t| t.number.is_none());
+                out.extend(words.map(|t| Token { name: false, strong_name: false, ..t }));
+            }
+            continue;
+        }
+        if let Some(n) = compound_number(&word.to_lowercase()) {
+            out.push(Token { lower: word.to_lowercase(), number: Some(n.to_string()), ..Token::default() });
+            continue;
+        }
+        out.extend(plain_tokens(word, opens));
+    }
+    out
+}
+
+/// Tokens of a word that is not an identifier: runs of letters and of
+/// digits ("10%" is 10, "2MB" is 2 and "mb").
+fn plain_tokens(word: &str, opens_sentence: bool) -> Vec<Token> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = word.chars().collect();
+    let mut i = 0;
+    let mut first = opens_sentence;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || (matches!(chars[i], '.' | ',') && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
+            {
+                i += 1;
+            }
+            let raw: String = chars[start..i].iter().collect();
+            out.push(Token { lower: raw.clone(), number: Some(normalise_number(&raw)), ..Token::default() });
+        } else if c.is_alphabetic() {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphabetic() || matches!(chars[i], '\'' | '\u{2019}')) {
+                i += 1;
+            }
+            let raw: String = chars[start..i].iter().collect();
+            out.push(word_token(&raw, first));
+            first = false;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn word_token(raw: &str, opens_sentence: bool) -> Token {
+    let lower = raw.to_lowercase().replace('\u{2019}', "'");
+    if NEGATIONS.contains(&lower.as_str()) || lower.ends_with("n't") {
+        return Token { lower, negation: true, ..Token::default() };
+    }
+    let lower = lower.strip_suffix("'s").unwrap_or(&lower).trim_matches('\'').to_owned();
+    if let Some(&(_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == lower) {
+        return Token { lower, number: Some(n.to_string()), ..Token::default() };
+    }
+    if lower.chars().count() < 3 || STOP_WORDS.contains(&lower.as_str()) {
+        return Token { lower, ..Token::default() };
+    }
+    let mut letters = raw.chars();
+    let initial = letters.next().is_some_and(char::is_uppercase);
+    let inner = letters.any(char::is_uppercase);
+    Token {
+        stem: Some(stem(&lower)),
+        name: inner || (initial && !opens_sentence),
+        strong_name: inner,
+        lower,
+        ..Token::default()
+    }
+}
+
+/// Whether a word is an identifier: `snake_case`, `a.b`, `a/b`, `a::b`,
+/// `f()`, `--flag`, `camelCase`, or letters then digits (`utf8`, `x86_64`).
+fn is_identifier(word: &str) -> bool {
+    let has_letter = word.chars().any(char::is_alphabetic);
+    if !has_letter {
+        return false;
+    }
+    let inner = |sep: char| {
+        let chars: Vec<char> = word.chars().collect();
+        chars.windows(3).any(|w| {
+            w[1] == sep
+                && w[0].is_alphanumeric()
+                && w[2].is_alphanumeric()
+                && (w[0].is_alphabetic() || w[2].is_alphabetic())
+        })
+    };
+    let letters_then_digits = {
+        let first_digit = word.find(|c: char| c.is_ascii_digit());
+        first_digit.is_some_and(|at| at > 0 && word[..at].chars().all(char::is_alphabetic))
+    };
+    let camel = {
+        let mut chars = word.chars();
+        chars.next().is_some_and(char::is_lowercase) && chars.any(char::is_uppercase)
+    };
+    word.contains('_')
+        || word.contains("::")
+        || word.ends_with("()")
+        || (word.starts_with("--") && word.len() > 3)
+        || (word.chars().count() >= 4 && (inner('.') || inner('/')))
+        || letters_then_digits
+        || camel
+}
+
+/// "twenty-five" as 25.
+fn compound_number(word: &str) -> Option<u64> {
+    let (tens, unit) = word.split_once('-')?;
+    let tens = NUMBER_WORDS.iter().find(|(w, n)| *w == tens && (20..=90).contains(n))?.1;
+    let unit = NUMBER_WORDS.iter().find(|(w, n)| *w == unit && (1..=9).contains(n))?.1;
+    Some(tens + unit)
+}
+
+/// "1,073,741,823" as 1073741823; "3.5" and "3,5" as 3.5.
+fn normalise_number(raw: &str) -> String {
+    let groups: Vec<&str> = raw.split(',').collect();
+    let thousands =
+        groups.len() > 1 && groups[1..].iter().all(|g| g.split('.').next().is_some_and(|d| d.len() == 3));
+    if thousands {
+        groups.concat()
+    } else {
+        raw.replace(',', ".")
+    }
+}
+
+/// A crude stem: one ending dropped ("-ing", "-ed", "-es", "-s", "-e",
+/// leaving three letters or more), then the first six letters, so that
+/// "limited" meets "limits" and "calibrating" meets "calibration".
+fn stem(word: &str) -> String {
+    let root = ["ing", "ed", "es", "s", "e"]
+        .iter()
+        .find_map(|suffix| {
+            let root = word.strip_suffix(suffix)?;
+            let keeps = root.chars().count() >= 3 && !(*suffix == "s" && root.ends_with('s'));
+            keeps.then_some(root)
+        })
+        .unwrap_or(word);
+    root.chars().take(6).collect()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}\u{2026}")
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// Splits on sentence ends and line breaks (list items are sentences).
@@ -366,11 +1042,12 @@ fn strip_markers(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn passages() -> Vec<String> {
+    fn passages() -> Vec<Passage> {
         vec![
-            "To restore a snapshot, stop Lore, copy the snapshot over the data directory and start it again."
-                .into(),
-            "Calibrating instrument 17 takes forty minutes and needs the blue reference weight.".into(),
+            Passage::plain(
+                "To restore a snapshot, stop Lore, copy the snapshot over the data directory and start it again.",
+            ),
+            Passage::plain("Calibrating instrument 17 takes forty minutes and needs the blue reference weight."),
         ]
     }
 
@@ -472,5 +1149,158 @@ mod tests {
         assert_eq!(verdict.claims, 0);
         assert_eq!(citation_markers("see [1, 2] and [x] and [3]"), vec![1, 2, 3]);
         assert_eq!(strip_markers("a [1] b [x]"), "a  b [x]");
+    }
+
+    /// Two passages of SQLite's own documentation (`limits.html`, as
+    /// Debian's sqlite3-doc installs it), as Lore's chunker cuts them.
+    fn sqlite_limits() -> Vec<Passage> {
+        vec![
+            Passage::new(
+                "Limits In SQLite Maximum Number Of Attached Databases",
+                "The ATTACH statement is an SQLite extension that allows two or more databases to be associated \
+                 to the same database connection and to operate as if they were a single database. The number of \
+                 simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by \
+                 default. The maximum number of attached databases cannot be increased above 125. The maximum \
+                 number of attached databases can be lowered at run-time using the sqlite3_limit(db, \
+                 SQLITE_LIMIT_ATTACHED, size) interface.",
+            ),
+            Passage::new(
+                "Limits In SQLite Maximum Number Of Pages In A Database File",
+                "SQLite is able to limit the size of a database file to prevent the database file from growing \
+                 too large and consuming too much disk space. The SQLITE_MAX_PAGE_COUNT parameter, which is \
+                 normally set to 1073741823, is the maximum number of pages allowed in a single database file. \
+                 The largest possible setting for SQLITE_MAX_PAGE_COUNT is 4294967294. When used with the maximum \
+                 page size of 65536, this gives a maximum SQLite database size of about 281 terabytes. \
+                 Maximum Number Of Rows In A Table. The theoretical maximum number of rows in a table is 2 64 \
+                 (18446744073709551616 or about 1.8e+19). This limit is unreachable since the maximum database \
+                 size of 281 terabytes will be reached first.",
+            ),
+        ]
+    }
+
+    #[test]
+    fn facts_are_judged_against_the_sentence_that_states_them() {
+        let passages = sqlite_limits();
+        let question = "What is the maximum number of attached databases?";
+        // (answer, supported?, why)
+        let cases = [
+            ("The maximum number of attached databases is 10 by default [1].", true, "the passage's fact"),
+            (
+                "By default, at most ten databases can be attached at once [1].",
+                true,
+                "a paraphrase, in words",
+            ),
+            ("The attached database limit cannot be raised above 125 [1].", true, "a negated fact, negated"),
+            (
+                "Attached databases are limited to SQLITE_MAX_ATTACHED, which is 10 by default [1].",
+                true,
+                "an identifier beside its subject",
+            ),
+            ("The maximum number of attached databases is 20 [1].", false, "a wrong number"),
+            (
+                "The maximum number of attached databases is 2 [2].",
+                false,
+                "a right number from an unrelated sentence",
+            ),
+            ("The maximum number of attached databases is 2.", false, "the same, uncited"),
+            ("The maximum number of attached databases is 1073741823 [2].", false, "a number bound to pages"),
+            ("PostgreSQL limits the number of attached databases to 10 [1].", false, "a wrong name"),
+            (
+                "The number of attached databases is limited by SQLITE_MAX_PAGE_COUNT [1, 2].",
+                false,
+                "an identifier of another limit",
+            ),
+            (
+                "The maximum number of attached databases can be increased above 125 [1].",
+                false,
+                "a flipped negation",
+            ),
+            (
+                "The number of attached databases is not limited by SQLITE_MAX_ATTACHED [1].",
+                false,
+                "a negation added",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (answer, supported, why) in cases {
+            let verdict = check(question, answer, &passages, 0.5);
+            if verdict.grounded != supported {
+                wrong.push(format!("{why}: {answer}\n{}", verdict.reason));
+            }
+        }
+        assert!(wrong.is_empty(), "misjudged:\n{}", wrong.join("\n\n"));
+    }
+
+    #[test]
+    fn every_judgement_says_what_matched_and_what_did_not() {
+        let verdict = check(
+            "What is the maximum number of attached databases?",
+            "The maximum number of attached databases is 2 [2].",
+            &sqlite_limits(),
+            0.5,
+        );
+        assert!(!verdict.grounded);
+        let judged = &verdict.judged[0];
+        assert_eq!(judged.passage, Some(2));
+        assert!(judged.matched.contains(&"maximum".to_owned()), "{judged:?}");
+        assert!(judged.missing.iter().any(|m| m.starts_with("2 (not near")), "{judged:?}");
+        assert!(
+            verdict.reason.contains(
+                "unsupported \u{ab}The maximum number of attached databases is 2 [2].\u{bb} vs [2]"
+            ),
+            "{}",
+            verdict.reason
+        );
+
+        let negated = check(
+            "Can the limit be raised?",
+            "The maximum number of attached databases can be increased above 125 [1].",
+            &sqlite_limits(),
+            0.5,
+        );
+        assert!(
+            negated.reason.contains("the passage negates what the statement affirms"),
+            "{}",
+            negated.reason
+        );
+    }
+
+    #[test]
+    fn a_narrow_pass_is_offered_for_a_second_opinion_and_can_be_overruled() {
+        let mut verdict = check(
+            "What is the maximum number of attached databases?",
+            "The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED [1]. It is set to 10 by default [1].",
+            &sqlite_limits(),
+            0.5,
+        );
+        assert!(verdict.grounded, "{}", verdict.reason);
+        assert!(verdict.narrow_passes(0.0).is_empty(), "nothing passes below the bar");
+        let all = verdict.narrow_passes(1.0);
+        assert_eq!(all.len(), 2, "every pass is narrower than the whole scale");
+        verdict.judged[all[1]].overrule("the second opinion: no");
+        verdict.settle();
+        assert!(!verdict.grounded);
+        assert_eq!(verdict.unsupported, vec!["It is set to 10 by default [1]."]);
+        assert!(verdict.reason.contains("the second opinion: no"), "{}", verdict.reason);
+    }
+
+    #[test]
+    fn numbers_names_and_identifiers_are_read_as_written() {
+        let facts = |text: &str| -> Vec<String> {
+            Claim::new(text, &[]).facts.iter().map(|f| f.shown().to_owned()).collect()
+        };
+        assert_eq!(facts("It holds 1,073,741,823 pages or forty-two rows."), vec!["1073741823", "42"]);
+        assert_eq!(
+            facts("Set max_page_count in config.toml with --port or sqlite3_limit()."),
+            vec!["max_page_count", "config.toml", "--port", "sqlite3_limit()"]
+        );
+        assert_eq!(
+            facts("Install PostgreSQL on Debian, then use SQLite."),
+            vec!["postgresql", "debian", "sqlite"]
+        );
+        assert_eq!(facts("Sizes of 2MB, 1.8e+19 and 3.5 work."), vec!["2", "1.8", "19", "3.5"]);
+        assert!(Claim::new("It doesn't work.", &[]).negated);
+        assert!(Claim::new("It never stops.", &[]).negated);
+        assert!(!Claim::new("Note that it works.", &[]).negated);
     }
 }

@@ -13,8 +13,10 @@
 //! refusal counts its normalised question as a content gap.
 
 pub mod cache;
+pub mod gaps;
 pub mod grounding;
 pub mod runs;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -485,13 +487,15 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         Some(cost),
     );
     // The model saw each passage's title and heading too.
-    let passage_texts: Vec<String> = passages
+    let passage_texts: Vec<grounding::Passage> = passages
         .iter()
         .map(|p| {
-            format!("{} {} {}", p.chunk.title, p.chunk.heading.as_deref().unwrap_or_default(), p.chunk.text)
+            let context = format!("{} {}", p.chunk.title, p.chunk.heading.as_deref().unwrap_or_default());
+            grounding::Passage::new(context, p.chunk.text.clone())
         })
         .collect();
     let min_support = lore.settings.answer.grounding_min_support;
+    let margin = lore.settings.answer.verification_margin;
     let mut served = (generation.target.model.clone(), first.completion.text.clone());
     let mut verdict = grounding::check(&question.text, &served.1, &passage_texts, min_support);
     let declined = run.declined(&served.1);
@@ -508,9 +512,18 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             verdict.reason.clone(),
         );
     }
+    // The escalation target, read only when the run may need it: to
+    // escalate, or to give a second opinion on narrow passes.
+    let wants_escalation =
+        !declined && (!verdict.grounded || (margin > 0.0 && !verdict.narrow_passes(margin).is_empty()));
+    let escalation = if wants_escalation { providers::resolve(lore, Role::Escalation).await? } else { None };
+    let judge = escalation.as_ref().filter(|e| e.state == TargetState::Ready).unwrap_or(generation);
+    if verdict.grounded && !declined && margin > 0.0 {
+        run.verify(judge, &mut verdict, &passage_texts, &mut usage, &mut trace).await;
+    }
 
     if !verdict.grounded && !declined {
-        match providers::resolve(lore, Role::Escalation).await? {
+        match escalation {
             None => trace.stage(StageName::Escalation, "unbound", "no escalation target is bound"),
             Some(escalation) if escalation.state != TargetState::Ready => trace.stage(
                 StageName::Escalation,
@@ -521,7 +534,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
                 Ok(second) => {
                     let cost = second.cost(&escalation);
                     usage.add(&second.completion, cost);
-                    let again = grounding::check(
+                    let mut again = grounding::check(
                         &question.text,
                         &second.completion.text,
                         &passage_texts,
@@ -533,6 +546,9 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
                         format!("{}: {}", escalation.target.model, again.reason),
                         Some(cost),
                     );
+                    if again.grounded && margin > 0.0 {
+                        run.verify(&escalation, &mut again, &passage_texts, &mut usage, &mut trace).await;
+                    }
                     served = (escalation.target.model.clone(), second.completion.text);
                     verdict = again;
                 }
@@ -638,6 +654,21 @@ impl Run<'_> {
             .await
             .map_err(providers::ProviderError::from)?;
         Ok(Generated { completion })
+    }
+
+    /// The second opinion on the claims `verdict` passed narrowly, recorded
+    /// as the Verification stage.
+    async fn verify(
+        &self,
+        judge: &Resolved,
+        verdict: &mut grounding::Verdict,
+        passages: &[grounding::Passage],
+        usage: &mut Usage,
+        trace: &mut Tracer,
+    ) {
+        let margin = self.lore.settings.answer.verification_margin;
+        let opinion = verify::second_opinion(self.lore, judge, verdict, passages, margin, usage).await;
+        trace.stage_costing(StageName::Verification, opinion.decision, opinion.reason, opinion.cost_usd);
     }
 
     /// Whether the model itself said the passages do not answer.
@@ -877,7 +908,7 @@ fn says_refusal(text: &str, refusal: &str) -> bool {
 /// passages, and not the model declining. The refusal sentence is checked
 /// apart because it can share enough words with the passages ("find",
 /// "documentation") to pass the grounding check.
-fn servable(reply: &str, verdict: &grounding::Verdict, refusal: &str) -> bool {
+pub fn servable(reply: &str, verdict: &grounding::Verdict, refusal: &str) -> bool {
     verdict.grounded && !says_refusal(reply, refusal)
 }
 
@@ -964,7 +995,9 @@ mod tests {
     #[test]
     fn a_refusal_that_shares_the_passages_words_is_not_served_as_an_answer() {
         let refusal = "I could not find this in the documentation.";
-        let passages = vec!["Find the backup settings in the documentation of the admin console.".to_owned()];
+        let passages = vec![grounding::Passage::plain(
+            "Find the backup settings in the documentation of the admin console.",
+        )];
         let declined = grounding::check("How do I rotate keys?", refusal, &passages, 0.5);
         assert!(declined.grounded, "the grounding check alone passes it: {}", declined.reason);
         assert!(!servable(refusal, &declined, refusal));

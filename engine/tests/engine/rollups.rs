@@ -516,3 +516,39 @@ async fn a_run_whose_trace_cannot_be_read_is_an_error_not_an_empty_funnel() {
     use sea_orm::{EntityTrait, PaginatorTrait};
     assert_eq!(answer_run::Entity::find().count(&lore.db).await.unwrap(), 0, "nothing was stored");
 }
+
+#[tokio::test]
+async fn near_duplicate_refusals_form_one_content_gap_with_their_count() {
+    let (lore, _dir) = support::open().await;
+    let refused = [
+        "how do i export my data to csv",
+        "how do i export my data to csv",
+        "how can i export data as a csv file",
+        "export data to csv",
+        "what is the refund policy",
+    ];
+    for (i, question) in refused.into_iter().enumerate() {
+        let run = Run {
+            at: at(20, 9, i as u32),
+            surface: "api",
+            key: None,
+            question,
+            outcome: "nothing",
+            cost: 0.0,
+            latency_ms: 5.0,
+        };
+        record(&lore, &run).await;
+    }
+    lore.flush_writes().await;
+    let day = metrics::dashboard(&lore, Range { from: at(20, 0, 0), to: at(21, 0, 0) }).await.unwrap();
+    let groups: Vec<(&str, i64, usize)> =
+        day.gap_groups.iter().map(|g| (g.label.as_str(), g.count, g.questions.len())).collect();
+    assert_eq!(
+        groups,
+        vec![("how do i export my data to csv", 4, 3), ("what is the refund policy", 1, 1)],
+        "{:#?}",
+        day.gap_groups
+    );
+    // The ungrouped list still counts each wording on its own.
+    assert_eq!(day.content_gaps.len(), 4);
+}

@@ -16,6 +16,8 @@
 //!   rollups of a million answer runs.
 //! - operations ([`operations`]): the operations API and REST on SQLite and
 //!   PostgreSQL, beside HarperDB 4.7 in the same run.
+//! - quality ([`quality`]): wrong answers served and right answers lost
+//!   by the grounding check, over SQLite's documentation and a real model.
 //! - mcp ([`mcp`]): the tool server against the same calls made directly,
 //!   `tools/list` with many tables, and push channels of many sessions.
 
@@ -23,10 +25,12 @@ mod answer;
 mod dashboard;
 mod mcp;
 mod operations;
+mod quality;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
+pub use quality::{quality, QualityOptions};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -28,8 +28,14 @@ struct Setup {
 /// Lore with the site indexed, SmolLM2 bound to generation and a secret key
 /// with the answer and retrieve scopes.
 async fn setup() -> Setup {
+    setup_with(|_| {}).await
+}
+
+/// [`setup`], with the site's pages changed by `change` before the crawl.
+async fn setup_with(change: impl FnOnce(&Site)) -> Setup {
     let llama = LlamaServer::start().await;
     let site = Site::start(PAGES, Duration::ZERO).await;
+    change(&site);
     let app = spawn_app_with(Options {
         configure: Some(|s| s.ingest.allow_private_addresses = true),
         ..Options::default()
@@ -816,4 +822,93 @@ async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp
         s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
     let mcp = dashboard["surfaces"].as_array().unwrap().iter().find(|s| s["surface"] == "mcp").cloned();
     assert_eq!(mcp.map(|m| m["queries"].clone()), Some(json!(1)), "{dashboard:#}");
+}
+
+/// SQLite's limits, in its documentation's own words (`limits.html`), as
+/// two pages of the site: the page the issue's wrong answer came from.
+const ATTACHED_DATABASES: &str = "Maximum Number Of Attached Databases. The ATTACH statement is an SQLite \
+    extension that allows two or more databases to be associated to the same database connection and to \
+    operate as if they were a single database. The number of simultaneously attached databases is limited to \
+    SQLITE_MAX_ATTACHED which is set to 10 by default. The maximum number of attached databases cannot be \
+    increased above 125. The maximum number of attached databases can be lowered at run-time using the \
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, size) interface.";
+const PAGES_AND_ROWS: &str = "Maximum Number Of Pages In A Database File. SQLite is able to limit the size of \
+    a database file to prevent the database file from growing too large and consuming too much disk space. The \
+    SQLITE_MAX_PAGE_COUNT parameter, which is normally set to 1073741823, is the maximum number of pages \
+    allowed in a single database file. The largest possible setting for SQLITE_MAX_PAGE_COUNT is 4294967294. \
+    When used with the maximum page size of 65536, this gives a maximum SQLite database size of about 281 \
+    terabytes. Maximum Number Of Rows In A Table. The theoretical maximum number of rows in a table is 2 64 \
+    (18446744073709551616 or about 1.8e+19). This limit is unreachable since the maximum database size of 281 \
+    terabytes will be reached first.";
+
+/// The runs of digits of `text`, citation markers aside.
+fn figures(text: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        plain.push_str(&rest[..open]);
+        match rest[open..].find(']') {
+            Some(close)
+                if rest[open + 1..open + close]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == ',' || c == ' ') =>
+            {
+                rest = &rest[open + close + 1..];
+            }
+            _ => {
+                plain.push('[');
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    plain.push_str(rest);
+    plain.split(|c: char| !c.is_ascii_digit()).filter(|d| !d.is_empty()).map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn an_answer_stating_a_figure_its_passage_does_not_bind_is_never_served() {
+    let s = setup_with(|site| {
+        site.change_page(11, ATTACHED_DATABASES);
+        site.change_page(12, PAGES_AND_ROWS);
+    })
+    .await;
+    // Each question with every figure its pages state.
+    let attached = ["10", "125"];
+    let pages = ["1073741823", "4294967294", "65536", "281"];
+    let rows = ["2", "64", "18446744073709551616", "1", "8", "19", "281"];
+    let questions: [(&str, &[&str]); 5] = [
+        ("What is the maximum number of attached databases?", &attached),
+        ("How many databases can be attached by default?", &attached),
+        ("What is the maximum number of pages in a database file?", &pages),
+        ("What is the largest page size of an SQLite database?", &pages),
+        ("What is the maximum number of rows in a table?", &rows),
+    ];
+    let mut caught = Vec::new();
+    for (question, stated) in questions {
+        let answered = s.answer(question).await;
+        let grounding = stage(&answered, "grounding").cloned().unwrap_or(Value::Null);
+        let text = answered["answer"].as_str().unwrap_or_default();
+        if answered["refused"] == false {
+            // Served: every figure in it is one the pages state for it.
+            let invented: Vec<String> =
+                figures(text).into_iter().filter(|f| !stated.contains(&f.as_str())).collect();
+            assert!(invented.is_empty(), "served {invented:?} the pages do not state: {answered:#}");
+            assert_eq!(answered["grounded"], true);
+        } else if grounding["decision"] == "ungrounded" {
+            let reason = grounding["reason"].as_str().unwrap_or_default();
+            if reason.contains("(not in the passage)")
+                || reason.contains("(not near the statement's other words)")
+            {
+                caught.push(reason.to_owned());
+            }
+            // Refused, with no escalation target bound; the trace says which
+            // statement, which passage, what matched and what did not.
+            assert!(reason.contains("unsupported \u{ab}"), "{reason}");
+            assert!(reason.contains(" vs ["), "{reason}");
+            assert_eq!(stage(&answered, "escalation").unwrap()["decision"], "unbound");
+        }
+    }
+    // SmolLM2 (deterministic at temperature 0) states a figure the pages do
+    // not bind for at least one of these; the check caught it.
+    assert!(!caught.is_empty(), "no wrong figure was caught, so the check was not exercised");
 }

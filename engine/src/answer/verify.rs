@@ -1,0 +1,131 @@
+//! The second opinion on grounding: a claim the lexical check passed only
+//! narrowly is put to a model (the escalation target when one is ready,
+//! else the generation target) with its passage, as a yes-or-no question:
+//! does the passage state it? A "no" overrules the pass; no answer, or a
+//! failed call, leaves the lexical judgement standing and says so. What the
+//! calls cost goes into the trace's Verification stage and the run's usage.
+
+use super::grounding::{Passage, Verdict};
+use super::{estimate_cost, Usage};
+use crate::providers::client::Message;
+use crate::providers::Resolved;
+use crate::Lore;
+
+/// What the second opinion did, for the trace.
+pub struct Opinion {
+    /// `not_needed`, `confirmed`, `rejected` or `unavailable`.
+    pub decision: &'static str,
+    pub reason: String,
+    /// `None` when no model was asked.
+    pub cost_usd: Option<f64>,
+}
+
+/// Asks `judge` about each claim of `verdict` that passed by less than
+/// `margin`, and settles the verdict on the answers.
+pub async fn second_opinion(
+    lore: &Lore,
+    judge: &Resolved,
+    verdict: &mut Verdict,
+    passages: &[Passage],
+    margin: f32,
+    usage: &mut Usage,
+) -> Opinion {
+    let narrow = verdict.narrow_passes(margin);
+    if narrow.is_empty() {
+        return Opinion {
+            decision: "not_needed",
+            reason: format!("every statement passed the grounding check by {margin:.2} or more"),
+            cost_usd: None,
+        };
+    }
+    let model = &judge.target.model;
+    let (mut cost, mut rejected, mut unclear, mut failed) = (0.0, 0, 0, 0);
+    let mut lines = Vec::new();
+    for i in &narrow {
+        let judged = &verdict.judged[*i];
+        let Some(passage) = judged.passage.and_then(|n| passages.get(n - 1)) else { continue };
+        let messages = question(&passage.full_text(), &judged.statement);
+        let reply = lore.provider_client.chat(&judge.endpoint, model, &messages, 4, 0.0).await;
+        let judged = &mut verdict.judged[*i];
+        match reply {
+            Ok(completion) => {
+                let spent = estimate_cost(&completion, judge);
+                cost += spent;
+                usage.add(&completion, spent);
+                match yes_or_no(&completion.text) {
+                    Some(true) => judged.notes.push(format!("{model} confirms it")),
+                    Some(false) => {
+                        rejected += 1;
+                        judged.overrule(format!("{model} finds the passage does not state it"));
+                    }
+                    None => {
+                        unclear += 1;
+                        judged.notes.push(format!("{model} gave no yes or no; the lexical judgement stands"));
+                    }
+                }
+            }
+            Err(err) => {
+                failed += 1;
+                tracing::warn!(error = %err, model = %model, "the second opinion's call failed");
+                judged.notes.push(format!("{model} did not answer; the lexical judgement stands"));
+            }
+        }
+        lines.push(judged.explain());
+    }
+    verdict.settle();
+    let decision = if rejected > 0 {
+        "rejected"
+    } else if failed == narrow.len() {
+        "unavailable"
+    } else {
+        "confirmed"
+    };
+    let mut reason = format!(
+        "{model} judged {} narrowly passed statements: {rejected} rejected, {unclear} unclear, {failed} unanswered",
+        narrow.len()
+    );
+    for line in lines {
+        reason.push('\n');
+        reason.push_str(&line);
+    }
+    Opinion { decision, reason, cost_usd: Some(cost) }
+}
+
+/// The yes-or-no question about one claim.
+fn question(passage: &str, claim: &str) -> Vec<Message> {
+    vec![
+        Message::system(
+            "You check whether a passage states a claim. Reply with one word: yes or no. Answer no when \
+             the claim's numbers, names or negations differ from the passage's.",
+        ),
+        Message::user(format!(
+            "Passage:\n{}\n\nClaim: {}\n\nDoes the passage state the claim? Reply yes or no.",
+            passage.trim(),
+            claim.trim()
+        )),
+    ]
+}
+
+/// The reply's verdict: its first word, "yes" or "no" (`None`: neither).
+fn yes_or_no(reply: &str) -> Option<bool> {
+    let first = reply.split(|c: char| !c.is_alphabetic()).find(|w| !w.is_empty())?.to_lowercase();
+    match first.as_str() {
+        "yes" | "true" | "supported" => Some(true),
+        "no" | "false" | "unsupported" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_is_read_by_its_first_word() {
+        assert_eq!(yes_or_no("Yes."), Some(true));
+        assert_eq!(yes_or_no(" no, it says 10"), Some(false));
+        assert_eq!(yes_or_no("**No**"), Some(false));
+        assert_eq!(yes_or_no("The passage says"), None);
+        assert_eq!(yes_or_no(""), None);
+    }
+}
