@@ -517,9 +517,19 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     let wants_escalation =
         !declined && (!verdict.grounded || (margin > 0.0 && !verdict.narrow_passes(margin).is_empty()));
     let escalation = if wants_escalation { providers::resolve(lore, Role::Escalation).await? } else { None };
-    let judge = escalation.as_ref().filter(|e| e.state == TargetState::Ready).unwrap_or(generation);
+    // The judge is the stronger model the admin bound for escalation: the
+    // generation model judging its own words adds noise, not evidence.
+    let judge = escalation.as_ref().filter(|e| e.state == TargetState::Ready);
     if verdict.grounded && !declined && margin > 0.0 {
-        run.verify(judge, &mut verdict, &passage_texts, &mut usage, &mut trace).await;
+        match judge {
+            Some(judge) => run.verify(judge, &mut verdict, &passage_texts, &mut usage, &mut trace).await,
+            None if !verdict.narrow_passes(margin).is_empty() => trace.stage(
+                StageName::Verification,
+                "no_judge",
+                "statements passed narrowly, and no ready escalation target is bound to judge them",
+            ),
+            None => {}
+        }
     }
 
     if !verdict.grounded && !declined {

@@ -1,6 +1,6 @@
 //! The second opinion on grounding: a claim the lexical check passed only
-//! narrowly is put to a model (the escalation target when one is ready,
-//! else the generation target) with its passage, as a yes-or-no question:
+//! narrowly is put to a model (the escalation target, when one is bound and
+//! ready: the stronger model) with its passage, as a yes-or-no question:
 //! does the passage state it? A "no" overrules the pass; no answer, or a
 //! failed call, leaves the lexical judgement standing and says so. What the
 //! calls cost goes into the trace's Verification stage and the run's usage.
