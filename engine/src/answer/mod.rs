@@ -1004,7 +1004,9 @@ mod tests {
 
     #[test]
     fn a_refusal_that_shares_the_passages_words_is_not_served_as_an_answer() {
-        let refusal = "I could not find this in the documentation.";
+        // A profile's refusal sentence without a negation, which the
+        // grounding check alone cannot tell from an answer.
+        let refusal = "Find this in the documentation of the admin console.";
         let passages = vec![grounding::Passage::plain(
             "Find the backup settings in the documentation of the admin console.",
         )];
