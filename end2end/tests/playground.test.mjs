@@ -158,5 +158,20 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   // Another range is read from the daily rollups.
   await page.selectOption('select[name=range]', String(24 * 7));
   await page.locator('.metrics ul.tiles[data-queries="3"]').waitFor();
+
+  // Refused questions show as content gaps, each with its count and the way
+  // to the Sources screen.
+  for (const question of ['Zyxwv qrstu plokm?', 'zyxwv  qrstu plokm']) {
+    const refused = await page.request.post(`${lore.baseUrl}/admin/playground/answer`, { data: { question } });
+    assert.equal(refused.status(), 200, await refused.text());
+    assert.equal((await refused.json()).refused, true);
+  }
+  await page.goto(`${lore.baseUrl}/dashboard`);
+  await hydrated(page);
+  const gap = page.locator('.content-gaps li.gap-group[data-label="zyxwv qrstu plokm"]');
+  await gap.waitFor();
+  assert.equal(await gap.getAttribute('data-count'), '2');
+  await gap.locator('a.add-source').click();
+  await page.waitForURL(`${lore.baseUrl}/sources`);
   assert.deepEqual(errors, []);
 });

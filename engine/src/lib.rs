@@ -75,6 +75,8 @@ pub struct Lore {
     resources: Arc<resources::Registry>,
     /// The tool server's open push channels in this process.
     mcp_hub: Arc<mcp::hub::Hub>,
+    /// Vectors of refused questions, for grouping the Dashboard's gaps.
+    pub(crate) gap_vectors: Arc<answer::gaps::Vectors>,
     /// Told when the operation `restart` asks the server to restart.
     restart: Arc<tokio::sync::Notify>,
 }
@@ -112,6 +114,7 @@ impl Lore {
             appdb_cache: Arc::new(appdb::cache::Cache::default()),
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
+            gap_vectors: Arc::new(answer::gaps::Vectors::default()),
             restart: Arc::new(tokio::sync::Notify::new()),
             db,
         };

@@ -908,7 +908,7 @@ pub fn scaled_max_age(max_age_seconds: u64, volatility: sources::Volatility) -> 
 }
 
 /// Whether `text` contains the profile's refusal sentence (case and spacing aside).
-fn says_refusal(text: &str, refusal: &str) -> bool {
+pub fn says_refusal(text: &str, refusal: &str) -> bool {
     let squash = |s: &str| s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
     let refusal = squash(refusal);
     !refusal.is_empty() && squash(text).contains(&refusal)

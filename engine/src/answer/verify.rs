@@ -13,7 +13,8 @@ use crate::Lore;
 
 /// What the second opinion did, for the trace.
 pub struct Opinion {
-    /// `not_needed`, `confirmed`, `rejected` or `unavailable`.
+    /// `not_needed`, `rejected` (a "no"), `confirmed` (a "yes", no "no"),
+    /// `unclear` (neither) or `unavailable` (every call failed).
     pub decision: &'static str,
     pub reason: String,
     /// `None` when no model was asked.
@@ -39,7 +40,7 @@ pub async fn second_opinion(
         };
     }
     let model = &judge.target.model;
-    let (mut cost, mut rejected, mut unclear, mut failed) = (0.0, 0, 0, 0);
+    let (mut cost, mut confirmed, mut rejected, mut unclear, mut failed) = (0.0, 0, 0, 0, 0);
     let mut lines = Vec::new();
     for i in &narrow {
         let judged = &verdict.judged[*i];
@@ -53,7 +54,10 @@ pub async fn second_opinion(
                 cost += spent;
                 usage.add(&completion, spent);
                 match yes_or_no(&completion.text) {
-                    Some(true) => judged.notes.push(format!("{model} confirms it")),
+                    Some(true) => {
+                        confirmed += 1;
+                        judged.notes.push(format!("{model} confirms it"));
+                    }
                     Some(false) => {
                         rejected += 1;
                         judged.overrule(format!("{model} finds the passage does not state it"));
@@ -75,13 +79,15 @@ pub async fn second_opinion(
     verdict.settle();
     let decision = if rejected > 0 {
         "rejected"
+    } else if confirmed > 0 {
+        "confirmed"
     } else if failed == narrow.len() {
         "unavailable"
     } else {
-        "confirmed"
+        "unclear"
     };
     let mut reason = format!(
-        "{model} judged {} narrowly passed statements: {rejected} rejected, {unclear} unclear, {failed} unanswered",
+        "{model} judged {} narrowly passed statements: {confirmed} confirmed, {rejected} rejected, {unclear} unclear, {failed} unanswered",
         narrow.len()
     );
     for line in lines {

@@ -551,4 +551,27 @@ async fn near_duplicate_refusals_form_one_content_gap_with_their_count() {
     );
     // The ungrouped list still counts each wording on its own.
     assert_eq!(day.content_gaps.len(), 4);
+
+    // A later load reuses the vectors it has and embeds the new wording.
+    let run = Run {
+        at: at(20, 10, 0),
+        surface: "api",
+        key: None,
+        question: "which regions is the service hosted in",
+        outcome: "nothing",
+        cost: 0.0,
+        latency_ms: 5.0,
+    };
+    record(&lore, &run).await;
+    lore.flush_writes().await;
+    let later = metrics::dashboard(&lore, Range { from: at(20, 0, 0), to: at(21, 0, 0) }).await.unwrap();
+    let counts: Vec<(&str, i64)> = later.gap_groups.iter().map(|g| (g.label.as_str(), g.count)).collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("how do i export my data to csv", 4),
+            ("what is the refund policy", 1),
+            ("which regions is the service hosted in", 1),
+        ]
+    );
 }

@@ -239,8 +239,8 @@ async fn measure(
         let refusal = &snapshot.behavior.refusal;
         let right = !question.refuse && question.holds_fact(&reply);
         right_replies += usize::from(right);
-        let declined = engine::answer::servable(&reply, &plain_verdict(), refusal);
-        unchecked.count(question, &reply, declined);
+        // Unchecked, only the model's own refusal refuses.
+        unchecked.count(question, &reply, !engine::answer::says_refusal(&reply, refusal));
         let mut verdict = grounding::check(&question.question, &reply, &texts, min_support);
         let lexical_serves = engine::answer::servable(&reply, &verdict, refusal);
         lexical.count(question, &reply, lexical_serves);
@@ -329,19 +329,4 @@ async fn measure(
                  "lexical_met": met(&lexical), "second_opinion_met": met(&second)},
         "replies": rows,
     }))
-}
-
-/// A verdict that grounds everything: what serving unchecked means (the
-/// model's own refusal still refuses).
-fn plain_verdict() -> grounding::Verdict {
-    grounding::Verdict {
-        grounded: true,
-        cited: Vec::new(),
-        invalid_citations: Vec::new(),
-        unsupported: Vec::new(),
-        claims: 1,
-        judged: Vec::new(),
-        looping: None,
-        reason: String::new(),
-    }
 }

@@ -148,6 +148,18 @@ fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Whether a header the 2026-07-28 revision requires (`sent`, as read)
+/// repeats the body's `value`; the error says how it does not.
+fn repeats(sent: Option<String>, header: &str, value: &str) -> Result<(), String> {
+    match sent {
+        Some(sent) if sent == value => Ok(()),
+        Some(sent) => Err(format!(
+            "Header mismatch: {header} header value '{sent}' does not match body value '{value}'"
+        )),
+        None => Err(format!("the {header} header is required")),
+    }
+}
+
 /// A header value as 2026-07-28 sends it: `=?base64?…?=` when it is not
 /// plain ASCII.
 fn decode_header(raw: &str) -> Option<String> {
@@ -490,10 +502,9 @@ impl Call {
         let mismatch = |text: String| {
             json_response(StatusCode::BAD_REQUEST, rpc_error(&rpc_id, HEADER_MISMATCH, &text, None))
         };
-        match header_text(&self.headers, VERSION_HEADER) {
-            Some(header) if header == version => {}
-            Some(header) => return mismatch(format!("Header mismatch: MCP-Protocol-Version header value '{header}' does not match body value '{version}'")),
-            None => return mismatch("the MCP-Protocol-Version header is required".into()),
+        let sent = header_text(&self.headers, VERSION_HEADER).map(str::to_owned);
+        if let Err(text) = repeats(sent, "MCP-Protocol-Version", version) {
+            return mismatch(text);
         }
         if version != mcp::SESSIONLESS_VERSION {
             let mut supported = vec![mcp::SESSIONLESS_VERSION];
@@ -511,14 +522,9 @@ impl Call {
             let text = format!("params._meta is missing the required key {META_CAPABILITIES}");
             return json_response(StatusCode::BAD_REQUEST, rpc_error(&id, INVALID_PARAMS, &text, None));
         }
-        match header_text(&self.headers, METHOD_HEADER).and_then(decode_header) {
-            Some(header) if header == method => {}
-            Some(header) => {
-                return mismatch(format!(
-                "Header mismatch: Mcp-Method header value '{header}' does not match body value '{method}'"
-            ))
-            }
-            None => return mismatch("the Mcp-Method header is required".into()),
+        let sent = header_text(&self.headers, METHOD_HEADER).and_then(decode_header);
+        if let Err(text) = repeats(sent, "Mcp-Method", method) {
+            return mismatch(text);
         }
         let named = match method {
             "tools/call" => params.get("name").and_then(Value::as_str),
@@ -526,14 +532,9 @@ impl Call {
             _ => None,
         };
         if let Some(named) = named {
-            match header_text(&self.headers, NAME_HEADER).and_then(decode_header) {
-                Some(header) if header == named => {}
-                Some(header) => {
-                    return mismatch(format!(
-                    "Header mismatch: Mcp-Name header value '{header}' does not match body value '{named}'"
-                ))
-                }
-                None => return mismatch("the Mcp-Name header is required".into()),
+            let sent = header_text(&self.headers, NAME_HEADER).and_then(decode_header);
+            if let Err(text) = repeats(sent, "Mcp-Name", named) {
+                return mismatch(text);
             }
         }
         let outcome = match method {

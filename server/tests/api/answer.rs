@@ -28,19 +28,21 @@ struct Setup {
 /// Lore with the site indexed, SmolLM2 bound to generation and a secret key
 /// with the answer and retrieve scopes.
 async fn setup() -> Setup {
-    setup_with(|_| {}).await
+    setup_with(crawls_loopback, |_| {}).await
 }
 
-/// [`setup`], with the site's pages changed by `change` before the crawl.
-async fn setup_with(change: impl FnOnce(&Site)) -> Setup {
+/// The test site is on 127.0.0.1.
+fn crawls_loopback(settings: &mut engine::Settings) {
+    settings.ingest.allow_private_addresses = true;
+}
+
+/// [`setup`] with `configure`d settings, the site's pages changed by
+/// `change` before the crawl.
+async fn setup_with(configure: fn(&mut engine::Settings), change: impl FnOnce(&Site)) -> Setup {
     let llama = LlamaServer::start().await;
     let site = Site::start(PAGES, Duration::ZERO).await;
     change(&site);
-    let app = spawn_app_with(Options {
-        configure: Some(|s| s.ingest.allow_private_addresses = true),
-        ..Options::default()
-    })
-    .await;
+    let app = spawn_app_with(Options { configure: Some(configure), ..Options::default() }).await;
     app.sign_in_with_bootstrap_link().await;
     let key: Value = app
         .post_json(
@@ -271,6 +273,11 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     assert_eq!(dashboard["keys"][0]["queries"], 5);
     let gaps = dashboard["content_gaps"].as_array().unwrap();
     assert!(gaps.iter().any(|g| g["query"] == "zyxwv qrstu plokm" && g["count"] == 2), "{dashboard:#}");
+    let groups = dashboard["gap_groups"].as_array().unwrap();
+    assert!(
+        groups.iter().any(|g| g["label"] == "zyxwv qrstu plokm" && g["count"].as_i64() >= Some(2)),
+        "{dashboard:#}"
+    );
     let funnel = dashboard["funnel"].as_array().unwrap();
     assert!(funnel
         .iter()
@@ -867,7 +874,7 @@ fn figures(text: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn an_answer_stating_a_figure_its_passage_does_not_bind_is_never_served() {
-    let s = setup_with(|site| {
+    let s = setup_with(crawls_loopback, |site| {
         site.change_page(11, ATTACHED_DATABASES);
         site.change_page(12, PAGES_AND_ROWS);
     })
@@ -911,4 +918,70 @@ async fn an_answer_stating_a_figure_its_passage_does_not_bind_is_never_served() 
     // SmolLM2 (deterministic at temperature 0) states a figure the pages do
     // not bind for at least one of these; the check caught it.
     assert!(!caught.is_empty(), "no wrong figure was caught, so the check was not exercised");
+}
+
+/// Every statement the grounding check passes is narrow: each goes to the
+/// second opinion.
+fn every_pass_is_narrow(settings: &mut engine::Settings) {
+    crawls_loopback(settings);
+    settings.answer.verification_margin = 1.0;
+}
+
+#[tokio::test]
+async fn a_narrow_pass_is_put_to_the_escalation_target_and_its_cost_is_in_the_trace_and_funnel() {
+    let s = setup_with(every_pass_is_narrow, |_| {}).await;
+
+    // No escalation target: no judge; the stage says so, the lexical
+    // judgement stands and the answer is served.
+    let unjudged = s.answer("What does guide 4 explain?").await;
+    assert_eq!(stage(&unjudged, "grounding").unwrap()["decision"], "grounded", "{unjudged:#}");
+    assert_eq!(stage(&unjudged, "verification").unwrap()["decision"], "no_judge", "{unjudged:#}");
+    assert_eq!(unjudged["refused"], false);
+
+    // SmolLM2 bound for escalation judges: the stage names it, says what it
+    // found for each statement, and carries what the calls cost.
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+    let bound = s
+        .app
+        .client
+        .put(s.app.url("/admin/roles/escalation"))
+        .json(&json!({"target_id": target}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bound.status(), 200);
+    // The first of these SmolLM2 answers so that the check passes it (the
+    // guide 4 answer is cached now, and judged answers are not).
+    let mut judged = Value::Null;
+    for n in [5, 6, 7, 8, 9, 10, 11, 12] {
+        let answered = s.answer(&format!("What does guide {n} explain?")).await;
+        if stage(&answered, "grounding").unwrap()["decision"] == "grounded" {
+            judged = answered;
+            break;
+        }
+    }
+    assert!(judged.is_object(), "SmolLM2 answered none of the guides so that the check passed it");
+    let verification = stage(&judged, "verification").unwrap();
+    assert!(
+        matches!(verification["decision"].as_str(), Some("confirmed" | "rejected" | "unclear")),
+        "{judged:#}"
+    );
+    let reason = verification["reason"].as_str().unwrap();
+    assert!(reason.starts_with("smollm2-135m-instruct judged "), "{reason}");
+    assert!(reason.contains(" vs [1]"), "each statement and its passage: {reason}");
+    assert!(verification["cost_usd"].is_number(), "{judged:#}");
+
+    // The funnel counts the stage's decisions.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    let funnel = dashboard["funnel"].as_array().unwrap();
+    assert!(
+        funnel.iter().any(|f| f["stage"] == "verification" && f["decision"] == "no_judge"),
+        "{dashboard:#}"
+    );
+    assert!(
+        funnel.iter().any(|f| f["stage"] == "verification" && f["decision"] == verification["decision"]),
+        "{dashboard:#}"
+    );
 }
