@@ -17,6 +17,7 @@ mod m20261124_000008_quarantine;
 mod m20261125_000009_appdb;
 mod m20261126_000010_appdb_generation;
 mod m20261126_000011_mcp_session;
+mod m20261127_000012_golden_and_pinned;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000009_appdb::Migration),
             Box::new(m20261126_000010_appdb_generation::Migration),
             Box::new(m20261126_000011_mcp_session::Migration),
+            Box::new(m20261127_000012_golden_and_pinned::Migration),
         ]
     }
 }

@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 28] = [
+const TABLES: [&str; 30] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -22,6 +22,7 @@ const TABLES: [&str; 28] = [
     "cluster_state",
     "content_gap",
     "document",
+    "golden_question",
     "index_job",
     "key_usage",
     "mcp_session",
@@ -29,6 +30,7 @@ const TABLES: [&str; 28] = [
     "metric_rollup",
     "model_target",
     "oidc_login",
+    "pinned_answer",
     "profile",
     "profile_version",
     "provider_account",
