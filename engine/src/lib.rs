@@ -13,6 +13,7 @@ pub mod chunk;
 pub mod corpus;
 pub mod embed;
 pub mod error;
+pub mod evals;
 pub mod extract;
 pub mod index;
 pub mod ingest;
@@ -77,6 +78,8 @@ pub struct Lore {
     mcp_hub: Arc<mcp::hub::Hub>,
     /// Vectors of refused questions, for grouping the Dashboard's gaps.
     pub(crate) gap_vectors: Arc<answer::gaps::Vectors>,
+    /// The pinned answers, and their questions' vectors.
+    pub(crate) pins: Arc<answer::pins::Pins>,
     /// Told when the operation `restart` asks the server to restart.
     restart: Arc<tokio::sync::Notify>,
 }
@@ -115,6 +118,7 @@ impl Lore {
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
             gap_vectors: Arc::new(answer::gaps::Vectors::default()),
+            pins: Arc::new(answer::pins::Pins::default()),
             restart: Arc::new(tokio::sync::Notify::new()),
             db,
         };

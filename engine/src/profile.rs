@@ -15,6 +15,11 @@
 //!   [`ProfileError::VersionConflict`] and nothing is overwritten.
 //! - [`restore`] points the profile at a prior version: its whole snapshot
 //!   serves at once.
+//! - With golden questions present, [`save`] is gated by evals
+//!   ([`crate::evals`]): the candidate is stored first, inactive, the set is
+//!   answered by it and by the active version, and it becomes active only
+//!   when it is not worse. A candidate that is worse stays inactive until
+//!   [`restore`] activates it with `anyway`, which is recorded.
 
 use chrono::Utc;
 use entity::{profile, profile_version};
@@ -44,6 +49,13 @@ pub enum ProfileError {
     UnknownPersona(String),
     #[error("{0}")]
     Invalid(String),
+    /// The candidate answers the golden questions worse than the version serving.
+    #[error("version {version} answers the golden questions worse than version {baseline}: {}; activate it anyway to serve it", .regressions.join("; "))]
+    EvalRegression { version: i32, baseline: i32, regressions: Vec<String> },
+    #[error("there is no golden question `{0}`")]
+    UnknownGolden(String),
+    #[error("there is no pinned answer `{0}`")]
+    UnknownPin(String),
 }
 
 /// Tone of voice.
@@ -515,7 +527,10 @@ pub async fn version(lore: &Lore, number: i32) -> Result<Version> {
 }
 
 /// Stores `snapshot` as a new version and activates it, provided version
-/// `base` is still the active one.
+/// `base` is still the active one and, with golden questions present, the
+/// new version answers them no worse than the active one (see
+/// [`crate::evals`]); a worse one is returned stored but inactive, its
+/// `evals` saying why.
 pub async fn save(
     lore: &Lore,
     actor: &Actor,
@@ -531,6 +546,9 @@ pub async fn save(
         .await?
         .ok_or(ProfileError::UnknownVersion(base))?;
     let expected = expected_active_id(lore, &base_row).await?;
+    if crate::evals::any(lore).await? {
+        return save_gated(lore, actor, base, expected, snapshot, note).await;
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let txn = lore.db.begin().await?;
     // The write comes first so that the transaction holds the write lock
@@ -566,19 +584,147 @@ pub async fn save(
     version_of(row, &id)
 }
 
+/// The gated save: the candidate is stored inactive, evaluated beside the
+/// active version, and activated only if it is not worse.
+async fn save_gated(
+    lore: &Lore,
+    actor: &Actor,
+    base: i32,
+    expected: String,
+    snapshot: Snapshot,
+    note: Option<String>,
+) -> Result<Version> {
+    use crate::evals;
+    let serving = active(lore).await?.ok_or(ProfileError::NoProfile)?;
+    let current =
+        profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await?.ok_or(ProfileError::NoProfile)?;
+    // Fail fast: the evals take a while, and a stale editor loses anyway.
+    if current.active_version_id != expected {
+        return Err(ProfileError::VersionConflict { base, active: serving.version }.into());
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let txn = lore.db.begin().await?;
+    let next = profile_version::Entity::find()
+        .order_by_desc(profile_version::Column::Version)
+        .one(&txn)
+        .await?
+        .map(|row| row.version + 1)
+        .unwrap_or(1);
+    // Two saves numbering at once: the unique version number stops one,
+    // which then lost the race as a conflicting save does.
+    let row = match insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await {
+        Ok(row) => row,
+        Err(_) => {
+            drop(txn);
+            let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
+            return Err(ProfileError::VersionConflict { base, active }.into());
+        }
+    };
+    audit::record(
+        &txn,
+        actor,
+        "profile.candidate_saved",
+        Some(&id),
+        serde_json::json!({"version": next, "based_on": base}),
+    )
+    .await?;
+    txn.commit().await?;
+    let candidate = version_of(row, "")?;
+    let quiet = |_: usize, _: usize| {};
+    let (Some(mut report), Some(baseline)) =
+        (evals::run(lore, &candidate, &quiet).await?, evals::run(lore, &serving, &quiet).await?)
+    else {
+        // The set was emptied meanwhile: nothing gates the save.
+        return activate(lore, actor, candidate, expected, base, "profile.saved").await;
+    };
+    evals::store(lore, serving.version, &baseline).await?;
+    let regressions = evals::regressions(&report.totals, &baseline.totals, serving.version);
+    report.gate = Some(evals::Gate {
+        baseline_version: serving.version,
+        baseline: baseline.totals.clone(),
+        baseline_results: baseline.results.clone(),
+        passed: regressions.is_empty(),
+        regressions: regressions.clone(),
+        activated_anyway: None,
+    });
+    evals::store(lore, next, &report).await?;
+    if !regressions.is_empty() {
+        tracing::info!(
+            version = next,
+            baseline = serving.version,
+            ?regressions,
+            "the eval gate kept a candidate inactive"
+        );
+        return version(lore, next).await;
+    }
+    let stored = version(lore, next).await?;
+    activate(lore, actor, stored, expected, base, "profile.saved").await
+}
+
+/// Makes `candidate` active if the active version is still `expected`.
+async fn activate(
+    lore: &Lore,
+    actor: &Actor,
+    candidate: Version,
+    expected: String,
+    base: i32,
+    action: &str,
+) -> Result<Version> {
+    let txn = lore.db.begin().await?;
+    let moved = profile::Entity::update_many()
+        .col_expr(profile::Column::ActiveVersionId, Expr::value(candidate.id.clone()))
+        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(profile::Column::Id.eq(PROFILE_ID))
+        .filter(profile::Column::ActiveVersionId.eq(expected))
+        .exec(&txn)
+        .await?;
+    if moved.rows_affected != 1 {
+        txn.rollback().await?;
+        let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
+        return Err(ProfileError::VersionConflict { base, active }.into());
+    }
+    audit::record(
+        &txn,
+        actor,
+        action,
+        Some(&candidate.id),
+        serde_json::json!({"version": candidate.version, "based_on": base}),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(Version { active: true, ..candidate })
+}
+
 /// Activates version `number` (its whole snapshot at once). `expected_active`,
-/// when given, guards like [`save`]'s base.
+/// when given, guards like [`save`]'s base. A version the eval gate kept
+/// inactive needs `anyway`, which is recorded in its gate and the audit log.
 pub async fn restore(
     lore: &Lore,
     actor: &Actor,
     number: i32,
     expected_active: Option<i32>,
+    anyway: bool,
 ) -> Result<Version> {
     let target = profile_version::Entity::find()
         .filter(profile_version::Column::Version.eq(number))
         .one(&lore.db)
         .await?
         .ok_or(ProfileError::UnknownVersion(number))?;
+    let mut report: Option<crate::evals::Report> =
+        target.evals.clone().and_then(|v| serde_json::from_value(v).ok());
+    let blocked =
+        report.as_ref().and_then(|r| r.gate.as_ref()).filter(|g| !g.passed && g.activated_anyway.is_none());
+    if let Some(gate) = blocked {
+        if !anyway {
+            return Err(ProfileError::EvalRegression {
+                version: number,
+                baseline: gate.baseline_version,
+                regressions: gate.regressions.clone(),
+            }
+            .into());
+        }
+    }
+    let overriding = blocked.is_some();
     let mut update = profile::Entity::update_many()
         .col_expr(profile::Column::ActiveVersionId, Expr::value(target.id.clone()))
         .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
@@ -605,8 +751,21 @@ pub async fn restore(
             .into()),
         };
     }
-    audit::record(&txn, actor, "profile.restored", Some(&target.id), serde_json::json!({"version": number}))
-        .await?;
+    let action = if overriding { "profile.activated_anyway" } else { "profile.restored" };
+    audit::record(&txn, actor, action, Some(&target.id), serde_json::json!({"version": number})).await?;
+    let mut target = target;
+    if overriding {
+        if let Some(gate) = report.as_mut().and_then(|r| r.gate.as_mut()) {
+            gate.activated_anyway = Some(crate::evals::Override { by: actor.label(), at: Utc::now() });
+        }
+        let value = serde_json::to_value(&report).map_err(|err| Error::Internal(err.to_string()))?;
+        profile_version::Entity::update_many()
+            .col_expr(profile_version::Column::Evals, Expr::value(value.clone()))
+            .filter(profile_version::Column::Id.eq(target.id.clone()))
+            .exec(&txn)
+            .await?;
+        target.evals = Some(value);
+    }
     txn.commit().await?;
     let id = target.id.clone();
     version_of(target, &id)

@@ -86,6 +86,16 @@ pub struct SetupState {
     /// when answerable).
     pub reasons: Vec<String>,
     pub active_profile_version: Option<i64>,
+    /// The active version's last eval: right answers of golden questions.
+    pub active_evals: Option<EvalScore>,
+}
+
+/// The active version's eval score, as Readiness shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalScore {
+    pub correct: usize,
+    pub questions: usize,
+    pub ran_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Assesses every concern and derives `can_answer` from them.
@@ -146,6 +156,11 @@ impl Assessment {
             reasons,
             checks,
             active_profile_version: profile.as_ref().map(|v| i64::from(v.version)),
+            active_evals: profile.as_ref().and_then(crate::evals::Report::of).map(|r| EvalScore {
+                correct: r.totals.correct,
+                questions: r.totals.questions,
+                ran_at: r.ran_at,
+            }),
         };
         Ok(Self { state, profile, sources, stamp, configured_model, generation: generation_binding })
     }
@@ -292,10 +307,15 @@ fn profile_version(active: Option<&profile::Version>) -> Check {
                 serving.version
             ),
         ),
-        None => check(
-            Status::Ok,
-            format!("Version {} of the {} profile is active.", serving.version, serving.snapshot.persona),
-        ),
+        None => {
+            let evals = crate::evals::Report::of(serving).map_or_else(String::new, |r| {
+                format!(" Golden questions: {} of {} right at its last eval.", r.totals.correct, r.totals.questions)
+            });
+            check(
+                Status::Ok,
+                format!("Version {} of the {} profile is active.{evals}", serving.version, serving.snapshot.persona),
+            )
+        }
     }
 }
 

@@ -15,6 +15,8 @@ pub enum StageName {
     /// The readiness gate: after it, the run is answerable and only its
     /// own stages can fail it.
     Readiness,
+    /// An answer the admin pinned to the question (or a close paraphrase).
+    Pinned,
     ExactCache,
     SemanticCache,
     Retrieval,
@@ -30,9 +32,10 @@ pub enum StageName {
 
 impl StageName {
     /// Every stage, in pipeline order.
-    pub const ALL: [StageName; 12] = [
+    pub const ALL: [StageName; 13] = [
         StageName::Normalise,
         StageName::Readiness,
+        StageName::Pinned,
         StageName::ExactCache,
         StageName::SemanticCache,
         StageName::Retrieval,
@@ -50,6 +53,7 @@ impl StageName {
         match self {
             StageName::Normalise => "normalise",
             StageName::Readiness => "readiness",
+            StageName::Pinned => "pinned",
             StageName::ExactCache => "exact_cache",
             StageName::SemanticCache => "semantic_cache",
             StageName::Retrieval => "retrieval",

@@ -213,9 +213,22 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
     };
 
     let profile_version = match next {
-        Some((base, snapshot)) => Some(
-            crate::profile::save(lore, actor, base, snapshot, Some("Advanced tuning".into())).await?.version,
-        ),
+        Some((base, snapshot)) => {
+            let saved =
+                crate::profile::save(lore, actor, base, snapshot, Some("Advanced tuning".into())).await?;
+            // The eval gate kept the new version inactive: say so, and
+            // apply nothing more.
+            if !saved.active {
+                let gate = crate::evals::Report::of(&saved).and_then(|r| r.gate);
+                return Err(crate::profile::ProfileError::EvalRegression {
+                    version: saved.version,
+                    baseline: gate.as_ref().map_or(base, |g| g.baseline_version),
+                    regressions: gate.map(|g| g.regressions).unwrap_or_default(),
+                }
+                .into());
+            }
+            Some(saved.version)
+        }
         None => None,
     };
     let chunking = set_chunking(lore, actor, chunking_wanted, change.acknowledge_reindex).await?;

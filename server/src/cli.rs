@@ -60,6 +60,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Golden questions and evals: does a version answer them right?
+    Evals {
+        #[command(subcommand)]
+        command: EvalsCommand,
+    },
     /// The Dashboard's rollups.
     Rollups {
         #[command(subcommand)]
@@ -140,6 +145,11 @@ impl Command {
                 | ProvidersCommand::Probe { json, .. } => *json,
             },
             Command::Schema { command: SchemaCommand::Apply { json, .. } } => *json,
+            Command::Evals { command } => match command {
+                EvalsCommand::Run { json, .. }
+                | EvalsCommand::List { json }
+                | EvalsCommand::Add { json, .. } => *json,
+            },
             Command::Users { command } => match command {
                 UsersCommand::List { json }
                 | UsersCommand::Add { json, .. }
@@ -166,6 +176,43 @@ pub enum RollupsCommand {
     /// Recompute every rollup from the recorded answer runs (replaces what
     /// is stored, in one transaction).
     Rebuild {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalsCommand {
+    /// Answer every golden question as a profile version would (the active
+    /// one by default), store the result with it, and exit 1 when it got
+    /// worse since its last eval on the same questions.
+    Run {
+        /// The version to evaluate (default: the active one).
+        #[arg(long)]
+        version: Option<i32>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the golden questions.
+    List {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a golden question (replacing one with the same wording).
+    Add {
+        question: String,
+        /// A fact a right answer holds (repeat for several).
+        #[arg(long)]
+        fact: Vec<String>,
+        /// A right answer is the profile's refusal.
+        #[arg(long, conflicts_with_all = ["fact", "source"])]
+        refuse: bool,
+        /// The id of the source a right answer cites.
+        #[arg(long)]
+        source: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,

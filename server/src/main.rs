@@ -43,6 +43,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Users { command } => commands::users::run_users(settings, command).await,
         Command::Roles { command } => commands::users::run_roles(settings, command).await,
         Command::Ask { question, json } => commands::ask::run(settings, &question, json).await,
+        Command::Evals { command } => commands::evals::run(settings, command).await,
         Command::Rollups { command: RollupsCommand::Rebuild { json } } => {
             commands::rollups::rebuild(settings, json).await
         }

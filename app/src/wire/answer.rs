@@ -99,6 +99,10 @@ pub struct AnswerResponse {
     /// True when Lore declined: nothing retrievable answers, or no grounded answer was written.
     pub refused: bool,
     pub grounded: bool,
+    /// True when an answer the admin pinned to this question (or a close
+    /// paraphrase) was served: no model wrote it.
+    #[serde(default)]
+    pub pinned: bool,
     pub citations: Vec<CitationView>,
     pub cache: CacheView,
     pub profile_version: i32,
@@ -291,6 +295,36 @@ mod from_engine {
         }
     }
 
+    impl From<engine::answer::Citation> for CitationView {
+        fn from(c: engine::answer::Citation) -> Self {
+            CitationView {
+                index: c.index,
+                chunk_id: c.chunk_id,
+                source_id: c.source_id,
+                document_id: c.document_id,
+                title: c.title,
+                url: c.url,
+                snippet: c.snippet,
+                score: c.score,
+            }
+        }
+    }
+
+    impl From<CitationView> for engine::answer::Citation {
+        fn from(c: CitationView) -> Self {
+            engine::answer::Citation {
+                index: c.index,
+                chunk_id: c.chunk_id,
+                source_id: c.source_id,
+                document_id: c.document_id,
+                title: c.title,
+                url: c.url,
+                snippet: c.snippet,
+                score: c.score,
+            }
+        }
+    }
+
     impl From<engine::answer::Answer> for AnswerResponse {
         fn from(a: engine::answer::Answer) -> Self {
             use engine::answer::CacheStatus;
@@ -298,20 +332,8 @@ mod from_engine {
                 answer: a.answer,
                 refused: a.refused,
                 grounded: a.grounded,
-                citations: a
-                    .citations
-                    .into_iter()
-                    .map(|c| CitationView {
-                        index: c.index,
-                        chunk_id: c.chunk_id,
-                        source_id: c.source_id,
-                        document_id: c.document_id,
-                        title: c.title,
-                        url: c.url,
-                        snippet: c.snippet,
-                        score: c.score,
-                    })
-                    .collect(),
+                pinned: a.pinned,
+                citations: a.citations.into_iter().map(CitationView::from).collect(),
                 cache: CacheView {
                     status: match a.cache.status {
                         CacheStatus::Hit => "hit",

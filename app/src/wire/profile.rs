@@ -106,6 +106,161 @@ pub struct RestoreRequest {
     /// The version the admin saw active; guards like a save's base.
     #[serde(default)]
     pub expected_active: Option<i32>,
+    /// Activate a version the eval gate kept inactive ("activate anyway");
+    /// recorded in its gate and the audit log.
+    #[serde(default)]
+    pub anyway: bool,
+}
+
+/// A golden question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoldenView {
+    pub id: String,
+    pub question: String,
+    pub expected_facts: Vec<String>,
+    pub should_refuse: bool,
+    pub expected_source: Option<String>,
+    /// `prompt`, `playground`, `dashboard` or `cli`.
+    pub origin: String,
+    pub created_by: String,
+    pub created_at: String,
+}
+
+/// `POST /admin/golden`: a golden question (one with the same question is replaced).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenRequest {
+    pub question: String,
+    /// Each to be found in a right answer (case and spacing aside).
+    #[serde(default)]
+    pub expected_facts: Vec<String>,
+    #[serde(default)]
+    pub should_refuse: bool,
+    #[serde(default)]
+    pub expected_source: Option<String>,
+    /// Where it was added: `prompt` (the default), `playground` or `dashboard`.
+    #[serde(default)]
+    pub origin: Option<String>,
+}
+
+/// One golden question's result at an eval (a version's `evals.results[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalResultView {
+    pub id: String,
+    pub question: String,
+    pub should_refuse: bool,
+    pub answered: bool,
+    pub refused: bool,
+    pub facts_found: bool,
+    pub missing_facts: Vec<String>,
+    pub source_cited: Option<bool>,
+    pub correct: bool,
+    pub latency_ms: f64,
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// An eval's totals.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvalTotalsView {
+    pub questions: u64,
+    pub correct: u64,
+    pub answered: u64,
+    pub refused: u64,
+    pub wrongly_refused: u64,
+    pub wrong_answers: u64,
+    pub failed: u64,
+    pub cost_usd: f64,
+    pub mean_latency_ms: f64,
+}
+
+/// The eval gate's comparison of a saved candidate with the version serving.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalGateView {
+    pub baseline_version: i64,
+    pub baseline: EvalTotalsView,
+    pub baseline_results: Vec<EvalResultView>,
+    pub passed: bool,
+    pub regressions: Vec<String>,
+    #[serde(default)]
+    pub activated_anyway: Option<EvalOverrideView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalOverrideView {
+    pub by: String,
+    pub at: String,
+}
+
+/// What a profile version's `evals` holds (the console reads it from the version).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalReportView {
+    pub ran_at: String,
+    pub set: String,
+    pub results: Vec<EvalResultView>,
+    pub totals: EvalTotalsView,
+    #[serde(default)]
+    pub gate: Option<EvalGateView>,
+}
+
+impl ProfileVersionView {
+    /// The version's eval report, if it has one that reads.
+    pub fn eval_report(&self) -> Option<EvalReportView> {
+        self.evals.clone().and_then(|value| serde_json::from_value(value).ok())
+    }
+
+    /// Kept inactive by the eval gate, and not activated anyway.
+    pub fn held_by_gate(&self) -> bool {
+        self.eval_report()
+            .and_then(|r| r.gate)
+            .is_some_and(|gate| !gate.passed && gate.activated_anyway.is_none())
+    }
+}
+
+/// `POST /admin/profile/evals`: run the golden questions against a version now.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunEvalsRequest {
+    /// The version to evaluate; the active one when absent.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+/// The result of `POST /admin/profile/evals` and `lore evals run`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalRunView {
+    pub version: i64,
+    pub report: EvalReportView,
+    /// The version's previous totals on the same golden set, if any.
+    pub previous: Option<EvalTotalsView>,
+    /// Against `previous`: empty when nothing got worse.
+    pub regressions: Vec<String>,
+}
+
+/// A pinned answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PinView {
+    pub id: String,
+    pub question: String,
+    pub answer: String,
+    pub citations: Vec<super::CitationView>,
+    pub created_by: String,
+    pub created_at: String,
+    /// Set when a cited passage changed: the pin does not serve until re-pinned.
+    pub flagged_at: Option<String>,
+    pub flag_reason: Option<String>,
+}
+
+/// `POST /admin/pins`: pin an answer to a question (replacing its pin, if any).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinRequest {
+    pub question: String,
+    pub answer: String,
+    /// The citations to serve with it: those of the answer being pinned.
+    #[serde(default)]
+    pub citations: Vec<super::CitationView>,
 }
 
 /// `PUT /admin/profile/persona`, `POST /admin/profile/render` and the
@@ -172,6 +327,89 @@ mod from_engine {
                 created_at: crate::wire::time(version.created_at),
                 evals: version.evals,
             })
+        }
+    }
+
+    impl From<engine::evals::Golden> for GoldenView {
+        fn from(g: engine::evals::Golden) -> Self {
+            Self {
+                id: g.id,
+                question: g.question,
+                expected_facts: g.expected_facts,
+                should_refuse: g.should_refuse,
+                expected_source: g.expected_source,
+                origin: g.origin.key().to_owned(),
+                created_by: g.created_by,
+                created_at: crate::wire::time(g.created_at),
+            }
+        }
+    }
+
+    impl TryFrom<GoldenRequest> for engine::evals::NewGolden {
+        type Error = engine::Error;
+
+        fn try_from(r: GoldenRequest) -> Result<Self, engine::Error> {
+            Ok(Self {
+                question: r.question,
+                expected_facts: r.expected_facts,
+                should_refuse: r.should_refuse,
+                expected_source: r.expected_source,
+                origin: engine::evals::Origin::parse(r.origin.as_deref().unwrap_or("prompt"))?,
+            })
+        }
+    }
+
+    /// Engine and wire reports share one JSON shape.
+    fn same_shape<T: serde::Serialize, U: serde::de::DeserializeOwned>(
+        value: &T,
+    ) -> Result<U, engine::Error> {
+        let json = serde_json::to_value(value).map_err(|err| engine::Error::Internal(err.to_string()))?;
+        serde_json::from_value(json).map_err(|err| engine::Error::Internal(err.to_string()))
+    }
+
+    impl TryFrom<engine::evals::Rerun> for EvalRunView {
+        type Error = engine::Error;
+
+        fn try_from(r: engine::evals::Rerun) -> Result<Self, engine::Error> {
+            Ok(Self {
+                version: r.version.into(),
+                report: same_shape(&r.report)?,
+                previous: r
+                    .previous
+                    .as_ref()
+                    .map(same_shape::<engine::evals::Totals, EvalTotalsView>)
+                    .transpose()?,
+                regressions: r.regressions,
+            })
+        }
+    }
+
+    impl From<engine::answer::pins::Pin> for PinView {
+        fn from(p: engine::answer::pins::Pin) -> Self {
+            let (flagged_at, flag_reason) = match p.flagged {
+                Some((at, why)) => (Some(crate::wire::time(at)), Some(why)),
+                None => (None, None),
+            };
+            Self {
+                id: p.id,
+                question: p.question,
+                answer: p.answer,
+                citations: p.citations.into_iter().map(|c| c.citation.into()).collect(),
+                created_by: p.created_by,
+                created_at: crate::wire::time(p.created_at),
+                flagged_at,
+                flag_reason,
+            }
+        }
+    }
+
+    impl From<PinRequest> for engine::answer::pins::NewPin {
+        fn from(r: PinRequest) -> Self {
+            Self {
+                question: r.question,
+                answer: r.answer,
+                citations: r.citations.into_iter().map(Into::into).collect(),
+            }
         }
     }
 

@@ -23,6 +23,17 @@ pub struct SetupState {
     /// Why not (empty when `canAnswer`).
     pub reasons: Vec<String>,
     pub active_profile_version: Option<i64>,
+    /// The active version's last eval over the golden questions, if it had one.
+    #[serde(default)]
+    pub active_evals: Option<EvalScoreView>,
+}
+
+/// Right answers out of golden questions at a version's last eval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalScoreView {
+    pub correct: u64,
+    pub questions: u64,
+    pub ran_at: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +119,11 @@ mod from_engine {
                 can_answer_deprecated: state.can_answer,
                 reasons: state.reasons,
                 active_profile_version: state.active_profile_version,
+                active_evals: state.active_evals.map(|e| EvalScoreView {
+                    correct: e.correct as u64,
+                    questions: e.questions as u64,
+                    ran_at: crate::wire::time(e.ran_at),
+                }),
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The answer pipeline: one function, [`answer`], for the Playground,
 //! `POST /answer`, the widget and the MCP answer tool.
 //!
-//! normalise → readiness gate → exact cache → semantic cache → hybrid
+//! normalise → readiness gate → pinned answer → exact cache → semantic cache → hybrid
 //! retrieval (the active version's settings) → refusal when nothing passes
 //! the cutoff (no model call) → prompt from the active ProfileVersion with
 //! numbered passages → first-tier generation → grounding check → escalation
@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod gaps;
 pub mod grounding;
+pub mod pins;
 pub mod runs;
 pub mod verify;
 
@@ -194,6 +195,9 @@ pub struct Answer {
     pub answer: String,
     pub refused: bool,
     pub grounded: bool,
+    /// Served from an answer the admin pinned to this question.
+    #[serde(default)]
+    pub pinned: bool,
     pub citations: Vec<Citation>,
     pub cache: CacheOutcome,
     pub profile_version: i32,
@@ -274,7 +278,28 @@ pub async fn answer(lore: &Lore, ask: Ask) -> Result<Answer> {
 /// [`answer`], sending each stage to `sink` as it ends: the run is the same,
 /// the caller only sees it progress.
 pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) -> Result<Answer> {
+    pipeline(lore, ask, sink, None).await
+}
+
+/// Answers `question` as `candidate` would, whether or not it is the active
+/// version: the eval run of a golden question. Pins and both caches are
+/// bypassed (they would hide what the candidate says), nothing is cached,
+/// and the run is not recorded: the Dashboard counts what callers asked.
+pub async fn evaluate(lore: &Lore, candidate: &profile::Version, question: &str) -> Result<Answer> {
+    let ask = Ask { question: question.to_owned(), surface: Surface::Cli, key_id: None };
+    pipeline(lore, ask, None, Some(candidate)).await
+}
+
+/// The one pipeline: serving the active version (`candidate` is `None`) or
+/// evaluating a candidate.
+async fn pipeline(
+    lore: &Lore,
+    ask: Ask,
+    sink: Option<StageSink>,
+    candidate: Option<&profile::Version>,
+) -> Result<Answer> {
     let started = Instant::now();
+    let evaluating = candidate.is_some();
     let mut trace = Tracer::new(sink);
     let question = normalise(&ask.question)?;
     trace.stage(StageName::Normalise, "ok", format!("{} characters", question.text.chars().count()));
@@ -285,7 +310,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
     // the gate has passed).
     let embedding = async {
         let known = lore.answer_cache().await.map(|cache| cache.knows(&question.key)).unwrap_or(true);
-        if known {
+        if known && !evaluating {
             return None;
         }
         Some(async { lore.embedder().await?.embed_query(&question.text).await.map_err(Error::from) }.await)
@@ -299,13 +324,16 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         return Err(Error::NotAnswerable(assessment.state.reasons));
     }
     let scope = assessment.search_scope();
-    let version = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
+    let active = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
+    let version = candidate.unwrap_or(active);
     let embedded = if early_vector.is_some() { "; the question was embedded meanwhile" } else { "" };
+    let serves = if evaluating { "is evaluated" } else { "serves" };
     trace.stage(
         StageName::Readiness,
         "answerable",
-        format!("profile version {} serves{embedded}", version.version),
+        format!("profile version {} {serves}{embedded}", version.version),
     );
+    let mut early_vector = early_vector;
 
     let run = Run {
         lore,
@@ -316,12 +344,47 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         activated_at: version.activated_at,
         enabled: &scope.sources,
         sources: assessment.sources(),
+        evaluating,
     };
     let answer_cache = lore.answer_cache().await?;
     let gates = &version.snapshot.cache;
+    // An evaluation sees what the candidate itself says.
+    let caching = gates.enabled && !evaluating;
+
+    // A pinned answer: the question, or a paraphrase above the semantic gate.
+    if !evaluating {
+        let pinned =
+            pins::lookup(lore, &question, &mut early_vector, gates.min_similarity, &scope.sources).await?;
+        match pinned {
+            pins::Lookup::None => {}
+            pins::Lookup::Flagged { question: pinned, why } => trace.stage(
+                StageName::Pinned,
+                "flagged",
+                format!("the answer pinned to “{pinned}” is flagged for review: {why}"),
+            ),
+            pins::Lookup::Held { question: pinned, why } => trace.stage(
+                StageName::Pinned,
+                "held",
+                format!("the answer pinned to “{pinned}” is held: {why}"),
+            ),
+            pins::Lookup::Serve { pin, similarity } => {
+                let how = if similarity >= 1.0 {
+                    "the same question".to_owned()
+                } else {
+                    format!("a question {similarity:.3} similar (gate {:.2})", gates.min_similarity)
+                };
+                trace.stage(
+                    StageName::Pinned,
+                    "served",
+                    format!("an answer is pinned to {how}: “{}”", pin.question),
+                );
+                return run.serve_pinned(pin, trace, started).await;
+            }
+        }
+    }
 
     // Exact cache.
-    if gates.enabled {
+    if caching {
         match answer_cache.exact(&question.key, version.version) {
             Some(entry) => match run.validate(&entry).await? {
                 Ok(()) => {
@@ -344,7 +407,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
             None => trace.stage(StageName::ExactCache, "miss", "no cached answer for this question"),
         }
     } else {
-        trace.stage(StageName::ExactCache, "bypass", "the cache is off in this profile version");
+        trace.stage(StageName::ExactCache, "bypass", bypassed(evaluating));
     }
 
     let vector = match early_vector {
@@ -354,7 +417,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
 
     // Semantic cache.
     let mut nearest = None;
-    if gates.enabled {
+    if caching {
         let found = answer_cache.nearest(&vector, version.version, SEMANTIC_CANDIDATES);
         let mut decided = None;
         // Why the first candidate above the gate could not serve, if one could not.
@@ -400,10 +463,10 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         };
         trace.stage(StageName::SemanticCache, "miss", reason);
     } else {
-        trace.stage(StageName::SemanticCache, "bypass", "the cache is off in this profile version");
+        trace.stage(StageName::SemanticCache, "bypass", bypassed(evaluating));
     }
     let cache_outcome = CacheOutcome {
-        status: if gates.enabled { CacheStatus::Miss } else { CacheStatus::Bypass },
+        status: if caching { CacheStatus::Miss } else { CacheStatus::Bypass },
         kind: None,
         similarity: nearest,
     };
@@ -592,6 +655,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         answer: served.1.trim().to_owned(),
         refused: false,
         grounded: true,
+        pinned: false,
         citations,
         cache: cache_outcome,
         profile_version: version.version,
@@ -604,7 +668,7 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
         },
     };
     trace.stage(StageName::Answer, "answered", format!("{} citations", answer.citations.len()));
-    if gates.enabled {
+    if caching {
         run.store(&answer_cache, &answer, &passages, vector).await?;
     }
     run.finish(answer, trace, started).await
@@ -623,6 +687,17 @@ struct Run<'a> {
     enabled: &'a [String],
     /// Every source, as read with them.
     sources: &'a [sources::Source],
+    /// An eval run: nothing is cached or recorded.
+    evaluating: bool,
+}
+
+/// Why a cache stage was bypassed.
+fn bypassed(evaluating: bool) -> &'static str {
+    if evaluating {
+        "an eval run answers as the candidate version would, without the cache"
+    } else {
+        "the cache is off in this profile version"
+    }
 }
 
 struct Generated {
@@ -737,6 +812,7 @@ impl Run<'_> {
             answer: cached.answer,
             refused: false,
             grounded: entry.grounded,
+            pinned: false,
             citations: cached.citations,
             cache: CacheOutcome {
                 status: CacheStatus::Hit,
@@ -755,6 +831,28 @@ impl Run<'_> {
         self.record(answer, trace, started, cached.estimated_cost_usd, None).await
     }
 
+    /// Serves the admin's pinned answer: no model is called.
+    async fn serve_pinned(&self, pin: pins::Pin, mut trace: Tracer, started: Instant) -> Result<Answer> {
+        trace.stage(StageName::Answer, "answered", "the pinned answer is served");
+        let answer = Answer {
+            answer: pin.answer,
+            refused: false,
+            grounded: true,
+            pinned: true,
+            citations: pin.citations.into_iter().map(|c| c.citation).collect(),
+            cache: CacheOutcome { status: CacheStatus::Bypass, kind: None, similarity: None },
+            profile_version: self.version,
+            trace: Trace {
+                id: String::new(),
+                stages: Vec::new(),
+                retrieval: Vec::new(),
+                model: None,
+                usage: Usage::default(),
+            },
+        };
+        self.record(answer, trace, started, 0.0, None).await
+    }
+
     async fn refuse(
         &self,
         trace: Tracer,
@@ -768,6 +866,7 @@ impl Run<'_> {
             answer: self.snapshot.behavior.refusal.clone(),
             refused: true,
             grounded: false,
+            pinned: false,
             citations: Vec::new(),
             cache,
             profile_version: self.version,
@@ -793,6 +892,7 @@ impl Run<'_> {
             answer: String::new(),
             refused: false,
             grounded: false,
+            pinned: false,
             citations: Vec::new(),
             cache,
             profile_version: self.version,
@@ -877,6 +977,10 @@ impl Run<'_> {
     ) -> Result<Answer> {
         answer.trace.stages = trace.stages;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if self.evaluating {
+            answer.trace.id = format!("eval-{}", uuid::Uuid::new_v4());
+            return Ok(answer);
+        }
         answer.trace.id =
             runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms, savings_usd, gap)
                 .await?;

@@ -80,7 +80,7 @@ async fn concurrent_saves_from_one_base(lore: &Lore) {
     assert!(matches!(stale, Err(Error::Profile(ProfileError::VersionConflict { .. }))));
 
     // Restoring version 1 serves its whole snapshot at once; version 2 stays listed.
-    let restored = profile::restore(lore, &admin(), 1, Some(2)).await.unwrap();
+    let restored = profile::restore(lore, &admin(), 1, Some(2), false).await.unwrap();
     assert!(restored.active);
     let active = profile::active(lore).await.unwrap().unwrap();
     assert_eq!(active.version, 1);
@@ -91,7 +91,7 @@ async fn concurrent_saves_from_one_base(lore: &Lore) {
         vec![(2, false), (1, true)]
     );
     // A restore guarded by a version that is no longer active is refused.
-    let guarded = profile::restore(lore, &admin(), 2, Some(2)).await;
+    let guarded = profile::restore(lore, &admin(), 2, Some(2), false).await;
     assert!(matches!(guarded, Err(Error::Profile(ProfileError::VersionConflict { .. }))));
     // The next save from version 1 becomes version 3, based on 1.
     let mut c = v1.snapshot.clone();
@@ -225,7 +225,7 @@ async fn an_unreadable_active_version_never_takes_answering_down_and_the_console
 
     // Restoring works the same way from a spoiled active version.
     spoil(&lore, v3.version).await;
-    let restored = profile::restore(&lore, &admin(), 1, Some(1)).await.unwrap();
+    let restored = profile::restore(&lore, &admin(), 1, Some(1), false).await.unwrap();
     assert_eq!(restored.version, 1);
     assert_eq!(profile::active(&lore).await.unwrap().unwrap().serving_instead_of, None);
 }

@@ -5,6 +5,7 @@
 //! server's worker already holds is followed instead.
 
 pub mod ask;
+pub mod evals;
 pub mod ingest;
 pub mod jobs;
 pub mod keys;

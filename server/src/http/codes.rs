@@ -75,6 +75,9 @@ codes! {
     PROFILE_VERSION_CONFLICT = CONFLICT "profile_version_conflict" "another version became active since the edit started (`details.active_version`); nothing was overwritten";
     INVALID_PROFILE = UNPROCESSABLE_ENTITY "invalid_profile" "a snapshot out of range, or a persona not in the catalogue";
     UNKNOWN_PERSONA = UNPROCESSABLE_ENTITY "unknown_persona" "a snapshot out of range, or a persona not in the catalogue";
+    EVAL_REGRESSION = CONFLICT "eval_regression" "the version answers the golden questions worse than the one it was compared with (`details.regressions`); activate it with `anyway: true` to serve it";
+    GOLDEN_QUESTION_NOT_FOUND = NOT_FOUND "golden_question_not_found" "no such golden question or pinned answer";
+    PIN_NOT_FOUND = NOT_FOUND "pin_not_found" "no such golden question or pinned answer";
     KEY_NEEDS_USER = FORBIDDEN "key_needs_user" "the `operations` and `mcp` scopes act as a user, and the key belongs to none (keys made before users existed)";
     PERMISSION_DENIED = FORBIDDEN "permission_denied" "the caller's role does not allow the operation, or that read or write of `database.table` or `database.table.attribute` (`details.action`, `details.target`); nothing was changed";
     UNKNOWN_OPERATION = BAD_REQUEST "unknown_operation" "`operation` names no operation Lore has";

@@ -236,6 +236,13 @@ impl ApiError {
             ApiError::Engine(engine::Error::NotAnswerable(reasons)) => {
                 Some(serde_json::json!({"reasons": reasons}))
             }
+            ApiError::Engine(engine::Error::Profile(ProfileError::EvalRegression {
+                version,
+                baseline,
+                regressions,
+            })) => Some(
+                serde_json::json!({"version": version, "baseline_version": baseline, "regressions": regressions}),
+            ),
             ApiError::Engine(engine::Error::AppDb(err)) => appdb_details(err),
             _ => None,
         }
@@ -317,6 +324,9 @@ fn profile_parts(err: &ProfileError) -> (Code, String) {
         ProfileError::UnknownVersion(_) => codes::PROFILE_VERSION_NOT_FOUND,
         ProfileError::UnknownPersona(_) => codes::UNKNOWN_PERSONA,
         ProfileError::Invalid(_) => codes::INVALID_PROFILE,
+        ProfileError::EvalRegression { .. } => codes::EVAL_REGRESSION,
+        ProfileError::UnknownGolden(_) => codes::GOLDEN_QUESTION_NOT_FOUND,
+        ProfileError::UnknownPin(_) => codes::PIN_NOT_FOUND,
     };
     (code, capitalise(&err.to_string()))
 }

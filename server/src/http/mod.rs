@@ -87,6 +87,11 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/profile/versions", post(profile::save))
         .route("/admin/profile/versions/{version}", get(profile::get_version))
         .route("/admin/profile/versions/{version}/restore", post(profile::restore))
+        .route("/admin/profile/evals", post(profile::run_evals))
+        .route("/admin/golden", get(profile::golden).post(profile::add_golden))
+        .route("/admin/golden/{id}", axum::routing::delete(profile::remove_golden))
+        .route("/admin/pins", get(profile::pins).post(profile::pin))
+        .route("/admin/pins/{id}", axum::routing::delete(profile::unpin))
         .route("/admin/playground/answer", post(answer::playground_answer))
         .route("/admin/playground/retrieval", post(answer::playground_retrieval))
         // A key or an admin's session: behind the session layer and the

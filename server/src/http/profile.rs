@@ -1,6 +1,7 @@
 //! Admin endpoints of the Prompt screen and the wizard's persona step:
 //! the persona catalogue, the active version, the history, save (with the
-//! version-conflict rule) and restore.
+//! version-conflict rule and the eval gate), restore (and "activate
+//! anyway"), golden questions, eval runs and pinned answers.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,9 +10,12 @@ use engine::profile::{self, PersonaChoice, Snapshot};
 use engine::Lore;
 
 use app::wire::{
-    PersonaRequest, PersonaView, ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest,
+    EvalRunView, GoldenRequest, GoldenView, PersonaRequest, PersonaView, PinRequest, PinView,
+    ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest, RunEvalsRequest,
     SaveProfileRequest,
 };
+use engine::answer::pins;
+use engine::evals;
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -64,8 +68,77 @@ pub async fn restore(
     Path(number): Path<i32>,
     ApiJson(request): ApiJson<RestoreRequest>,
 ) -> Result<Json<ProfileVersionView>, ApiError> {
-    let restored = profile::restore(&state.lore, &admin.actor(), number, request.expected_active).await?;
+    let restored =
+        profile::restore(&state.lore, &admin.actor(), number, request.expected_active, request.anyway)
+            .await?;
     Ok(Json(restored.try_into()?))
+}
+
+/// `GET /admin/golden`: the golden questions, oldest first.
+pub async fn golden(State(state): State<AppState>, _admin: Admin) -> Result<Json<Vec<GoldenView>>, ApiError> {
+    Ok(Json(evals::list(&state.lore).await?.into_iter().map(GoldenView::from).collect()))
+}
+
+/// `POST /admin/golden`: 201 with the question (replacing one with the same wording).
+pub async fn add_golden(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<GoldenRequest>,
+) -> Result<(StatusCode, Json<GoldenView>), ApiError> {
+    let added = evals::add(&state.lore, &admin.actor(), request.try_into()?).await?;
+    Ok((StatusCode::CREATED, Json(added.into())))
+}
+
+pub async fn remove_golden(
+    State(state): State<AppState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    evals::remove(&state.lore, &admin.actor(), &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /admin/profile/evals`: runs the golden questions against a version
+/// (the active one by default) now and stores the result with it; 200 with
+/// the report and what got worse since its last eval. 422 when there are no
+/// golden questions.
+pub async fn run_evals(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiJson(request): ApiJson<RunEvalsRequest>,
+) -> Result<Json<EvalRunView>, ApiError> {
+    let number = request
+        .version
+        .map(|v| i32::try_from(v).map_err(|_| engine::Error::from(profile::ProfileError::UnknownVersion(0))))
+        .transpose()?;
+    let rerun = evals::rerun(&state.lore, number, &|_, _| {})
+        .await?
+        .ok_or_else(|| engine::Error::InvalidInput("there are no golden questions to run".into()))?;
+    Ok(Json(rerun.try_into()?))
+}
+
+/// `GET /admin/pins`: the pinned answers, each checked against the index now.
+pub async fn pins(State(state): State<AppState>, _admin: Admin) -> Result<Json<Vec<PinView>>, ApiError> {
+    Ok(Json(pins::list(&state.lore).await?.into_iter().map(PinView::from).collect()))
+}
+
+/// `POST /admin/pins`: 201 with the pin (replacing the question's pin, if any).
+pub async fn pin(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<PinRequest>,
+) -> Result<(StatusCode, Json<PinView>), ApiError> {
+    let pinned = pins::pin(&state.lore, &admin.actor(), request.into()).await?;
+    Ok((StatusCode::CREATED, Json(pinned.into())))
+}
+
+pub async fn unpin(
+    State(state): State<AppState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    pins::unpin(&state.lore, &admin.actor(), &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `PUT /admin/profile/persona`: the wizard's persona step (before the profile exists).

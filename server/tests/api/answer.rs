@@ -985,3 +985,297 @@ async fn a_narrow_pass_is_put_to_the_escalation_target_and_its_cost_is_in_the_tr
         "{dashboard:#}"
     );
 }
+
+/// `lore evals …` on the app's data directory: (success, stdout, stderr).
+async fn lore_evals(s: &Setup, args: &[&str]) -> (bool, String, String) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("LORE_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .env("LORE_DATA_DIR", s.app.data_dir.path())
+        .env("LORE_MODELS__DIR", super::helpers::models_dir())
+        .arg("evals")
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn audited(app: &TestApp, action: &str) -> usize {
+    app.lore.flush_writes().await;
+    entity::audit_log::Entity::find()
+        .all(&app.lore.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == action)
+        .count()
+}
+
+#[tokio::test]
+async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_activated_anyway() {
+    let s = setup().await;
+    let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let first = profile["active"]["version"].as_i64().unwrap();
+    let snapshot = profile["active"]["snapshot"].clone();
+
+    // The golden set: questions the site answers, and one it cannot.
+    for body in [
+        json!({"question": "What does guide 4 explain?"}),
+        json!({"question": "What does guide 6 explain?", "origin": "playground"}),
+        json!({"question": "Zyxwv qrstu plokm?", "should_refuse": true, "origin": "dashboard"}),
+    ] {
+        let added = s.app.post_json("/admin/golden", body.clone()).await;
+        assert_eq!(added.status(), 201, "{body}: {:?}", added.text().await);
+    }
+    // Bad golden questions are refused with a stable code and store nothing.
+    for (body, code) in [
+        (json!({"question": "  "}), "invalid_input"),
+        (json!({"question": "Q?", "should_refuse": true, "expected_facts": ["x"]}), "invalid_input"),
+        (json!({"question": "Q?", "expected_source": "no-such-source"}), "invalid_input"),
+        (json!({"question": "Q?", "origin": "elsewhere"}), "invalid_input"),
+    ] {
+        let refused = s.app.post_json("/admin/golden", body.clone()).await;
+        assert_eq!(refused.status(), 422, "{body}");
+        assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], code, "{body}");
+    }
+    let gone = s.app.client.delete(s.app.url("/admin/golden/nope")).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+    assert_eq!(gone.json::<Value>().await.unwrap()["error"]["code"], "golden_question_not_found");
+    let set: Value = s.app.get("/admin/golden").await.json().await.unwrap();
+    assert_eq!(set.as_array().unwrap().len(), 3, "{set:#}");
+
+    // A version that refuses every question (nothing passes its cutoff):
+    // stored, evaluated beside the active one, and kept inactive.
+    let mut refusing = snapshot.clone();
+    refusing["retrieval"]["score_cutoff"] = json!(1.0);
+    let saved = s
+        .app
+        .post_json(
+            "/admin/profile/versions",
+            json!({"base_version": first, "snapshot": refusing, "note": "refuse all"}),
+        )
+        .await;
+    assert_eq!(saved.status(), 201);
+    let held: Value = saved.json().await.unwrap();
+    assert_eq!(held["active"], false, "{held:#}");
+    let gate = &held["evals"]["gate"];
+    assert_eq!(gate["passed"], false, "{held:#}");
+    assert_eq!(gate["baseline_version"], first);
+    assert!(gate["regressions"][0].as_str().unwrap().contains("right"), "{gate:#}");
+    assert_eq!(held["evals"]["totals"]["wrongly_refused"], 2, "{held:#}");
+    assert_eq!(held["evals"]["totals"]["correct"], 1, "the nonsense question is refused rightly: {held:#}");
+    assert!(gate["baseline"]["correct"].as_u64().unwrap() > 1, "{gate:#}");
+    let held_version = held["version"].as_i64().unwrap();
+    // The active version still serves, and its eval score is on Readiness.
+    let served = s.answer("What does guide 4 explain?").await;
+    assert_eq!(served["profile_version"], first, "{served:#}");
+    assert_eq!(served["refused"], false, "{served:#}");
+    let readiness: Value = s.app.get("/admin/setup-state/").await.json().await.unwrap();
+    assert_eq!(readiness["active_evals"]["questions"], 3, "{readiness:#}");
+    assert_eq!(readiness["active_evals"]["correct"], gate["baseline"]["correct"], "{readiness:#}");
+    // Eval runs are not recorded: the Dashboard counts the one question asked.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    assert_eq!(dashboard["totals"]["queries"], 1, "{dashboard:#}");
+
+    // A neutral change (a cache gate; the answers are the same) passes.
+    let mut neutral = snapshot.clone();
+    neutral["cache"]["min_similarity"] = json!(0.93);
+    let passed: Value = s
+        .app
+        .post_json("/admin/profile/versions", json!({"base_version": first, "snapshot": neutral}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(passed["active"], true, "{passed:#}");
+    assert_eq!(passed["evals"]["gate"]["passed"], true, "{passed:#}");
+    let neutral_version = passed["version"].as_i64().unwrap();
+
+    // Restoring the held version needs "activate anyway"; that is recorded.
+    let restore_path = format!("/admin/profile/versions/{held_version}/restore");
+    let restore = |anyway: bool| {
+        s.app.post_json(&restore_path, json!({"expected_active": neutral_version, "anyway": anyway}))
+    };
+    let refused = restore(false).await;
+    assert_eq!(refused.status(), 409);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "eval_regression", "{refused:#}");
+    assert_eq!(refused["error"]["details"]["version"], held_version);
+    assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version as i64, neutral_version);
+    assert_eq!(audited(&s.app, "profile.activated_anyway").await, 0);
+    let activated = restore(true).await;
+    assert_eq!(activated.status(), 200);
+    let activated: Value = activated.json().await.unwrap();
+    assert_eq!(activated["active"], true);
+    assert_eq!(
+        activated["evals"]["gate"]["activated_anyway"]["by"].as_str().map(|b| !b.is_empty()),
+        Some(true)
+    );
+    assert_eq!(audited(&s.app, "profile.activated_anyway").await, 1);
+    let now = s.answer("What does guide 4 explain?").await;
+    assert_eq!((now["refused"].as_bool(), now["profile_version"].as_i64()), (Some(true), Some(held_version)));
+
+    // At the terminal: the active (refusing) version answers as it did at
+    // its last eval: nothing got worse, exit 0.
+    let (ok, stdout, stderr) = lore_evals(&s, &["run"]).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("Version {held_version}: 1 of 3 right")), "{stdout}");
+    // Version `first`, evaluated now, against its last eval (as the gate's
+    // baseline): the same answers, exit 0, JSON on request.
+    let (ok, stdout, stderr) = lore_evals(&s, &["run", "--json", "--version", &first.to_string()]).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    let ran: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(ran["version"], first);
+    assert_eq!(ran["regressions"], json!([]));
+    // The guides go (disabled), an unrelated page stays: version `first`
+    // now refuses the questions it answered at its last eval, and the
+    // terminal says so with a non-zero exit and the stable code.
+    let menu: Value = s
+        .app
+        .post_json("/admin/sources/", json!({"name": "Canteen", "kind": "upload"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let menu = menu["id"].as_str().unwrap().to_owned();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(b"# Canteen\n\nSoup on Mondays, curry on Fridays.\n".to_vec())
+            .file_name("menu.md"),
+    );
+    let received = s
+        .app
+        .client
+        .post(s.app.url(&format!("/admin/sources/{menu}/files")))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(received.status(), 202);
+    let receipts: Value = received.json().await.unwrap();
+    assert_eq!(finished(&s.app, receipts[0]["job"]["id"].as_str().unwrap()).await["status"], "succeeded");
+    let guides = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap();
+    let guides = guides.as_array().unwrap().iter().find(|g| g["name"] == "Guides").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let disabled = s.app.post_json(&format!("/admin/sources/{guides}/disable"), json!({})).await;
+    assert_eq!(disabled.status(), 200, "{:?}", disabled.text().await);
+    let (ok, stdout, stderr) = lore_evals(&s, &["run", "--json", "--version", &first.to_string()]).await;
+    let failed: Value = serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    assert!(!ok, "{failed:#}");
+    assert_eq!(failed["error"]["code"], "eval_regression", "{failed:#}");
+    assert!(failed["error"]["details"]["regressions"][0].as_str().unwrap().contains("right"), "{failed:#}");
+    assert_eq!(failed["error"]["details"]["report"]["totals"]["answered"], 0, "{failed:#}");
+}
+
+#[tokio::test]
+async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_page_changes() {
+    let s = setup().await;
+    let question = "What does guide 4 explain?";
+    let written = s.answer(question).await;
+    assert_eq!(written["refused"], false, "{written:#}");
+    let citations = written["citations"].clone();
+    assert!(!citations.as_array().unwrap().is_empty(), "{written:#}");
+
+    // Bad pins are refused and store nothing.
+    for (body, status, code) in [
+        (json!({"question": question, "answer": "  ", "citations": citations}), 422, "invalid_input"),
+        (json!({"question": "", "answer": "A."}), 422, "invalid_input"),
+        (
+            json!({"question": question, "answer": "A.", "citations": [{"index": 1, "chunk_id": "nope", "source_id": "s", "document_id": "d", "title": "t", "url": null, "snippet": "", "score": 0.0}]}),
+            422,
+            "invalid_input",
+        ),
+    ] {
+        let refused = s.app.post_json("/admin/pins", body.clone()).await;
+        assert_eq!(refused.status(), status, "{body}");
+        assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], code, "{body}");
+    }
+    assert_eq!(s.app.get("/admin/pins").await.json::<Value>().await.unwrap(), json!([]));
+
+    let curated = "Guide 4 is the curated answer the docs team wrote [1].";
+    let pinned = s
+        .app
+        .post_json("/admin/pins", json!({"question": question, "answer": curated, "citations": citations}))
+        .await;
+    assert_eq!(pinned.status(), 201);
+    let pin: Value = pinned.json().await.unwrap();
+
+    // The question, asked again: the pin, before the caches, no model call.
+    let again = s.answer("what does guide 4 explain").await;
+    assert_eq!(
+        (again["pinned"].as_bool(), again["answer"].as_str()),
+        (Some(true), Some(curated)),
+        "{again:#}"
+    );
+    assert_eq!(stage(&again, "pinned").unwrap()["decision"], "served", "{again:#}");
+    assert!(stage(&again, "exact_cache").is_none() && stage(&again, "generation").is_none(), "{again:#}");
+    assert_eq!(again["citations"], citations);
+    // A close paraphrase (above the semantic gate) is served the pin too.
+    let close = s.answer("What does guide number 4 explain?").await;
+    assert_eq!(close["pinned"], true, "{close:#}");
+    assert!(stage(&close, "pinned").unwrap()["reason"].as_str().unwrap().contains("similar"), "{close:#}");
+    // Another question is not.
+    let other = s.answer("What does guide 6 explain?").await;
+    assert_eq!(other["pinned"], false, "{other:#}");
+    // The Dashboard's funnel counts the pin's serves.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    let served = dashboard["funnel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["stage"] == "pinned" && f["decision"] == "served")
+        .unwrap_or_else(|| panic!("{dashboard:#}"))["count"]
+        .clone();
+    assert_eq!(served, 2, "{dashboard:#}");
+
+    // The cited page changes: the pin is flagged and no longer serves.
+    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
+    let source = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let synced: Value =
+        s.app.post_json(&format!("/admin/sources/{source}/sync"), json!({})).await.json().await.unwrap();
+    assert_eq!(finished(&s.app, synced["id"].as_str().unwrap()).await["status"], "succeeded");
+    let after = s.answer(question).await;
+    assert_eq!(after["pinned"], false, "{after:#}");
+    let flagged = stage(&after, "pinned").unwrap();
+    assert_eq!(flagged["decision"], "flagged", "{after:#}");
+    let why = flagged["reason"].as_str().unwrap();
+    assert!(why.contains("changed") || why.contains("no longer in the index"), "{after:#}");
+    let pins: Value = s.app.get("/admin/pins").await.json().await.unwrap();
+    assert_eq!(pins[0]["id"], pin["id"]);
+    assert!(pins[0]["flagged_at"].is_string(), "{pins:#}");
+
+    // Removed: gone; removing again is a 404 with its code.
+    let removed = s
+        .app
+        .client
+        .delete(s.app.url(&format!("/admin/pins/{}", pin["id"].as_str().unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 204);
+    let again = s
+        .app
+        .client
+        .delete(s.app.url(&format!("/admin/pins/{}", pin["id"].as_str().unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404);
+    assert_eq!(again.json::<Value>().await.unwrap()["error"]["code"], "pin_not_found");
+}

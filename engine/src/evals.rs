@@ -1,0 +1,596 @@
+//! Golden questions and evals: does a candidate profile version answer the
+//! questions that matter at least as well as the one serving?
+//!
+//! - The admin keeps a set of [`Golden`] questions: each expects facts in
+//!   its answer (every one, case and spacing aside), or a refusal, and
+//!   optionally a citation of one source. They are added on the Prompt
+//!   screen, from the Playground and from the Dashboard.
+//! - [`run`] answers every golden question as a version would (the answer
+//!   pipeline's eval mode: no pins, no caches, nothing recorded) and scores
+//!   each: answered or refused, facts found, source cited, latency, cost.
+//!   The [`Report`] is stored in the version's `evals`.
+//! - Saving a version with golden questions present runs the set against
+//!   the candidate and against the active version, both now, under the
+//!   same models and index, and activates the candidate only when it is not
+//!   worse ([`regressions`]): no fewer right answers, no more refusals of
+//!   questions it should answer. Otherwise the candidate is stored,
+//!   inactive, with the comparison in its [`Gate`], and serves only when
+//!   the admin activates it anyway (recorded in the gate and the audit log).
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use entity::{golden_question, profile_version};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
+    TransactionTrait,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::answer;
+use crate::audit::{self, Actor};
+use crate::profile::{ProfileError, Version};
+use crate::{Error, Lore, Result};
+
+/// The most golden questions kept: each costs two answer runs per save.
+pub const MAX_GOLDEN: u64 = 100;
+/// The most expected facts one question holds.
+pub const MAX_FACTS: usize = 10;
+/// The longest expected fact, in characters.
+pub const MAX_FACT_CHARS: usize = 200;
+
+/// Where a golden question was added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Prompt,
+    Playground,
+    Dashboard,
+    Cli,
+}
+
+impl Origin {
+    pub fn key(self) -> &'static str {
+        match self {
+            Origin::Prompt => "prompt",
+            Origin::Playground => "playground",
+            Origin::Dashboard => "dashboard",
+            Origin::Cli => "cli",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self> {
+        [Origin::Prompt, Origin::Playground, Origin::Dashboard, Origin::Cli]
+            .into_iter()
+            .find(|o| o.key() == raw)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!("unknown origin `{raw}`: prompt, playground, dashboard or cli"))
+            })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Golden {
+    pub id: String,
+    pub question: String,
+    pub expected_facts: Vec<String>,
+    pub should_refuse: bool,
+    pub expected_source: Option<String>,
+    pub origin: Origin,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl TryFrom<golden_question::Model> for Golden {
+    type Error = Error;
+
+    fn try_from(row: golden_question::Model) -> Result<Self> {
+        let unreadable =
+            |why: String| Error::Internal(format!("the golden question {} is unreadable: {why}", row.id));
+        Ok(Golden {
+            expected_facts: serde_json::from_value(row.expected_facts.clone())
+                .map_err(|e| unreadable(e.to_string()))?,
+            origin: Origin::parse(&row.origin).map_err(|e| unreadable(e.to_string()))?,
+            id: row.id,
+            question: row.question,
+            should_refuse: row.should_refuse,
+            expected_source: row.expected_source,
+            created_by: row.created_by,
+            created_at: row.created_at,
+        })
+    }
+}
+
+/// A golden question as the admin adds it.
+#[derive(Clone, Debug)]
+pub struct NewGolden {
+    pub question: String,
+    pub expected_facts: Vec<String>,
+    pub should_refuse: bool,
+    pub expected_source: Option<String>,
+    pub origin: Origin,
+}
+
+/// Adds a golden question; one with the same normalised question is replaced.
+pub async fn add(lore: &Lore, actor: &Actor, new: NewGolden) -> Result<Golden> {
+    let question = answer::normalise(&new.question)?;
+    let facts: Vec<String> = new
+        .expected_facts
+        .iter()
+        .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|f| !f.is_empty())
+        .collect();
+    if facts.len() > MAX_FACTS {
+        return Err(Error::InvalidInput(format!("a golden question expects at most {MAX_FACTS} facts")));
+    }
+    if let Some(long) = facts.iter().find(|f| f.chars().count() > MAX_FACT_CHARS) {
+        return Err(Error::InvalidInput(format!(
+            "the expected fact “{}…” is longer than {MAX_FACT_CHARS} characters",
+            long.chars().take(40).collect::<String>()
+        )));
+    }
+    if new.should_refuse && (!facts.is_empty() || new.expected_source.is_some()) {
+        return Err(Error::InvalidInput(
+            "a question that should be refused expects no facts and no source".into(),
+        ));
+    }
+    let source = new.expected_source.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    if let Some(source) = &source {
+        let known = crate::sources::list(lore).await?.iter().any(|s| &s.id == source);
+        if !known {
+            return Err(Error::InvalidInput(format!("there is no source `{source}`")));
+        }
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let txn = lore.db.begin().await?;
+    let existing: Vec<golden_question::Model> = golden_question::Entity::find().all(&txn).await?;
+    let same: Vec<String> = existing
+        .iter()
+        .filter(|g| answer::normalise(&g.question).is_ok_and(|n| n.key == question.key))
+        .map(|g| g.id.clone())
+        .collect();
+    if same.is_empty() && existing.len() as u64 >= MAX_GOLDEN {
+        return Err(Error::InvalidInput(format!(
+            "there are {MAX_GOLDEN} golden questions already; remove one first"
+        )));
+    }
+    if !same.is_empty() {
+        golden_question::Entity::delete_many()
+            .filter(golden_question::Column::Id.is_in(same))
+            .exec(&txn)
+            .await?;
+    }
+    let row = golden_question::ActiveModel {
+        id: Set(id.clone()),
+        question: Set(question.text.clone()),
+        expected_facts: Set(serde_json::json!(facts)),
+        should_refuse: Set(new.should_refuse),
+        expected_source: Set(source),
+        origin: Set(new.origin.key().to_owned()),
+        created_by: Set(actor.label()),
+        created_at: Set(Utc::now()),
+    }
+    .insert(&txn)
+    .await?;
+    audit::record(&txn, actor, "golden.added", Some(&id), serde_json::json!({"question": question.text}))
+        .await?;
+    txn.commit().await?;
+    Golden::try_from(row)
+}
+
+/// The golden set, oldest first.
+pub async fn list(lore: &Lore) -> Result<Vec<Golden>> {
+    golden_question::Entity::find()
+        .order_by_asc(golden_question::Column::CreatedAt)
+        .order_by_asc(golden_question::Column::Id)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(Golden::try_from)
+        .collect()
+}
+
+pub async fn remove(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
+    let txn = lore.db.begin().await?;
+    let removed = golden_question::Entity::delete_by_id(id.to_owned()).exec(&txn).await?.rows_affected;
+    if removed == 0 {
+        return Err(ProfileError::UnknownGolden(id.to_owned()).into());
+    }
+    audit::record(&txn, actor, "golden.removed", Some(id), serde_json::json!({})).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Whether any golden question exists.
+pub async fn any(lore: &Lore) -> Result<bool> {
+    Ok(golden_question::Entity::find().count(&lore.db).await? > 0)
+}
+
+/// How one golden question fared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuestionResult {
+    pub id: String,
+    pub question: String,
+    pub should_refuse: bool,
+    pub answered: bool,
+    pub refused: bool,
+    /// Every expected fact is in the answer (true when none is expected).
+    pub facts_found: bool,
+    pub missing_facts: Vec<String>,
+    /// Whether the expected source is cited (`None`: none expected).
+    pub source_cited: Option<bool>,
+    pub correct: bool,
+    pub latency_ms: f64,
+    pub cost_usd: f64,
+    /// The run failed (a provider down): the question counts as wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub questions: usize,
+    pub correct: usize,
+    pub answered: usize,
+    pub refused: usize,
+    /// Refusals of questions that expect an answer.
+    pub wrongly_refused: usize,
+    /// Answers to questions that expect a refusal, or without an expected fact or source.
+    pub wrong_answers: usize,
+    pub failed: usize,
+    pub cost_usd: f64,
+    pub mean_latency_ms: f64,
+}
+
+impl Totals {
+    /// Right answers out of questions, 0 to 1.
+    pub fn score(&self) -> f64 {
+        if self.questions == 0 {
+            0.0
+        } else {
+            self.correct as f64 / self.questions as f64
+        }
+    }
+
+    fn of(results: &[QuestionResult]) -> Self {
+        let count = |f: &dyn Fn(&QuestionResult) -> bool| results.iter().filter(|r| f(r)).count();
+        Totals {
+            questions: results.len(),
+            correct: count(&|r| r.correct),
+            answered: count(&|r| r.answered),
+            refused: count(&|r| r.refused),
+            wrongly_refused: count(&|r| r.refused && !r.should_refuse),
+            wrong_answers: count(&|r| r.answered && !r.correct),
+            failed: count(&|r| r.error.is_some()),
+            cost_usd: results.iter().map(|r| r.cost_usd).sum(),
+            mean_latency_ms: if results.is_empty() {
+                0.0
+            } else {
+                results.iter().map(|r| r.latency_ms).sum::<f64>() / results.len() as f64
+            },
+        }
+    }
+}
+
+/// The comparison that decided whether a saved candidate became active.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    /// The version it was compared with (active when it was saved).
+    pub baseline_version: i32,
+    pub baseline: Totals,
+    /// The baseline's result per question, to show beside the candidate's.
+    pub baseline_results: Vec<QuestionResult>,
+    pub passed: bool,
+    /// Why it did not pass, one line each.
+    pub regressions: Vec<String>,
+    /// Set when an admin activated the candidate despite the regressions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activated_anyway: Option<Override>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Override {
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What a version's `evals` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub ran_at: DateTime<Utc>,
+    /// A fingerprint of the golden set the report answered.
+    pub set: String,
+    pub results: Vec<QuestionResult>,
+    pub totals: Totals,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+}
+
+impl Report {
+    /// The report stored with `version`, if it has one that reads.
+    pub fn of(version: &Version) -> Option<Report> {
+        version.evals.clone().and_then(|value| serde_json::from_value(value).ok())
+    }
+}
+
+fn fingerprint(set: &[Golden]) -> String {
+    let mut hash = Sha256::new();
+    for golden in set {
+        hash.update(golden.id.as_bytes());
+        hash.update([0]);
+        hash.update(golden.question.as_bytes());
+        hash.update([0]);
+        hash.update(golden.expected_facts.join("\u{1f}").as_bytes());
+        hash.update([u8::from(golden.should_refuse)]);
+        hash.update(golden.expected_source.as_deref().unwrap_or_default().as_bytes());
+    }
+    format!("{:x}", hash.finalize())
+}
+
+/// Lower case, one space between words, the quotes and closing punctuation
+/// of the text's own words aside: how facts are looked for in answers.
+fn comparable(text: &str) -> String {
+    text.to_lowercase()
+        .split_whitespace()
+        .map(|word| {
+            word.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | '*'
+                        | '“'
+                        | '”'
+                        | '‘'
+                        | '’'
+                        | ','
+                        | ';'
+                        | ':'
+                        | '.'
+                        | '!'
+                        | '?'
+                        | '('
+                        | ')'
+                )
+            })
+        })
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Scores one answer against its golden question.
+pub fn score(golden: &Golden, answer: &answer::Answer, latency_ms: f64) -> QuestionResult {
+    let text = format!(" {} ", comparable(&answer.answer));
+    let missing: Vec<String> = golden
+        .expected_facts
+        .iter()
+        .filter(|fact| !text.contains(&format!(" {} ", comparable(fact))))
+        .cloned()
+        .collect();
+    let answered = !answer.refused;
+    let source_cited = golden
+        .expected_source
+        .as_ref()
+        .map(|source| answered && answer.citations.iter().any(|c| &c.source_id == source));
+    let facts_found = answered && missing.is_empty();
+    let correct =
+        if golden.should_refuse { answer.refused } else { facts_found && source_cited.unwrap_or(true) };
+    QuestionResult {
+        id: golden.id.clone(),
+        question: golden.question.clone(),
+        should_refuse: golden.should_refuse,
+        answered,
+        refused: answer.refused,
+        facts_found,
+        missing_facts: if answered { missing } else { golden.expected_facts.clone() },
+        source_cited,
+        correct,
+        latency_ms,
+        cost_usd: answer.trace.usage.estimated_cost_usd,
+        error: None,
+    }
+}
+
+/// Answers the golden set as `version` would and scores it; `None` when
+/// there are no golden questions. `progress` hears of each question done.
+pub async fn run(
+    lore: &Lore,
+    version: &Version,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Option<Report>> {
+    let set = list(lore).await?;
+    if set.is_empty() {
+        return Ok(None);
+    }
+    let mut results = Vec::with_capacity(set.len());
+    for (done, golden) in set.iter().enumerate() {
+        let started = Instant::now();
+        let result = match answer::evaluate(lore, version, &golden.question).await {
+            Ok(answer) => score(golden, &answer, started.elapsed().as_secs_f64() * 1000.0),
+            // The pipeline cannot answer at all: no version would do better.
+            Err(err @ (Error::NotAnswerable(_) | Error::RetrievalFailingClosed(_))) => return Err(err),
+            Err(err) => QuestionResult {
+                id: golden.id.clone(),
+                question: golden.question.clone(),
+                should_refuse: golden.should_refuse,
+                answered: false,
+                refused: false,
+                facts_found: false,
+                missing_facts: golden.expected_facts.clone(),
+                source_cited: golden.expected_source.as_ref().map(|_| false),
+                correct: false,
+                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+                cost_usd: 0.0,
+                error: Some(err.to_string()),
+            },
+        };
+        results.push(result);
+        progress(done + 1, set.len());
+    }
+    Ok(Some(Report {
+        ran_at: Utc::now(),
+        set: fingerprint(&set),
+        totals: Totals::of(&results),
+        results,
+        gate: None,
+    }))
+}
+
+/// What makes `candidate` worse than `baseline`, one line each (none: not worse).
+pub fn regressions(candidate: &Totals, baseline: &Totals, baseline_version: i32) -> Vec<String> {
+    let mut worse = Vec::new();
+    if candidate.correct < baseline.correct {
+        worse.push(format!(
+            "answers {} of {} golden questions right, version {baseline_version} {}",
+            candidate.correct, candidate.questions, baseline.correct
+        ));
+    }
+    if candidate.wrongly_refused > baseline.wrongly_refused {
+        worse.push(format!(
+            "refuses {} golden questions it should answer, version {baseline_version} {}",
+            candidate.wrongly_refused, baseline.wrongly_refused
+        ));
+    }
+    worse
+}
+
+/// Stores `report` as version `number`'s evals.
+pub async fn store(lore: &Lore, number: i32, report: &Report) -> Result<()> {
+    let value =
+        serde_json::to_value(report).map_err(|err| Error::Internal(format!("serialising evals: {err}")))?;
+    profile_version::Entity::update_many()
+        .col_expr(profile_version::Column::Evals, Expr::value(value))
+        .filter(profile_version::Column::Version.eq(number))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
+}
+
+/// What `lore evals run` and the console's "run evals" report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rerun {
+    pub version: i32,
+    pub report: Report,
+    /// The version's previous report on the same golden set, if it had one.
+    pub previous: Option<Totals>,
+    /// Against `previous`.
+    pub regressions: Vec<String>,
+}
+
+/// Runs the golden set against version `number` (the active one by
+/// default) now, compares with its previous report on the same set, and
+/// stores the new one (keeping the previous gate). `None`: no golden
+/// questions.
+pub async fn rerun(
+    lore: &Lore,
+    number: Option<i32>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Option<Rerun>> {
+    let version = match number {
+        Some(number) => crate::profile::version(lore, number).await?,
+        None => crate::profile::active(lore).await?.ok_or(ProfileError::NoProfile)?,
+    };
+    let Some(mut report) = run(lore, &version, progress).await? else {
+        return Ok(None);
+    };
+    let before = Report::of(&version);
+    report.gate = before.as_ref().and_then(|b| b.gate.clone());
+    let previous = before.filter(|b| b.set == report.set).map(|b| b.totals);
+    let regressions =
+        previous.as_ref().map(|p| regressions(&report.totals, p, version.version)).unwrap_or_default();
+    store(lore, version.version, &report).await?;
+    Ok(Some(Rerun { version: version.version, report, previous, regressions }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::{Answer, CacheOutcome, CacheStatus, Citation, Trace, Usage};
+
+    fn golden(facts: &[&str], refuse: bool, source: Option<&str>) -> Golden {
+        Golden {
+            id: "g".into(),
+            question: "How many databases can be attached?".into(),
+            expected_facts: facts.iter().map(|f| f.to_string()).collect(),
+            should_refuse: refuse,
+            expected_source: source.map(str::to_owned),
+            origin: Origin::Prompt,
+            created_by: "test".into(),
+            created_at: Utc::now(),
+        }
+    }
+
+    fn answer(text: &str, refused: bool, sources: &[&str]) -> Answer {
+        Answer {
+            answer: text.into(),
+            refused,
+            grounded: !refused,
+            pinned: false,
+            citations: sources
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Citation {
+                    index: i + 1,
+                    chunk_id: format!("c{i}"),
+                    source_id: s.to_string(),
+                    document_id: "d".into(),
+                    title: "t".into(),
+                    url: None,
+                    snippet: String::new(),
+                    score: 0.5,
+                })
+                .collect(),
+            cache: CacheOutcome { status: CacheStatus::Bypass, kind: None, similarity: None },
+            profile_version: 1,
+            trace: Trace {
+                id: String::new(),
+                stages: Vec::new(),
+                retrieval: Vec::new(),
+                model: None,
+                usage: Usage::default(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_fact_counts_only_as_whole_words_case_and_quotes_aside() {
+        let g = golden(&["10 databases", "SQLITE_MAX_ATTACHED"], false, None);
+        let marked =
+            score(&g, &answer("By default, 10 Databases; see `sqlite_max_attached`.", false, &[]), 1.0);
+        assert!(marked.correct, "markdown and case aside: {marked:?}");
+        let right = score(&g, &answer("By default 10 databases (SQLITE_MAX_ATTACHED).", false, &[]), 1.0);
+        assert!(right.correct, "{right:?}");
+        let wrong = score(&g, &answer("Up to 110 databases, per SQLITE_MAX_ATTACHED.", false, &[]), 1.0);
+        assert!(!wrong.correct);
+        assert_eq!(wrong.missing_facts, vec!["10 databases".to_owned()]);
+    }
+
+    #[test]
+    fn refusals_and_sources_are_scored() {
+        let refuse = golden(&[], true, None);
+        assert!(score(&refuse, &answer("I could not find this.", true, &[]), 1.0).correct);
+        assert!(!score(&refuse, &answer("It is 10.", false, &[]), 1.0).correct);
+        let sourced = golden(&["10"], false, Some("docs"));
+        assert!(!score(&sourced, &answer("It is 10 [1].", false, &["blog"]), 1.0).correct);
+        let both = score(&sourced, &answer("It is 10 [1].", false, &["blog", "docs"]), 1.0);
+        assert!(both.correct && both.source_cited == Some(true));
+        let refused = score(&sourced, &answer("I could not find this.", true, &[]), 1.0);
+        assert!(!refused.correct && refused.refused);
+        assert_eq!(Totals::of(&[refused]).wrongly_refused, 1);
+    }
+
+    #[test]
+    fn a_candidate_is_worse_when_it_answers_fewer_right_or_refuses_more() {
+        let base = Totals { questions: 4, correct: 3, wrongly_refused: 1, ..Totals::default() };
+        assert!(regressions(&base.clone(), &base, 2).is_empty());
+        let fewer = Totals { correct: 2, ..base.clone() };
+        assert_eq!(regressions(&fewer, &base, 2).len(), 1);
+        let refusing = Totals { wrongly_refused: 2, ..base.clone() };
+        assert!(regressions(&refusing, &base, 2)[0].contains("refuses 2"));
+        let better = Totals { correct: 4, wrongly_refused: 0, ..base.clone() };
+        assert!(regressions(&better, &base, 2).is_empty());
+    }
+}
