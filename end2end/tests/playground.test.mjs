@@ -175,3 +175,60 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   await page.waitForURL(`${lore.baseUrl}/sources`);
   assert.deepEqual(errors, []);
 });
+
+test('golden questions gate a worse version until activated anyway, and a pinned answer serves a content gap', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+
+  // An answered question on the Dashboard becomes a golden question.
+  await page.goto(`${lore.baseUrl}/dashboard`);
+  await hydrated(page);
+  const asked = page.locator('.top-queries li[data-question="what does guide 4 explain"]');
+  await asked.locator('button.save-golden').click();
+  await asked.locator('text=golden: set its expected facts').waitFor();
+
+  // A content gap's "Pin an answer" opens the Playground with the question;
+  // the admin writes an answer and pins it, and it is served from then on.
+  const gap = page.locator('.content-gaps li.gap-group[data-label="zyxwv qrstu plokm"]');
+  await gap.locator('a.pin-answer').click();
+  await page.waitForURL(/\/playground\?q=/);
+  await hydrated(page);
+  assert.equal(await page.inputValue('textarea[name=question]'), 'zyxwv qrstu plokm');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  await page.locator('.panel.answer[data-refused="true"]').waitFor({ timeout: 60_000 });
+  await page.getByRole('button', { name: 'Write an answer to pin' }).click();
+  await page.fill('textarea[name=pinned_answer]', 'Zyxwv qrstu plokm is an internal codename; we do not document it.');
+  await page.getByRole('button', { name: 'Pin', exact: true }).click();
+  await page.locator('.curate .flash.ok', { hasText: 'Pinned' }).waitFor();
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const pinned = page.locator('.panel.answer[data-pinned="true"]');
+  await pinned.waitFor({ timeout: 60_000 });
+  assert.match(await pinned.locator('.answer-text').innerText(), /internal codename/);
+
+  // The Prompt screen: the golden set, and one more added there.
+  await page.goto(`${lore.baseUrl}/prompt`);
+  await hydrated(page);
+  await page.locator('.golden li.golden-question[data-question="what does guide 4 explain"]').waitFor();
+  await page.fill('input[name=golden_question]', 'What does guide 6 explain?');
+  await page.getByRole('button', { name: 'Add golden question' }).click();
+  await page.locator('.golden li.golden-question[data-question="What does guide 6 explain?"]').waitFor();
+  await page.locator('.pins li.pin[data-question="zyxwv qrstu plokm"]').waitFor();
+
+  // A version that refuses everything (nothing passes a cutoff of 1) is
+  // saved but kept inactive, shown beside the active one question by question.
+  await page.fill('input[name=score_cutoff]', '1');
+  await page.fill('input[name=note]', 'refuse everything');
+  await page.getByRole('button', { name: 'Save as a new version' }).click();
+  await page.locator('.flash.error', { hasText: 'not activated' }).waitFor({ timeout: 300_000 });
+  const held = page.locator('li.version', { has: page.locator('.badge.held') });
+  await held.waitFor();
+  const comparison = held.locator('.eval-comparison table.evals');
+  await comparison.waitFor();
+  const row = comparison.locator('tr[data-question="what does guide 4 explain"]');
+  assert.equal(await row.locator('td.wrong').count(), 1, await row.innerText());
+  assert.equal(await row.locator('td.right').count(), 1, await row.innerText());
+  await held.locator('button.activate-anyway').click();
+  await page.locator('.flash.ok', { hasText: 'activated anyway' }).waitFor();
+  await page.locator('li.version', { has: page.locator('.badge.ok') }).locator('.eval-comparison').waitFor();
+  assert.deepEqual(errors, []);
+});

@@ -7,7 +7,8 @@ use leptos::prelude::*;
 
 use crate::client;
 use crate::wire::{
-    GapGroupView, MetricPoint, ObservabilityRequest, ObservabilityResponse, QueryCountView, SetupState,
+    GapGroupView, GoldenRequest, GoldenView, MetricPoint, ObservabilityRequest, ObservabilityResponse,
+    QueryCountView, SetupState,
 };
 
 /// The range selector's choices: (hours, label).
@@ -99,8 +100,7 @@ fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
         <div class="lists">
             <section class="top-queries">
                 <h3>"Top questions"</h3>
-                <Counts rows=data.top_queries.iter().map(|q| (q.query.clone(), q.count)).collect()
-                    empty="No questions yet."/>
+                <TopQuestions rows=data.top_queries.clone()/>
             </section>
             <section class="content-gaps">
                 <h3>"Content gaps"</h3>
@@ -175,6 +175,8 @@ fn GapGroups(groups: Vec<GapGroupView>) -> impl IntoView {
                             </ul>
                         })}
                         <a class="add-source" href="/sources">"Add a source"</a>
+                        " · "
+                        <a class="pin-answer" href=format!("/playground?q={}", crate::pages::signin::urlencode(&g.label))>"Pin an answer"</a>
                     </li>
                 }
             }).collect_view()}
@@ -184,14 +186,31 @@ fn GapGroups(groups: Vec<GapGroupView>) -> impl IntoView {
 }
 
 #[component]
-fn Counts(rows: Vec<(String, i64)>, empty: &'static str) -> impl IntoView {
+fn TopQuestions(rows: Vec<QueryCountView>) -> impl IntoView {
     if rows.is_empty() {
-        return view! { <p class="empty">{empty}</p> }.into_any();
+        return view! { <p class="empty">"No questions yet."</p> }.into_any();
     }
     view! {
         <ol class="counts">
-            {rows.into_iter().map(|(text, count)| view! {
-                <li><span class="text">{text}</span> <span class="count">{count}</span></li>
+            {rows.into_iter().map(|q| {
+                let saved = RwSignal::new(None::<Result<(), String>>);
+                let question = q.query.clone();
+                let save = move |_| {
+                    let body = GoldenRequest { question: question.clone(), origin: Some("dashboard".into()), ..GoldenRequest::default() };
+                    leptos::task::spawn_local(async move {
+                        saved.set(Some(client::send::<_, GoldenView>("POST", "/admin/golden", &body).await.map(|_| ())));
+                    });
+                };
+                view! {
+                    <li data-question=q.query.clone()>
+                        <span class="text">{q.query.clone()}</span> <span class="count">{q.count}</span>
+                        {move || match saved.get() {
+                            None => view! { <button type="button" class="link save-golden" on:click=save.clone()>"Save as golden"</button> }.into_any(),
+                            Some(Ok(())) => view! { <span class="meta">" golden: set its expected facts on the Prompt screen"</span> }.into_any(),
+                            Some(Err(message)) => view! { <span class="error">{message}</span> }.into_any(),
+                        }}
+                    </li>
+                }
             }).collect_view()}
         </ol>
     }
@@ -291,6 +310,13 @@ fn ReadinessView(state: SetupState) -> impl IntoView {
                     }
                 })
                 .collect_view()}
+            {state.active_evals.map(|e| view! {
+                <li class="check evals" data-check="evals">
+                    <span class="status">{format!("{}/{}", e.correct, e.questions)}</span>
+                    <span class="name">"Eval score"</span>
+                    <span class="detail">{format!("The active version answered {} of {} golden questions right at its last eval ({}).", e.correct, e.questions, e.ran_at)}</span>
+                </li>
+            })}
         </ul>
     }
 }

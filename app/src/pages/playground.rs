@@ -6,13 +6,18 @@
 //!   its resolved scope (the enabled sources) and settings.
 //! - **Corpus diagnostic**: the whole corpus (disabled sources too) searched
 //!   directly, no cutoff, with each mode's raw score.
+//!
+//! Under an answer, the admin can save the question as a golden question
+//! (with the facts a right answer holds) or pin the answer, edited if need
+//! be, with its citations. `?q=` fills the question in (the Dashboard's
+//! "Pin an answer" on a content gap links here with it).
 
 use leptos::prelude::*;
 
 use crate::client;
 use crate::wire::{
-    AnswerRequest, AnswerResponse, ErrorBody, ProfileRetrievalView, RetrievalRequest, SearchRequest,
-    SearchResults, StageView,
+    AnswerRequest, AnswerResponse, ErrorBody, GoldenRequest, GoldenView, PinRequest, PinView,
+    ProfileRetrievalView, RetrievalRequest, SearchRequest, SearchResults, StageView,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,7 +37,10 @@ enum Outcome {
 #[component]
 pub fn Playground() -> impl IntoView {
     let mode = RwSignal::new(Mode::Answer);
-    let question = RwSignal::new(String::new());
+    let query = leptos_router::hooks::use_query_map();
+    let question = RwSignal::new(query.get_untracked().get("q").unwrap_or_default());
+    // The question the shown answer answers (the box may have changed since).
+    let answered = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let outcome = RwSignal::new(None::<Result<Outcome, String>>);
     // Bumped by every question and every change of mode: a reply that comes
@@ -44,6 +52,7 @@ pub fn Playground() -> impl IntoView {
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let text = question.get();
+        let text_for_curation = text.clone();
         let chosen = mode.get();
         busy.set(true);
         outcome.set(None);
@@ -76,6 +85,7 @@ pub fn Playground() -> impl IntoView {
             };
             busy.set(false);
             if asked.get_untracked() == this {
+                answered.set(text_for_curation);
                 outcome.set(Some(result));
             }
         });
@@ -118,7 +128,10 @@ pub fn Playground() -> impl IntoView {
             })}
             {move || outcome.get().map(|result| match result {
                 Err(message) => view! { <p class="flash error" role="alert">{message}</p> }.into_any(),
-                Ok(Outcome::Answer(answer)) => view! { <AnswerPanel answer/> }.into_any(),
+                Ok(Outcome::Answer(answer)) => view! {
+                    <AnswerPanel answer=answer.clone()/>
+                    <Curate question=answered.get_untracked() answer/>
+                }.into_any(),
                 Ok(Outcome::Profile(view)) => view! { <ProfilePanel view/> }.into_any(),
                 Ok(Outcome::Corpus(results)) => view! { <Hits results title="Corpus diagnostic: every source, no cutoff" empty="Nothing in the corpus matches"/> }.into_any(),
             })}
@@ -178,8 +191,8 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
         answer.trace.id
     );
     view! {
-        <div class="panel answer" data-refused=answer.refused.to_string() data-cache=answer.cache.status.clone()>
-            <h2>{if answer.refused { "Refused" } else { "Answer" }}</h2>
+        <div class="panel answer" data-refused=answer.refused.to_string() data-pinned=answer.pinned.to_string() data-cache=answer.cache.status.clone()>
+            <h2>{if answer.refused { "Refused" } else if answer.pinned { "Pinned answer" } else { "Answer" }}</h2>
             <p class="answer-text">{answer.answer.clone()}</p>
             <p class="meta">{cache}" · "{usage_line}</p>
             {(!answer.citations.is_empty()).then(|| view! {
@@ -229,6 +242,78 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
                         )}</li>
                     }).collect_view()}
                 </ol>
+            })}
+        </div>
+    }
+}
+
+/// Save the question as golden, or pin the answer (edited if need be).
+#[component]
+fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
+    let facts = RwSignal::new(String::new());
+    let pin_text = RwSignal::new(if answer.refused { String::new() } else { answer.answer.clone() });
+    let pinning = RwSignal::new(false);
+    let said = RwSignal::new(None::<(bool, String)>);
+    let golden_question = question.clone();
+    let should_refuse = answer.refused;
+    let save_golden = move |_| {
+        let body = GoldenRequest {
+            question: golden_question.clone(),
+            expected_facts: facts
+                .get()
+                .lines()
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            should_refuse,
+            expected_source: None,
+            origin: Some("playground".into()),
+        };
+        leptos::task::spawn_local(async move {
+            said.set(Some(match client::send::<_, GoldenView>("POST", "/admin/golden", &body).await {
+                Ok(_) => (true, "Saved as a golden question: every saved version is evaluated on it.".into()),
+                Err(message) => (false, message),
+            }));
+        });
+    };
+    let citations = answer.citations.clone();
+    let pin = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body =
+            PinRequest { question: question.clone(), answer: pin_text.get(), citations: citations.clone() };
+        leptos::task::spawn_local(async move {
+            said.set(Some(match client::send::<_, PinView>("POST", "/admin/pins", &body).await {
+                Ok(_) => {
+                    pinning.set(false);
+                    (true, "Pinned: this answer is served for the question and close paraphrases.".into())
+                }
+                Err(message) => (false, message),
+            }));
+        });
+    };
+    view! {
+        <div class="panel curate">
+            <h2>"Keep this question"</h2>
+            {move || said.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+            <div class="answer-actions">
+                {(!should_refuse).then(|| view! {
+                    <label>"Facts a right answer holds (one per line)"
+                        <textarea name="golden_facts" rows="2" prop:value=move || facts.get() on:input=move |ev| facts.set(event_target_value(&ev))></textarea>
+                    </label>
+                })}
+                <button type="button" class="save-golden" on:click=save_golden>
+                    {if should_refuse { "Save as golden (should be refused)" } else { "Save as golden" }}
+                </button>
+                <button type="button" class="secondary pin-this" on:click=move |_| pinning.set(true)>
+                    {if should_refuse { "Write an answer to pin" } else { "Pin this answer" }}
+                </button>
+            </div>
+            {move || pinning.get().then(|| view! {
+                <form class="pin-form" on:submit=pin.clone()>
+                    <label>"Pinned answer" <textarea name="pinned_answer" rows="4" required prop:value=move || pin_text.get() on:input=move |ev| pin_text.set(event_target_value(&ev))></textarea></label>
+                    <button type="submit">"Pin"</button>
+                </form>
             })}
         </div>
     }

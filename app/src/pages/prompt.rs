@@ -1,15 +1,19 @@
 //! The Prompt screen: the persona and its details, the prompt and behaviour
-//! editor, and the history of immutable profile versions (view, diff against
-//! the active one, restore). A save names the version the editor started
-//! from; if another admin activated a version meanwhile, the save is refused
-//! and the screen says so instead of overwriting.
+//! editor, the history of immutable profile versions (view, diff against
+//! the active one, restore), the golden questions with their evals, and the
+//! pinned answers. A save names the version the editor started from; if
+//! another admin activated a version meanwhile, the save is refused and the
+//! screen says so instead of overwriting. With golden questions present, a
+//! save that answers them worse than the active version stays inactive: the
+//! history shows it beside the active one, question by question, with
+//! "Activate anyway".
 
 use leptos::prelude::*;
 
 use crate::client;
 use crate::wire::{
-    PersonaRequest, ProfileDetails, ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest,
-    SaveProfileRequest,
+    EvalReportView, EvalResultView, EvalRunView, GoldenRequest, GoldenView, PersonaRequest, PinView,
+    ProfileDetails, ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest, SaveProfileRequest,
 };
 
 #[component]
@@ -36,6 +40,8 @@ pub fn Prompt() -> impl IntoView {
                     Some(active) => view! {
                         <Editor data=data.clone() active notice refresh/>
                         <History data notice refresh/>
+                        <GoldenQuestions notice refresh/>
+                        <PinnedAnswers notice/>
                     }
                     .into_any(),
                 },
@@ -170,10 +176,26 @@ fn Editor(
         };
         leptos::task::spawn_local(async move {
             match client::send::<_, ProfileVersionView>("POST", "/admin/profile/versions", &body).await {
-                Ok(saved) => {
+                Ok(saved) if saved.active => {
                     conflict.set(None);
                     notice
                         .set(Some((true, format!("Saved as version {}; it is now active.", saved.version))));
+                    refresh();
+                }
+                Ok(saved) => {
+                    conflict.set(None);
+                    let why = saved
+                        .eval_report()
+                        .and_then(|r| r.gate)
+                        .map(|g| g.regressions.join("; "))
+                        .unwrap_or_default();
+                    notice.set(Some((
+                        false,
+                        format!(
+                            "Saved as version {}, but not activated: it {why}. Compare it in the history below; activate it anyway if you mean to.",
+                            saved.version
+                        ),
+                    )));
                     refresh();
                 }
                 Err(message) if message.contains("profile_version_conflict") => conflict.set(Some(message)),
@@ -185,6 +207,11 @@ fn Editor(
     view! {
         <form class="panel editor" on:submit=submit>
             <h2>{format!("Editing from version {base} (active)")}</h2>
+            {active.eval_report().map(|r| view! {
+                <p class="meta eval-score" data-correct=r.totals.correct.to_string() data-questions=r.totals.questions.to_string()>
+                    {format!("Golden questions: {} of {} right at its last eval ({}).", r.totals.correct, r.totals.questions, r.ran_at)}
+                </p>
+            })}
             {move || conflict.get().map(|message| view! {
                 <div class="flash error conflict" role="alert">
                     <p>{message}</p>
@@ -247,15 +274,19 @@ fn History(
                     let view_v = v.clone();
                     let diff_v = v.clone();
                     let number = v.version;
-                    let restore = move |_| {
+                    let held = v.held_by_gate();
+                    let report = v.eval_report();
+                    let restore = move |anyway: bool| {
                         // Versions are `i32` on the server; one that does not fit cannot be active.
                         let body = RestoreRequest {
                             expected_active: active_version.and_then(|active| i32::try_from(active).ok()),
+                            anyway,
                         };
                         leptos::task::spawn_local(async move {
                             match client::send::<_, ProfileVersionView>("POST", &format!("/admin/profile/versions/{number}/restore"), &body).await {
                                 Ok(_) => {
-                                    notice.set(Some((true, format!("Version {number} is active again."))));
+                                    let what = if anyway { "is active: activated anyway, and recorded" } else { "is active again" };
+                                    notice.set(Some((true, format!("Version {number} {what}."))));
                                     refresh();
                                 }
                                 Err(message) => notice.set(Some((false, message))),
@@ -266,13 +297,20 @@ fn History(
                         <li class="version" data-version=v.version.to_string()>
                             <strong>{format!("Version {}", v.version)}</strong>
                             {v.active.then(|| view! { <span class="badge ok">"active"</span> })}
+                            {held.then(|| view! { <span class="badge warn held">"kept inactive by the eval gate"</span> })}
                             <span class="meta">{format!(" {} · {}", v.created_at, v.created_by)}</span>
                             {v.note.clone().map(|n| view! { <span class="note">{format!(" — {n}")}</span> })}
+                            {report.as_ref().map(|r| view! { <span class="meta eval">{format!(" · golden {} of {} right", r.totals.correct, r.totals.questions)}</span> })}
                             <button type="button" class="secondary" on:click=move |_| shown.set(Some(("view".into(), view_v.clone())))>"View"</button>
                             {(!v.active).then(|| view! {
                                 <button type="button" class="secondary" on:click=move |_| shown.set(Some(("diff".into(), diff_v.clone())))>"Diff with active"</button>
-                                <button type="button" on:click=restore>"Restore"</button>
+                                {if held {
+                                    view! { <button type="button" class="danger activate-anyway" on:click=move |_| restore(true)>"Activate anyway"</button> }.into_any()
+                                } else {
+                                    view! { <button type="button" on:click=move |_| restore(false)>"Restore"</button> }.into_any()
+                                }}
                             })}
+                            {report.and_then(|r| r.gate.is_some().then_some(r)).map(|r| view! { <EvalComparison version=number report=r/> })}
                         </li>
                     }
                 }).collect_view()}
@@ -301,6 +339,229 @@ fn History(
                     </div>
                 }
             })}
+        </div>
+    }
+}
+
+/// A saved candidate beside the version it was compared with, question by question.
+#[component]
+fn EvalComparison(version: i64, report: EvalReportView) -> impl IntoView {
+    let Some(gate) = report.gate.clone() else {
+        return ().into_any();
+    };
+    let outcome = |r: Option<&EvalResultView>| match r {
+        None => ("—".to_owned(), "none"),
+        Some(r) if r.error.is_some() => ("failed".to_owned(), "wrong"),
+        Some(r) if r.correct => (if r.refused { "refused, rightly" } else { "right" }.to_owned(), "right"),
+        Some(r) if r.refused => ("refused".to_owned(), "wrong"),
+        Some(r) if r.should_refuse => ("answered, should refuse".to_owned(), "wrong"),
+        Some(r) => (format!("missing {}", r.missing_facts.join(", ")), "wrong"),
+    };
+    let verdict = if gate.passed {
+        "Not worse than the version it was compared with.".to_owned()
+    } else {
+        format!("Worse: it {}.", gate.regressions.join("; "))
+    };
+    view! {
+        <details class="eval-comparison" open=!gate.passed>
+            <summary>{format!("Golden questions: version {version} {} of {}, version {} {} of {}", report.totals.correct, report.totals.questions, gate.baseline_version, gate.baseline.correct, gate.baseline.questions)}</summary>
+            <p class="meta">{verdict}</p>
+            {gate.activated_anyway.clone().map(|o| view! { <p class="meta">{format!("Activated anyway by {} at {}.", o.by, o.at)}</p> })}
+            <table class="evals">
+                <thead><tr><th>"Question"</th><th>{format!("Version {version}")}</th><th>{format!("Version {}", gate.baseline_version)}</th></tr></thead>
+                <tbody>
+                    {report.results.iter().map(|r| {
+                        let base = gate.baseline_results.iter().find(|b| b.id == r.id);
+                        let (mine, mine_class) = outcome(Some(r));
+                        let (theirs, theirs_class) = outcome(base);
+                        view! {
+                            <tr data-question=r.question.clone()>
+                                <td>{r.question.clone()}</td>
+                                <td class=mine_class>{mine}</td>
+                                <td class=theirs_class>{theirs}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </details>
+    }
+    .into_any()
+}
+
+/// The golden questions: the set every saved version is evaluated against.
+#[component]
+fn GoldenQuestions(
+    notice: RwSignal<Option<(bool, String)>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let set = RwSignal::new(None::<Result<Vec<GoldenView>, String>>);
+    let reload = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        reload.track();
+        leptos::task::spawn_local(async move {
+            set.set(Some(client::get::<Vec<GoldenView>>("/admin/golden").await));
+        });
+    });
+    let question = RwSignal::new(String::new());
+    let facts = RwSignal::new(String::new());
+    let should_refuse = RwSignal::new(false);
+    let running = RwSignal::new(false);
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = GoldenRequest {
+            question: question.get(),
+            expected_facts: facts
+                .get()
+                .lines()
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            should_refuse: should_refuse.get(),
+            expected_source: None,
+            origin: Some("prompt".into()),
+        };
+        leptos::task::spawn_local(async move {
+            match client::send::<_, GoldenView>("POST", "/admin/golden", &body).await {
+                Ok(_) => {
+                    question.set(String::new());
+                    facts.set(String::new());
+                    should_refuse.set(false);
+                    reload.update(|n| *n = n.wrapping_add(1));
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    let run = move |_| {
+        running.set(true);
+        leptos::task::spawn_local(async move {
+            match client::send::<_, EvalRunView>(
+                "POST",
+                "/admin/profile/evals",
+                &crate::wire::RunEvalsRequest::default(),
+            )
+            .await
+            {
+                Ok(ran) => {
+                    let t = &ran.report.totals;
+                    let worse = if ran.regressions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" Worse than its last eval: {}.", ran.regressions.join("; "))
+                    };
+                    notice.set(Some((
+                        ran.regressions.is_empty(),
+                        format!(
+                            "Version {}: {} of {} golden questions right.{worse}",
+                            ran.version, t.correct, t.questions
+                        ),
+                    )));
+                    refresh();
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+            running.set(false);
+        });
+    };
+    view! {
+        <div class="panel golden">
+            <h2>"Golden questions"</h2>
+            <p class="meta">"Every saved version answers these before it serves; one that answers fewer right, or refuses more it should answer, stays inactive until you activate it anyway."</p>
+            {move || match set.get() {
+                None => view! { <p class="loading">"Loading…"</p> }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! { <p class="empty">"No golden questions yet. Add one here, or save one from the Playground."</p> }.into_any(),
+                Some(Ok(list)) => view! {
+                    <ul class="golden-questions">
+                        {list.into_iter().map(|g| {
+                            let id = g.id.clone();
+                            let remove = move |_| {
+                                let id = id.clone();
+                                leptos::task::spawn_local(async move {
+                                    match client::delete(&format!("/admin/golden/{id}")).await {
+                                        Ok(()) => reload.update(|n| *n = n.wrapping_add(1)),
+                                        Err(message) => notice.set(Some((false, message))),
+                                    }
+                                });
+                            };
+                            let expects = if g.should_refuse {
+                                "should be refused".to_owned()
+                            } else if g.expected_facts.is_empty() {
+                                "should be answered".to_owned()
+                            } else {
+                                format!("expects {}", g.expected_facts.iter().map(|f| format!("“{f}”")).collect::<Vec<_>>().join(", "))
+                            };
+                            view! {
+                                <li class="golden-question" data-question=g.question.clone()>
+                                    <strong>{g.question.clone()}</strong>" "<span class="meta">{format!("{expects} · from {}", g.origin)}</span>
+                                    <button type="button" class="secondary" on:click=remove>"Remove"</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                    <button type="button" class="run-evals" prop:disabled=move || running.get() on:click=run>
+                        {move || if running.get() { "Running the golden questions…" } else { "Run them against the active version" }}
+                    </button>
+                }.into_any(),
+            }}
+            <form class="golden-form" on:submit=add>
+                <label>"Question" <input name="golden_question" bind:value=question required/></label>
+                <label>"Expected facts (one per line)" <textarea name="expected_facts" rows="2" prop:value=move || facts.get() on:input=move |ev| facts.set(event_target_value(&ev))></textarea></label>
+                <label><input type="checkbox" name="should_refuse" bind:checked=should_refuse/>" should be refused"</label>
+                <button type="submit">"Add golden question"</button>
+            </form>
+        </div>
+    }
+}
+
+/// The pinned answers, each checked against the index as it is listed.
+#[component]
+fn PinnedAnswers(notice: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    let pins = RwSignal::new(None::<Result<Vec<PinView>, String>>);
+    let reload = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        reload.track();
+        leptos::task::spawn_local(async move {
+            pins.set(Some(client::get::<Vec<PinView>>("/admin/pins").await));
+        });
+    });
+    view! {
+        <div class="panel pins">
+            <h2>"Pinned answers"</h2>
+            <p class="meta">"Served before the caches for their question and close paraphrases. A pin whose cited passage changed is flagged and stops serving until you pin it again from the Playground."</p>
+            {move || match pins.get() {
+                None => view! { <p class="loading">"Loading…"</p> }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! { <p class="empty">"Nothing pinned. Pin an answer from the Playground, or from a content gap on the Dashboard."</p> }.into_any(),
+                Some(Ok(list)) => view! {
+                    <ul class="pinned-answers">
+                        {list.into_iter().map(|p| {
+                            let id = p.id.clone();
+                            let remove = move |_| {
+                                let id = id.clone();
+                                leptos::task::spawn_local(async move {
+                                    match client::delete(&format!("/admin/pins/{id}")).await {
+                                        Ok(()) => reload.update(|n| *n = n.wrapping_add(1)),
+                                        Err(message) => notice.set(Some((false, message))),
+                                    }
+                                });
+                            };
+                            let flagged = p.flagged_at.is_some();
+                            view! {
+                                <li class="pin" data-question=p.question.clone() data-flagged=flagged.to_string()>
+                                    <strong>{p.question.clone()}</strong>
+                                    {p.flag_reason.clone().map(|why| view! { <span class="badge warn">{format!("flagged for review: {why}")}</span> })}
+                                    <p>{p.answer.clone()}</p>
+                                    <span class="meta">{format!("{} citations · {} · {}", p.citations.len(), p.created_by, p.created_at)}</span>
+                                    <button type="button" class="secondary" on:click=remove>"Remove"</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
         </div>
     }
 }

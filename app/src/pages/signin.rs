@@ -51,7 +51,7 @@ fn sign_in_error(code: &str) -> &'static str {
 }
 
 /// Percent-encodes a path for use as a query value.
-fn urlencode(value: &str) -> String {
+pub(crate) fn urlencode(value: &str) -> String {
     value
         .bytes()
         .map(|byte| match byte {
