@@ -9,13 +9,16 @@
 //!   pipeline's eval mode: no pins, no caches, nothing recorded) and scores
 //!   each: answered or refused, facts found, source cited, latency, cost.
 //!   The [`Report`] is stored in the version's `evals`.
-//! - Saving a version with golden questions present runs the set against
-//!   the candidate and against the active version, both now, under the
-//!   same models and index, and activates the candidate only when it is not
-//!   worse ([`regressions`]): no fewer right answers, no more refusals of
-//!   questions it should answer. Otherwise the candidate is stored,
-//!   inactive, with the comparison in its [`Gate`], and serves only when
-//!   the admin activates it anyway (recorded in the gate and the audit log).
+//! - [`GoldenGate`] is the profile's save gate: saving a version with
+//!   golden questions present runs the set against the candidate and
+//!   against the active version, both now, under the same models and
+//!   index, and the candidate is activated only when it is not worse
+//!   ([`regressions`]): no fewer right answers, no more refusals of
+//!   questions it should answer. Otherwise it is stored, inactive, with the
+//!   comparison in its [`Gate`], and serves only when the admin activates
+//!   it anyway (recorded in the gate and the audit log).
+//! - Storing a report keeps the version's gate (and its "activated anyway")
+//!   unless the report brings its own.
 
 use std::time::Instant;
 
@@ -31,7 +34,7 @@ use sha2::{Digest, Sha256};
 
 use crate::answer;
 use crate::audit::{self, Actor};
-use crate::profile::{ProfileError, Version};
+use crate::profile::{Judged, ProfileError, Version};
 use crate::{Error, Lore, Result};
 
 /// The most golden questions kept: each costs two answer runs per save.
@@ -457,16 +460,71 @@ pub fn regressions(candidate: &Totals, baseline: &Totals, baseline_version: i32)
     worse
 }
 
-/// Stores `report` as version `number`'s evals.
+/// Stores `report` as version `number`'s evals, keeping the gate stored
+/// with it (read in the same transaction) when `report` has none.
 pub async fn store(lore: &Lore, number: i32, report: &Report) -> Result<()> {
-    let value =
+    let mut value =
         serde_json::to_value(report).map_err(|err| Error::Internal(format!("serialising evals: {err}")))?;
+    let txn = lore.db.begin().await?;
+    // A write first, so the transaction holds SQLite's write lock before it
+    // reads the gate: a restore with `anyway` is ordered before or after.
+    profile_version::Entity::update_many()
+        .col_expr(profile_version::Column::Evals, Expr::col(profile_version::Column::Evals).into())
+        .filter(profile_version::Column::Version.eq(number))
+        .exec(&txn)
+        .await?;
+    if report.gate.is_none() {
+        let previous = profile_version::Entity::find()
+            .filter(profile_version::Column::Version.eq(number))
+            .one(&txn)
+            .await?
+            .and_then(|row| row.evals);
+        let kept =
+            previous.as_ref().and_then(|evals| evals.get("gate")).filter(|gate| !gate.is_null()).cloned();
+        if let (Some(gate), Some(object)) = (kept, value.as_object_mut()) {
+            object.insert("gate".into(), gate);
+        }
+    }
     profile_version::Entity::update_many()
         .col_expr(profile_version::Column::Evals, Expr::value(value))
         .filter(profile_version::Column::Version.eq(number))
-        .exec(&lore.db)
+        .exec(&txn)
         .await?;
+    txn.commit().await?;
     Ok(())
+}
+
+/// The profile's save gate: the golden questions, when there are any.
+pub struct GoldenGate;
+
+#[async_trait::async_trait]
+impl crate::profile::SaveGate for GoldenGate {
+    async fn applies(&self, lore: &Lore) -> Result<bool> {
+        any(lore).await
+    }
+
+    async fn judge(&self, lore: &Lore, candidate: &Version, serving: &Version) -> Result<Option<Judged>> {
+        let quiet = |_: usize, _: usize| {};
+        let (Some(mut report), Some(baseline)) =
+            (run(lore, candidate, &quiet).await?, run(lore, serving, &quiet).await?)
+        else {
+            return Ok(None);
+        };
+        // The serving version's fresh score (Readiness shows it).
+        store(lore, serving.version, &baseline).await?;
+        let regressions = regressions(&report.totals, &baseline.totals, serving.version);
+        report.gate = Some(Gate {
+            baseline_version: serving.version,
+            baseline: baseline.totals,
+            baseline_results: baseline.results,
+            passed: regressions.is_empty(),
+            regressions: regressions.clone(),
+            activated_anyway: None,
+        });
+        let evals = serde_json::to_value(&report)
+            .map_err(|err| Error::Internal(format!("serialising evals: {err}")))?;
+        Ok(Some(Judged { evals, regressions }))
+    }
 }
 
 /// What `lore evals run` and the console's "run evals" report.
@@ -493,12 +551,11 @@ pub async fn rerun(
         Some(number) => crate::profile::version(lore, number).await?,
         None => crate::profile::active(lore).await?.ok_or(ProfileError::NoProfile)?,
     };
-    let Some(mut report) = run(lore, &version, progress).await? else {
+    let Some(report) = run(lore, &version, progress).await? else {
         return Ok(None);
     };
-    let before = Report::of(&version);
-    report.gate = before.as_ref().and_then(|b| b.gate.clone());
-    let previous = before.filter(|b| b.set == report.set).map(|b| b.totals);
+    // `store` keeps the version's gate.
+    let previous = Report::of(&version).filter(|b| b.set == report.set).map(|b| b.totals);
     let regressions =
         previous.as_ref().map(|p| regressions(&report.totals, p, version.version)).unwrap_or_default();
     store(lore, version.version, &report).await?;

@@ -80,6 +80,8 @@ pub struct Lore {
     pub(crate) gap_vectors: Arc<answer::gaps::Vectors>,
     /// The pinned answers, and their questions' vectors.
     pub(crate) pins: Arc<answer::pins::Pins>,
+    /// What judges a profile save: the golden-question evals.
+    pub(crate) save_gate: Arc<dyn profile::SaveGate>,
     /// Told when the operation `restart` asks the server to restart.
     restart: Arc<tokio::sync::Notify>,
 }
@@ -119,6 +121,7 @@ impl Lore {
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
             gap_vectors: Arc::new(answer::gaps::Vectors::default()),
             pins: Arc::new(answer::pins::Pins::default()),
+            save_gate: Arc::new(evals::GoldenGate),
             restart: Arc::new(tokio::sync::Notify::new()),
             db,
         };

@@ -15,11 +15,13 @@
 //!   [`ProfileError::VersionConflict`] and nothing is overwritten.
 //! - [`restore`] points the profile at a prior version: its whole snapshot
 //!   serves at once.
-//! - With golden questions present, [`save`] is gated by evals
-//!   ([`crate::evals`]): the candidate is stored first, inactive, the set is
-//!   answered by it and by the active version, and it becomes active only
-//!   when it is not worse. A candidate that is worse stays inactive until
-//!   [`restore`] activates it with `anyway`, which is recorded.
+//! - A [`SaveGate`] judges each save when it applies (the golden-question
+//!   evals of the `evals` module, wired in by `Lore`): the candidate is stored
+//!   first, inactive and marked held until judged, then activated only when
+//!   the gate passed it. A candidate kept inactive needs [`restore`] with
+//!   `anyway`, which is recorded in its gate and the audit log. A save the
+//!   gate could not judge, or that lost the race to another save meanwhile,
+//!   leaves no candidate behind.
 
 use chrono::Utc;
 use entity::{profile, profile_version};
@@ -30,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::{self, Actor};
 use crate::retrieve::RetrievalSettings;
 use crate::{Error, Lore, Result};
+use sea_orm::SqlErr;
 
 const PROFILE_ID: &str = "default";
 
@@ -330,6 +333,38 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
     Ok(())
 }
 
+/// What judges a saved candidate before it serves. The profile stores what
+/// the gate returns and never reads it beyond the verdict (its `gate`).
+#[async_trait::async_trait]
+pub trait SaveGate: Send + Sync {
+    /// Whether saves are judged at all.
+    async fn applies(&self, lore: &Lore) -> Result<bool>;
+    /// Judges `candidate` beside `serving`; `None` when there turned out to
+    /// be nothing to judge with.
+    async fn judge(&self, lore: &Lore, candidate: &Version, serving: &Version) -> Result<Option<Judged>>;
+}
+
+/// A gate's verdict on a candidate.
+pub struct Judged {
+    /// What the candidate's `evals` holds, its verdict under `gate`.
+    pub evals: serde_json::Value,
+    /// Why it is worse (none: it passed).
+    pub regressions: Vec<String>,
+}
+
+/// The verdict in `evals` of a version the gate kept inactive and no admin
+/// activated anyway: the version it was compared with, and why.
+pub fn held(evals: Option<&serde_json::Value>) -> Option<(i32, Vec<String>)> {
+    let gate = evals?.get("gate")?;
+    if gate.get("passed")?.as_bool()? || gate.get("activated_anyway").is_some_and(|by| !by.is_null()) {
+        return None;
+    }
+    let baseline =
+        gate.get("baseline_version").and_then(serde_json::Value::as_i64).and_then(|b| i32::try_from(b).ok());
+    let regressions = gate.get("regressions").and_then(|r| serde_json::from_value(r.clone()).ok());
+    Some((baseline.unwrap_or_default(), regressions.unwrap_or_default()))
+}
+
 /// A stored version with its parsed snapshot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Version {
@@ -475,7 +510,8 @@ async fn newest_readable(lore: &Lore) -> Result<Option<Version>> {
     Ok(rows
         .into_iter()
         .filter_map(|row| version_of(row, "").ok())
-        .find(|version| validate(&version.snapshot).is_ok()))
+        // A candidate the gate kept inactive never serves by default.
+        .find(|version| validate(&version.snapshot).is_ok() && held(version.evals.as_ref()).is_none()))
 }
 
 /// The id a save or restore based on version `base` must find active: the
@@ -529,7 +565,7 @@ pub async fn version(lore: &Lore, number: i32) -> Result<Version> {
 /// Stores `snapshot` as a new version and activates it, provided version
 /// `base` is still the active one and, with golden questions present, the
 /// new version answers them no worse than the active one (see
-/// [`crate::evals`]); a worse one is returned stored but inactive, its
+/// the `evals` module); a worse one is returned stored but inactive, its
 /// `evals` saying why.
 pub async fn save(
     lore: &Lore,
@@ -546,7 +582,7 @@ pub async fn save(
         .await?
         .ok_or(ProfileError::UnknownVersion(base))?;
     let expected = expected_active_id(lore, &base_row).await?;
-    if crate::evals::any(lore).await? {
+    if lore.save_gate.applies(lore).await? {
         return save_gated(lore, actor, base, expected, snapshot, note).await;
     }
     let id = uuid::Uuid::new_v4().to_string();
@@ -584,8 +620,8 @@ pub async fn save(
     version_of(row, &id)
 }
 
-/// The gated save: the candidate is stored inactive, evaluated beside the
-/// active version, and activated only if it is not worse.
+/// The gated save: the candidate is stored inactive (held until judged),
+/// judged beside the active version, and activated only if it passed.
 async fn save_gated(
     lore: &Lore,
     actor: &Actor,
@@ -594,14 +630,19 @@ async fn save_gated(
     snapshot: Snapshot,
     note: Option<String>,
 ) -> Result<Version> {
-    use crate::evals;
     let serving = active(lore).await?.ok_or(ProfileError::NoProfile)?;
     let current =
         profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await?.ok_or(ProfileError::NoProfile)?;
-    // Fail fast: the evals take a while, and a stale editor loses anyway.
+    // Fail fast: judging takes a while, and a stale editor loses anyway.
     if current.active_version_id != expected {
         return Err(ProfileError::VersionConflict { base, active: serving.version }.into());
     }
+    // Held until judged: a restore meanwhile (or after a crash) needs `anyway`.
+    let pending = serde_json::json!({"gate": {
+        "baseline_version": serving.version,
+        "passed": false,
+        "regressions": ["its evals have not finished"],
+    }});
     let id = uuid::Uuid::new_v4().to_string();
     let txn = lore.db.begin().await?;
     let next = profile_version::Entity::find()
@@ -610,55 +651,75 @@ async fn save_gated(
         .await?
         .map(|row| row.version + 1)
         .unwrap_or(1);
-    // Two saves numbering at once: the unique version number stops one,
-    // which then lost the race as a conflicting save does.
-    let row = match insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await {
+    let inserted = insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await;
+    let row = match inserted {
         Ok(row) => row,
-        Err(_) => {
+        // Another save took the number meanwhile: it won the race.
+        Err(Error::Database(err)) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
             drop(txn);
             let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
             return Err(ProfileError::VersionConflict { base, active }.into());
         }
+        Err(err) => return Err(err),
     };
-    audit::record(
-        &txn,
-        actor,
-        "profile.candidate_saved",
-        Some(&id),
-        serde_json::json!({"version": next, "based_on": base}),
-    )
-    .await?;
+    profile_version::Entity::update_many()
+        .col_expr(profile_version::Column::Evals, Expr::value(pending))
+        .filter(profile_version::Column::Id.eq(id.clone()))
+        .exec(&txn)
+        .await?;
     txn.commit().await?;
     let candidate = version_of(row, "")?;
-    let quiet = |_: usize, _: usize| {};
-    let (Some(mut report), Some(baseline)) =
-        (evals::run(lore, &candidate, &quiet).await?, evals::run(lore, &serving, &quiet).await?)
-    else {
-        // The set was emptied meanwhile: nothing gates the save.
-        return activate(lore, actor, candidate, expected, base, "profile.saved").await;
+    let judged = match lore.save_gate.judge(lore, &candidate, &serving).await {
+        Ok(judged) => judged,
+        Err(err) => {
+            discard(lore, &id).await;
+            return Err(err);
+        }
     };
-    evals::store(lore, serving.version, &baseline).await?;
-    let regressions = evals::regressions(&report.totals, &baseline.totals, serving.version);
-    report.gate = Some(evals::Gate {
-        baseline_version: serving.version,
-        baseline: baseline.totals.clone(),
-        baseline_results: baseline.results.clone(),
-        passed: regressions.is_empty(),
-        regressions: regressions.clone(),
-        activated_anyway: None,
-    });
-    evals::store(lore, next, &report).await?;
+    let regressions = judged.as_ref().map(|j| j.regressions.clone()).unwrap_or_default();
+    set_evals(lore, &id, judged.map(|j| j.evals)).await?;
+    let stored = version(lore, next).await?;
     if !regressions.is_empty() {
         tracing::info!(
             version = next,
             baseline = serving.version,
             ?regressions,
-            "the eval gate kept a candidate inactive"
+            "the save gate kept a candidate inactive"
         );
-        return version(lore, next).await;
+        audit::record(
+            &lore.db,
+            actor,
+            "profile.candidate_held",
+            Some(&id),
+            serde_json::json!({"version": next, "based_on": base, "regressions": regressions}),
+        )
+        .await?;
+        return Ok(stored);
     }
-    let stored = version(lore, next).await?;
-    activate(lore, actor, stored, expected, base, "profile.saved").await
+    match activate(lore, actor, stored, expected, base, "profile.saved").await {
+        Ok(activated) => Ok(activated),
+        Err(err) => {
+            discard(lore, &id).await;
+            Err(err)
+        }
+    }
+}
+
+/// Removes a candidate that never served (a save that failed after storing it).
+async fn discard(lore: &Lore, id: &str) {
+    let removed = profile_version::Entity::delete_by_id(id.to_owned()).exec(&lore.db).await;
+    if let Err(err) = removed {
+        tracing::warn!(error = %err, version = id, "a refused save's candidate could not be removed");
+    }
+}
+
+async fn set_evals(lore: &Lore, id: &str, evals: Option<serde_json::Value>) -> Result<()> {
+    profile_version::Entity::update_many()
+        .col_expr(profile_version::Column::Evals, Expr::value(evals))
+        .filter(profile_version::Column::Id.eq(id))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
 }
 
 /// Makes `candidate` active if the active version is still `expected`.
@@ -710,18 +771,10 @@ pub async fn restore(
         .one(&lore.db)
         .await?
         .ok_or(ProfileError::UnknownVersion(number))?;
-    let mut report: Option<crate::evals::Report> =
-        target.evals.clone().and_then(|v| serde_json::from_value(v).ok());
-    let blocked =
-        report.as_ref().and_then(|r| r.gate.as_ref()).filter(|g| !g.passed && g.activated_anyway.is_none());
-    if let Some(gate) = blocked {
+    let blocked = held(target.evals.as_ref());
+    if let Some((baseline, regressions)) = blocked.clone() {
         if !anyway {
-            return Err(ProfileError::EvalRegression {
-                version: number,
-                baseline: gate.baseline_version,
-                regressions: gate.regressions.clone(),
-            }
-            .into());
+            return Err(ProfileError::EvalRegression { version: number, baseline, regressions }.into());
         }
     }
     let overriding = blocked.is_some();
@@ -755,10 +808,13 @@ pub async fn restore(
     audit::record(&txn, actor, action, Some(&target.id), serde_json::json!({"version": number})).await?;
     let mut target = target;
     if overriding {
-        if let Some(gate) = report.as_mut().and_then(|r| r.gate.as_mut()) {
-            gate.activated_anyway = Some(crate::evals::Override { by: actor.label(), at: Utc::now() });
+        let mut value = target.evals.clone().unwrap_or_default();
+        if let Some(gate) = value.get_mut("gate").and_then(serde_json::Value::as_object_mut) {
+            gate.insert(
+                "activated_anyway".into(),
+                serde_json::json!({"by": actor.label(), "at": Utc::now()}),
+            );
         }
-        let value = serde_json::to_value(&report).map_err(|err| Error::Internal(err.to_string()))?;
         profile_version::Entity::update_many()
             .col_expr(profile_version::Column::Evals, Expr::value(value.clone()))
             .filter(profile_version::Column::Id.eq(target.id.clone()))

@@ -219,11 +219,12 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
             // The eval gate kept the new version inactive: say so, and
             // apply nothing more.
             if !saved.active {
-                let gate = crate::evals::Report::of(&saved).and_then(|r| r.gate);
+                let (baseline, regressions) =
+                    crate::profile::held(saved.evals.as_ref()).unwrap_or((base, Vec::new()));
                 return Err(crate::profile::ProfileError::EvalRegression {
                     version: saved.version,
-                    baseline: gate.as_ref().map_or(base, |g| g.baseline_version),
-                    regressions: gate.map(|g| g.regressions).unwrap_or_default(),
+                    baseline,
+                    regressions,
                 }
                 .into());
             }

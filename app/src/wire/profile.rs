@@ -211,10 +211,14 @@ impl ProfileVersionView {
     }
 
     /// Kept inactive by the eval gate, and not activated anyway.
+    /// Read from the stored verdict alone: a candidate still being judged
+    /// has a verdict but no report yet.
     pub fn held_by_gate(&self) -> bool {
-        self.eval_report()
-            .and_then(|r| r.gate)
-            .is_some_and(|gate| !gate.passed && gate.activated_anyway.is_none())
+        let Some(gate) = self.evals.as_ref().and_then(|evals| evals.get("gate")) else {
+            return false;
+        };
+        gate.get("passed").and_then(serde_json::Value::as_bool) == Some(false)
+            && gate.get("activated_anyway").is_none_or(serde_json::Value::is_null)
     }
 }
 

@@ -98,6 +98,8 @@ pub struct Pins(Mutex<Kept>);
 #[derive(Default)]
 struct Kept {
     pins: Option<Arc<Vec<Pin>>>,
+    /// Bumped by every change: a list read before a change is not kept.
+    generation: u64,
     by: Option<Weak<dyn Embedder>>,
     /// By pin id.
     vectors: HashMap<String, Vec<f32>>,
@@ -112,14 +114,19 @@ impl Pins {
     fn forget(&self) {
         let mut kept = self.kept();
         kept.pins = None;
+        kept.generation += 1;
         kept.vectors.clear();
     }
 }
 
 async fn loaded(lore: &Lore) -> Result<Arc<Vec<Pin>>> {
-    if let Some(pins) = lore.pins.kept().pins.clone() {
-        return Ok(pins);
-    }
+    let generation = {
+        let kept = lore.pins.kept();
+        if let Some(pins) = kept.pins.clone() {
+            return Ok(pins);
+        }
+        kept.generation
+    };
     let rows =
         pinned_answer::Entity::find().order_by_asc(pinned_answer::Column::CreatedAt).all(&lore.db).await?;
     let pins: Vec<Pin> = rows
@@ -131,7 +138,11 @@ async fn loaded(lore: &Lore) -> Result<Arc<Vec<Pin>>> {
         })
         .collect();
     let pins = Arc::new(pins);
-    lore.pins.kept().pins = Some(pins.clone());
+    let mut kept = lore.pins.kept();
+    // A change committed while this read ran: the next lookup reads again.
+    if kept.generation == generation {
+        kept.pins = Some(pins.clone());
+    }
     Ok(pins)
 }
 
@@ -308,8 +319,12 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
     let ids: Vec<String> = new.citations.iter().map(|c| c.chunk_id.clone()).collect();
     let stored =
         if ids.is_empty() { HashMap::new() } else { lore.chunks().await?.content_hashes(&ids).await? };
-    let mut citations = Vec::with_capacity(new.citations.len());
-    for (i, citation) in new.citations.into_iter().enumerate() {
+    let mut citations: Vec<PinnedCitation> = Vec::with_capacity(new.citations.len());
+    for citation in new.citations {
+        // The index is the `[n]` the answer's text cites it by.
+        if citations.iter().any(|c| c.citation.index == citation.index) {
+            return Err(Error::InvalidInput(format!("two citations have the index [{}]", citation.index)));
+        }
         let Some((source, hash)) = stored.get(&citation.chunk_id) else {
             return Err(Error::InvalidInput(format!(
                 "the cited passage `{}` is not in the index (re-ask the question and pin the new answer)",
@@ -317,7 +332,7 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
             )));
         };
         citations.push(PinnedCitation {
-            citation: Citation { index: i + 1, source_id: source.clone(), ..citation },
+            citation: Citation { source_id: source.clone(), ..citation },
             content_hash: hash.clone(),
         });
     }

@@ -40,6 +40,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("recorder", 4),
     ("metrics", 4),
     ("wizard", 4),
+    ("evals", 4),
     // 5. The operations API and the tool server, over everything.
     ("operations", 5),
     ("resources", 5),

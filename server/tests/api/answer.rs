@@ -1192,6 +1192,12 @@ async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_pa
     for (body, status, code) in [
         (json!({"question": question, "answer": "  ", "citations": citations}), 422, "invalid_input"),
         (json!({"question": "", "answer": "A."}), 422, "invalid_input"),
+        // Two citations under one `[n]`.
+        (
+            json!({"question": question, "answer": "A [1].", "citations": [citations[0].clone(), citations[0].clone()]}),
+            422,
+            "invalid_input",
+        ),
         (
             json!({"question": question, "answer": "A.", "citations": [{"index": 1, "chunk_id": "nope", "source_id": "s", "document_id": "d", "title": "t", "url": null, "snippet": "", "score": 0.0}]}),
             422,
