@@ -205,13 +205,15 @@ test('golden questions gate a worse version until activated anyway, and a pinned
   await pinned.waitFor({ timeout: 60_000 });
   assert.match(await pinned.locator('.answer-text').innerText(), /internal codename/);
 
-  // The Prompt screen: the golden set, and one more added there.
+  // The Prompt screen: the golden set; the question added again there, as
+  // the Playground asked it, replaces the Dashboard's wording.
   await page.goto(`${lore.baseUrl}/prompt`);
   await hydrated(page);
   await page.locator('.golden li.golden-question[data-question="what does guide 4 explain"]').waitFor();
-  await page.fill('input[name=golden_question]', 'What does guide 6 explain?');
+  await page.fill('input[name=golden_question]', 'What does guide 4 explain?');
   await page.getByRole('button', { name: 'Add golden question' }).click();
-  await page.locator('.golden li.golden-question[data-question="What does guide 6 explain?"]').waitFor();
+  await page.locator('.golden li.golden-question[data-question="What does guide 4 explain?"]').waitFor();
+  assert.equal(await page.locator('.golden li.golden-question').count(), 1);
   await page.locator('.pins li.pin[data-question="zyxwv qrstu plokm"]').waitFor();
 
   // A version that refuses everything (nothing passes a cutoff of 1) is
@@ -219,12 +221,14 @@ test('golden questions gate a worse version until activated anyway, and a pinned
   await page.fill('input[name=score_cutoff]', '1');
   await page.fill('input[name=note]', 'refuse everything');
   await page.getByRole('button', { name: 'Save as a new version' }).click();
-  await page.locator('.flash.error', { hasText: 'not activated' }).waitFor({ timeout: 300_000 });
+  const saved = page.locator('.flash', { hasText: 'Saved as version' });
+  await saved.waitFor({ timeout: 300_000 });
+  assert.match(await saved.innerText(), /not activated/);
   const held = page.locator('li.version', { has: page.locator('.badge.held') });
   await held.waitFor();
   const comparison = held.locator('.eval-comparison table.evals');
   await comparison.waitFor();
-  const row = comparison.locator('tr[data-question="what does guide 4 explain"]');
+  const row = comparison.locator('tr[data-question="What does guide 4 explain?"]');
   assert.equal(await row.locator('td.wrong').count(), 1, await row.innerText());
   assert.equal(await row.locator('td.right').count(), 1, await row.innerText());
   await held.locator('button.activate-anyway').click();
