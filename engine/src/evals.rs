@@ -540,26 +540,28 @@ pub struct Rerun {
 
 /// Runs the golden set against version `number` (the active one by
 /// default) now, compares with its previous report on the same set, and
-/// stores the new one (keeping the previous gate). `None`: no golden
-/// questions.
+/// stores the new one (keeping the previous gate). Without golden
+/// questions there is nothing to run: `invalid_input`.
 pub async fn rerun(
     lore: &Lore,
     number: Option<i32>,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Option<Rerun>> {
+) -> Result<Rerun> {
     let version = match number {
         Some(number) => crate::profile::version(lore, number).await?,
         None => crate::profile::active(lore).await?.ok_or(ProfileError::NoProfile)?,
     };
     let Some(report) = run(lore, &version, progress).await? else {
-        return Ok(None);
+        return Err(Error::InvalidInput(
+            "there are no golden questions: add some on the Prompt screen or with `lore evals add`".into(),
+        ));
     };
     // `store` keeps the version's gate.
     let previous = Report::of(&version).filter(|b| b.set == report.set).map(|b| b.totals);
     let regressions =
         previous.as_ref().map(|p| regressions(&report.totals, p, version.version)).unwrap_or_default();
     store(lore, version.version, &report).await?;
-    Ok(Some(Rerun { version: version.version, report, previous, regressions }))
+    Ok(Rerun { version: version.version, report, previous, regressions })
 }
 
 #[cfg(test)]

@@ -76,10 +76,12 @@ pub struct Lore {
     resources: Arc<resources::Registry>,
     /// The tool server's open push channels in this process.
     mcp_hub: Arc<mcp::hub::Hub>,
-    /// Vectors of refused questions, for grouping the Dashboard's gaps.
-    pub(crate) gap_vectors: Arc<answer::gaps::Vectors>,
-    /// The pinned answers, and their questions' vectors.
+    /// The vectors of refused questions, for grouping the Dashboard's gaps.
+    pub(crate) gap_vectors: Arc<embed::kept::Kept>,
+    /// The pinned answers.
     pub(crate) pins: Arc<answer::pins::Pins>,
+    /// The vectors of pinned questions, for matching paraphrases.
+    pub(crate) pin_vectors: Arc<embed::kept::Kept>,
     /// What judges a profile save: the golden-question evals.
     pub(crate) save_gate: Arc<dyn profile::SaveGate>,
     /// Told when the operation `restart` asks the server to restart.
@@ -119,7 +121,8 @@ impl Lore {
             appdb_cache: Arc::new(appdb::cache::Cache::default()),
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
-            gap_vectors: Arc::new(answer::gaps::Vectors::default()),
+            gap_vectors: Arc::new(embed::kept::Kept::default()),
+            pin_vectors: Arc::new(embed::kept::Kept::default()),
             pins: Arc::new(answer::pins::Pins::default()),
             save_gate: Arc::new(evals::GoldenGate),
             restart: Arc::new(tokio::sync::Notify::new()),

@@ -26,7 +26,10 @@
 use chrono::Utc;
 use entity::{profile, profile_version};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
+    TransactionTrait,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{self, Actor};
@@ -589,17 +592,9 @@ pub async fn save(
     let txn = lore.db.begin().await?;
     // The write comes first so that the transaction holds the write lock
     // before it reads anything: two saves are ordered right here.
-    let moved = profile::Entity::update_many()
-        .col_expr(profile::Column::ActiveVersionId, Expr::value(id.clone()))
-        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
-        .filter(profile::Column::Id.eq(PROFILE_ID))
-        .filter(profile::Column::ActiveVersionId.eq(expected))
-        .exec(&txn)
-        .await?;
-    if moved.rows_affected != 1 {
+    if !point_at(&txn, &id, Some(&expected)).await? {
         txn.rollback().await?;
-        let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
-        return Err(ProfileError::VersionConflict { base, active }.into());
+        return Err(conflict(lore, base).await);
     }
     let next = profile_version::Entity::find()
         .order_by_desc(profile_version::Column::Version)
@@ -657,16 +652,11 @@ async fn save_gated(
         // Another save took the number meanwhile: it won the race.
         Err(Error::Database(err)) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
             drop(txn);
-            let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
-            return Err(ProfileError::VersionConflict { base, active }.into());
+            return Err(conflict(lore, base).await);
         }
         Err(err) => return Err(err),
     };
-    profile_version::Entity::update_many()
-        .col_expr(profile_version::Column::Evals, Expr::value(pending))
-        .filter(profile_version::Column::Id.eq(id.clone()))
-        .exec(&txn)
-        .await?;
+    set_evals(&txn, &id, Some(pending)).await?;
     txn.commit().await?;
     let candidate = version_of(row, "")?;
     let judged = match lore.save_gate.judge(lore, &candidate, &serving).await {
@@ -677,7 +667,7 @@ async fn save_gated(
         }
     };
     let regressions = judged.as_ref().map(|j| j.regressions.clone()).unwrap_or_default();
-    set_evals(lore, &id, judged.map(|j| j.evals)).await?;
+    set_evals(&lore.db, &id, judged.map(|j| j.evals)).await?;
     let stored = version(lore, next).await?;
     if !regressions.is_empty() {
         tracing::info!(
@@ -713,13 +703,38 @@ async fn discard(lore: &Lore, id: &str) {
     }
 }
 
-async fn set_evals(lore: &Lore, id: &str, evals: Option<serde_json::Value>) -> Result<()> {
+async fn set_evals(db: &impl ConnectionTrait, id: &str, evals: Option<serde_json::Value>) -> Result<()> {
     profile_version::Entity::update_many()
         .col_expr(profile_version::Column::Evals, Expr::value(evals))
         .filter(profile_version::Column::Id.eq(id))
-        .exec(&lore.db)
+        .exec(db)
         .await?;
     Ok(())
+}
+
+/// Points the profile at version `id`, provided the active version is
+/// still `expected` (when given): the one conditional write that orders
+/// saves, activations and restores. `false`: another became active meanwhile.
+async fn point_at(db: &impl ConnectionTrait, id: &str, expected: Option<&str>) -> Result<bool> {
+    let mut update = profile::Entity::update_many()
+        .col_expr(profile::Column::ActiveVersionId, Expr::value(id.to_owned()))
+        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(profile::Column::Id.eq(PROFILE_ID));
+    if let Some(expected) = expected {
+        update = update.filter(profile::Column::ActiveVersionId.eq(expected));
+    }
+    Ok(update.exec(db).await?.rows_affected == 1)
+}
+
+/// The conflict a save based on version `base` lost.
+async fn conflict(lore: &Lore, base: i32) -> Error {
+    match active(lore).await {
+        Ok(active) => {
+            ProfileError::VersionConflict { base, active: active.map(|v| v.version).unwrap_or_default() }
+                .into()
+        }
+        Err(err) => err,
+    }
 }
 
 /// Makes `candidate` active if the active version is still `expected`.
@@ -732,17 +747,9 @@ async fn activate(
     action: &str,
 ) -> Result<Version> {
     let txn = lore.db.begin().await?;
-    let moved = profile::Entity::update_many()
-        .col_expr(profile::Column::ActiveVersionId, Expr::value(candidate.id.clone()))
-        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
-        .filter(profile::Column::Id.eq(PROFILE_ID))
-        .filter(profile::Column::ActiveVersionId.eq(expected))
-        .exec(&txn)
-        .await?;
-    if moved.rows_affected != 1 {
+    if !point_at(&txn, &candidate.id, Some(&expected)).await? {
         txn.rollback().await?;
-        let active = active(lore).await?.map(|v| v.version).unwrap_or_default();
-        return Err(ProfileError::VersionConflict { base, active }.into());
+        return Err(conflict(lore, base).await);
     }
     audit::record(
         &txn,
@@ -778,22 +785,17 @@ pub async fn restore(
         }
     }
     let overriding = blocked.is_some();
-    let mut update = profile::Entity::update_many()
-        .col_expr(profile::Column::ActiveVersionId, Expr::value(target.id.clone()))
-        .col_expr(profile::Column::UpdatedAt, Expr::value(Utc::now()))
-        .filter(profile::Column::Id.eq(PROFILE_ID));
+    let mut expected_id = None;
     if let Some(expected) = expected_active {
         let expected_row = profile_version::Entity::find()
             .filter(profile_version::Column::Version.eq(expected))
             .one(&lore.db)
             .await?
             .ok_or(ProfileError::UnknownVersion(expected))?;
-        update = update
-            .filter(profile::Column::ActiveVersionId.eq(expected_active_id(lore, &expected_row).await?));
+        expected_id = Some(expected_active_id(lore, &expected_row).await?);
     }
     let txn = lore.db.begin().await?;
-    let moved = update.exec(&txn).await?;
-    if moved.rows_affected != 1 {
+    if !point_at(&txn, &target.id, expected_id.as_deref()).await? {
         txn.rollback().await?;
         return match active(lore).await? {
             None => Err(ProfileError::NoProfile.into()),
@@ -815,11 +817,7 @@ pub async fn restore(
                 serde_json::json!({"by": actor.label(), "at": Utc::now()}),
             );
         }
-        profile_version::Entity::update_many()
-            .col_expr(profile_version::Column::Evals, Expr::value(value.clone()))
-            .filter(profile_version::Column::Id.eq(target.id.clone()))
-            .exec(&txn)
-            .await?;
+        set_evals(&txn, &target.id, Some(value.clone())).await?;
         target.evals = Some(value);
     }
     txn.commit().await?;

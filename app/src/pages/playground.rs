@@ -259,13 +259,8 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
     let save_golden = move |_| {
         let body = GoldenRequest {
             question: golden_question.clone(),
-            expected_facts: facts
-                .get()
-                .lines()
-                .map(str::trim)
-                .filter(|f| !f.is_empty())
-                .map(str::to_owned)
-                .collect(),
+            // One a line; the engine drops blank lines and extra spaces.
+            expected_facts: facts.get().lines().map(str::to_owned).collect(),
             should_refuse,
             expected_source: None,
             origin: Some("playground".into()),

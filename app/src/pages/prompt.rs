@@ -411,13 +411,8 @@ fn GoldenQuestions(
         ev.prevent_default();
         let body = GoldenRequest {
             question: question.get(),
-            expected_facts: facts
-                .get()
-                .lines()
-                .map(str::trim)
-                .filter(|f| !f.is_empty())
-                .map(str::to_owned)
-                .collect(),
+            // One a line; the engine drops blank lines and extra spaces.
+            expected_facts: facts.get().lines().map(str::to_owned).collect(),
             should_refuse: should_refuse.get(),
             expected_source: None,
             origin: Some("prompt".into()),

@@ -4,15 +4,12 @@
 //! examples. Questions are embedded by the embedder that serves answers;
 //! each joins the first group (most asked first) whose leading question is
 //! at least [`SAME_GAP`] similar, or starts its own. A question's vector is
-//! kept ([`Vectors`]) while the same embedder serves, so a Dashboard load
+//! kept ([`crate::embed::kept`]) while the same embedder serves, so a Dashboard load
 //! embeds only the questions refused since the last one. When nothing can
 //! embed (the model's files are missing), each question is its own group:
 //! the Dashboard still shows every gap.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
-
-use crate::embed::{cosine, Embedder};
+use crate::embed::cosine;
 use crate::metrics::QueryCount;
 use crate::Lore;
 
@@ -23,47 +20,6 @@ pub const SAME_GAP: f32 = 0.75;
 
 /// At most this many refused questions are grouped (the most asked).
 pub const GROUPED_AT_MOST: usize = 200;
-
-/// At most this many vectors are kept; past it they are all let go.
-const KEPT_AT_MOST: usize = 10_000;
-
-/// The vectors of refused questions already embedded, and the embedder
-/// that made them: another embedder (the role rebound) starts afresh.
-#[derive(Default)]
-pub struct Vectors(Mutex<Kept>);
-
-#[derive(Default)]
-struct Kept {
-    by: Option<Weak<dyn Embedder>>,
-    vectors: HashMap<String, Vec<f32>>,
-}
-
-impl Vectors {
-    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The kept vector of each of `queries` by `embedder` (`None`: not kept).
-    fn find(&self, embedder: &Arc<dyn Embedder>, queries: &[QueryCount]) -> Vec<Option<Vec<f32>>> {
-        let mut kept = self.kept();
-        let same = kept.by.as_ref().is_some_and(|by| by.ptr_eq(&Arc::downgrade(embedder)));
-        if !same {
-            *kept = Kept { by: Some(Arc::downgrade(embedder)), vectors: HashMap::new() };
-        }
-        queries.iter().map(|q| kept.vectors.get(&q.query).cloned()).collect()
-    }
-
-    fn keep(&self, embedder: &Arc<dyn Embedder>, fresh: &[(String, Vec<f32>)]) {
-        let mut kept = self.kept();
-        if !kept.by.as_ref().is_some_and(|by| by.ptr_eq(&Arc::downgrade(embedder))) {
-            return;
-        }
-        if kept.vectors.len() + fresh.len() > KEPT_AT_MOST {
-            kept.vectors.clear();
-        }
-        kept.vectors.extend(fresh.iter().cloned());
-    }
-}
 
 /// One content gap: the questions that mean the same thing.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -94,22 +50,8 @@ async fn embed(lore: &Lore, gaps: &[QueryCount]) -> crate::Result<Vec<Vec<f32>>>
         return Ok(Vec::new());
     }
     let embedder = lore.embedder().await?;
-    let mut vectors = lore.gap_vectors.find(&embedder, gaps);
-    let missing: Vec<String> =
-        gaps.iter().zip(&vectors).filter(|(_, v)| v.is_none()).map(|(g, _)| g.query.clone()).collect();
-    if !missing.is_empty() {
-        let fresh: Vec<(String, Vec<f32>)> =
-            missing.iter().cloned().zip(embedder.embed(&missing).await?).collect();
-        lore.gap_vectors.keep(&embedder, &fresh);
-        let mut fresh = fresh.into_iter().map(|(_, vector)| vector);
-        for slot in vectors.iter_mut().filter(|v| v.is_none()) {
-            *slot = fresh.next();
-        }
-    }
-    vectors
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| crate::Error::Internal("the embedder returned fewer vectors than questions".into()))
+    let questions: Vec<String> = gaps.iter().map(|g| g.query.clone()).collect();
+    Ok(lore.gap_vectors.vectors(&embedder, &questions, false).await?)
 }
 
 /// Greedy grouping: each question, most asked first, joins the first group
@@ -143,43 +85,6 @@ mod tests {
 
     fn gap(query: &str, count: i64) -> QueryCount {
         QueryCount { query: query.to_owned(), count }
-    }
-
-    /// Stands in for a model: only which embedder made a vector matters here.
-    struct Unused;
-
-    #[async_trait::async_trait]
-    impl Embedder for Unused {
-        fn model(&self) -> &str {
-            "unused"
-        }
-        fn dimensions(&self) -> usize {
-            1
-        }
-        fn max_tokens(&self) -> usize {
-            1
-        }
-        fn count_tokens(&self, _: &str) -> usize {
-            1
-        }
-        async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
-            Ok(Vec::new())
-        }
-    }
-
-    #[test]
-    fn vectors_are_kept_for_the_embedder_that_made_them() {
-        let (first, second): (Arc<dyn Embedder>, Arc<dyn Embedder>) = (Arc::new(Unused), Arc::new(Unused));
-        let vectors = Vectors::default();
-        let asked = [gap("a", 1), gap("b", 1)];
-        assert_eq!(vectors.find(&first, &asked), vec![None, None]);
-        vectors.keep(&first, &[("a".to_owned(), vec![1.0])]);
-        assert_eq!(vectors.find(&first, &asked), vec![Some(vec![1.0]), None]);
-        // Another embedder's space is another: nothing kept counts for it,
-        // and a late write of the first one's is dropped.
-        assert_eq!(vectors.find(&second, &asked), vec![None, None]);
-        vectors.keep(&first, &[("b".to_owned(), vec![2.0])]);
-        assert_eq!(vectors.find(&second, &asked), vec![None, None]);
     }
 
     #[test]

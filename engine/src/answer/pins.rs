@@ -10,12 +10,11 @@
 //! - One pin per normalised question: pinning again replaces it (and clears
 //!   a flag).
 //! - The pins are kept in memory, read from the database on first use and
-//!   again after each change made through this process. The question
-//!   vectors of paraphrase matching are kept per embedder, like the content
-//!   gaps' ([`super::gaps`]).
+//!   again after each change made through this process. The vectors of
+//!   pinned questions are kept per embedder ([`crate::embed::kept`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use entity::pinned_answer;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{normalise, Citation, Normalised};
 use crate::audit::{self, Actor};
-use crate::embed::{cosine, Embedder};
+use crate::embed::cosine;
 use crate::profile::ProfileError;
 use crate::{Error, Lore, Result};
 
@@ -91,7 +90,7 @@ pub struct NewPin {
     pub citations: Vec<Citation>,
 }
 
-/// The pins of this process, and the vectors of their questions.
+/// The pins of this process.
 #[derive(Default)]
 pub struct Pins(Mutex<Kept>);
 
@@ -100,9 +99,6 @@ struct Kept {
     pins: Option<Arc<Vec<Pin>>>,
     /// Bumped by every change: a list read before a change is not kept.
     generation: u64,
-    by: Option<Weak<dyn Embedder>>,
-    /// By pin id.
-    vectors: HashMap<String, Vec<f32>>,
 }
 
 impl Pins {
@@ -115,7 +111,6 @@ impl Pins {
         let mut kept = self.kept();
         kept.pins = None;
         kept.generation += 1;
-        kept.vectors.clear();
     }
 }
 
@@ -203,7 +198,7 @@ pub async fn lookup(
     let Some((pin, similarity)) = found else {
         return Ok(Lookup::None);
     };
-    Ok(match check(lore, &pin, enabled).await? {
+    Ok(match check(lore, &pin, Some(enabled)).await? {
         Check::Current => Lookup::Serve { pin, similarity },
         Check::Changed(why) => {
             flag(lore, &pin.id, &why).await?;
@@ -213,39 +208,20 @@ pub async fn lookup(
     })
 }
 
-/// The live pin most similar to `asked`, embedding pin questions not yet kept.
+/// The live pin most similar to `asked`; `None` when the pinned questions
+/// cannot be embedded (logged: only exact matches serve then).
 async fn nearest(lore: &Lore, live: &[&Pin], asked: &[f32]) -> Option<(Pin, f32)> {
     let embedder = lore.embedder().await.ok()?;
-    let mut missing = Vec::new();
-    let mut known: Vec<(&Pin, Vec<f32>)> = Vec::new();
-    {
-        let mut kept = lore.pins.kept();
-        let same = kept.by.as_ref().is_some_and(|by| by.ptr_eq(&Arc::downgrade(&embedder)));
-        if !same {
-            kept.by = Some(Arc::downgrade(&embedder));
-            kept.vectors.clear();
-        }
-        for pin in live {
-            match kept.vectors.get(&pin.id) {
-                Some(vector) => known.push((pin, vector.clone())),
-                None => missing.push(*pin),
-            }
-        }
-    }
-    for pin in missing {
-        match embedder.embed_query(&pin.question).await {
-            Ok(vector) => {
-                lore.pins.kept().vectors.insert(pin.id.clone(), vector.clone());
-                known.push((pin, vector));
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, pin = %pin.id, "a pinned question could not be embedded")
-            }
-        }
-    }
-    known
-        .into_iter()
-        .map(|(pin, vector)| (pin, cosine(asked, &vector)))
+    let questions: Vec<String> = live.iter().map(|pin| pin.question.clone()).collect();
+    let vectors = lore
+        .pin_vectors
+        .vectors(&embedder, &questions, true)
+        .await
+        .inspect_err(|err| tracing::warn!(error = %err, "the pinned questions could not be embedded"))
+        .ok()?;
+    live.iter()
+        .zip(vectors)
+        .map(|(pin, vector)| (*pin, cosine(asked, &vector)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(pin, similarity)| (pin.clone(), similarity))
 }
@@ -256,9 +232,9 @@ enum Check {
     Disabled(String),
 }
 
-/// Whether every chunk `pin` cites is still in the index as it was pinned,
-/// in an enabled source.
-async fn check(lore: &Lore, pin: &Pin, enabled: &[String]) -> Result<Check> {
+/// Whether every chunk `pin` cites is still in the index as it was pinned
+/// and, when `enabled` is given, in one of those sources.
+async fn check(lore: &Lore, pin: &Pin, enabled: Option<&[String]>) -> Result<Check> {
     if pin.citations.is_empty() {
         return Ok(Check::Current);
     }
@@ -275,7 +251,7 @@ async fn check(lore: &Lore, pin: &Pin, enabled: &[String]) -> Result<Check> {
             Some((_, hash)) if *hash != cited.content_hash => {
                 return Ok(Check::Changed(format!("the cited passage of “{title}” changed")))
             }
-            Some((source, _)) if !enabled.contains(source) => {
+            Some((source, _)) if enabled.is_some_and(|enabled| !enabled.contains(source)) => {
                 return Ok(Check::Disabled(format!("the source of “{title}” is disabled")))
             }
             Some(_) => {}
@@ -380,11 +356,10 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
 /// cited passage changed since is flagged before it is listed.
 pub async fn list(lore: &Lore) -> Result<Vec<Pin>> {
     let pins = loaded(lore).await?;
-    // Every source counts as enabled here: only a change flags a pin.
-    let every: Vec<String> = crate::sources::list(lore).await?.into_iter().map(|s| s.id).collect();
     let mut flagged_any = false;
     for pin in pins.iter().filter(|pin| pin.flagged.is_none()) {
-        if let Check::Changed(why) = check(lore, pin, &every).await? {
+        // Only a change flags a pin: a disabled source does not.
+        if let Check::Changed(why) = check(lore, pin, None).await? {
             flag(lore, &pin.id, &why).await?;
             flagged_any = true;
         }

@@ -6,6 +6,7 @@
 //! embedding role). Model files are found by [`model_files::resolve`].
 
 pub mod bert;
+pub mod kept;
 pub mod local;
 pub mod model_files;
 pub mod remote;

@@ -26,14 +26,9 @@ pub async fn run(settings: Settings, command: EvalsCommand) -> anyhow::Result<()
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
             };
-            let rerun = engine::evals::rerun(&lore, version, &progress).await.map_err(fail)?;
+            let rerun = engine::evals::rerun(&lore, version, &progress).await;
             bar.finish_and_clear();
-            let Some(rerun) = rerun else {
-                return Err(super::output::invalid(
-                    "there are no golden questions: add some with `lore evals add` or on the Prompt screen",
-                ));
-            };
-            let view = EvalRunView::try_from(rerun).map_err(fail)?;
+            let view = EvalRunView::try_from(rerun.map_err(fail)?).map_err(fail)?;
             if json && view.regressions.is_empty() {
                 print_json(&view);
             } else if !json {

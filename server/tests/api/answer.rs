@@ -148,6 +148,14 @@ async fn setup_with(configure: fn(&mut engine::Settings), change: impl FnOnce(&S
 impl Setup {
     /// `lore ask [--json] QUESTION` on the app's data directory: (success, stdout, stderr).
     async fn lore_ask(&self, question: &str, json: bool) -> (bool, String, String) {
+        let mut args = vec!["ask"];
+        args.extend(json.then_some("--json"));
+        args.push(question);
+        self.lore(&args).await
+    }
+
+    /// `lore ARGS…` on the app's data directory: (success, stdout, stderr).
+    async fn lore(&self, args: &[&str]) -> (bool, String, String) {
         // Not std's blocking call: the app serves on this test's runtime.
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
         for (name, _) in std::env::vars() {
@@ -158,9 +166,7 @@ impl Setup {
         let output = command
             .env("LORE_DATA_DIR", self.app.data_dir.path())
             .env("LORE_MODELS__DIR", super::helpers::models_dir())
-            .arg("ask")
-            .args(json.then_some("--json"))
-            .arg(question)
+            .args(args)
             .output()
             .await
             .unwrap();
@@ -169,6 +175,21 @@ impl Setup {
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
+    }
+
+    /// Binds the one target (SmolLM2) to the escalation role too.
+    async fn bind_escalation(&self) {
+        let overview: Value = self.app.get("/admin/providers/").await.json().await.unwrap();
+        let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+        let bound = self
+            .app
+            .client
+            .put(self.app.url("/admin/roles/escalation"))
+            .json(&json!({"target_id": target}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bound.status(), 200);
     }
 
     /// Asks through the widget key, from a page of its origin.
@@ -247,17 +268,7 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
 
     // With an escalation target bound, the ungrounded answer is escalated
     // (SmolLM2 again: the stage shows it ran and what it cost).
-    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
-    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
-    let bound = s
-        .app
-        .client
-        .put(s.app.url("/admin/roles/escalation"))
-        .json(&json!({"target_id": target}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bound.status(), 200);
+    s.bind_escalation().await;
     let escalated = s.answer("How do I back up the database, step by step?").await;
     let escalation = stage(&escalated, "escalation").unwrap();
     assert!(matches!(escalation["decision"].as_str(), Some("grounded" | "ungrounded")), "{escalated:#}");
@@ -940,17 +951,7 @@ async fn a_narrow_pass_is_put_to_the_escalation_target_and_its_cost_is_in_the_tr
 
     // SmolLM2 bound for escalation judges: the stage names it, says what it
     // found for each statement, and carries what the calls cost.
-    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
-    let target = overview["targets"][0]["id"].as_str().unwrap().to_owned();
-    let bound = s
-        .app
-        .client
-        .put(s.app.url("/admin/roles/escalation"))
-        .json(&json!({"target_id": target}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bound.status(), 200);
+    s.bind_escalation().await;
     // The first of these SmolLM2 answers so that the check passes it (the
     // guide 4 answer is cached now, and judged answers are not).
     let mut judged = Value::Null;
@@ -986,29 +987,6 @@ async fn a_narrow_pass_is_put_to_the_escalation_target_and_its_cost_is_in_the_tr
     );
 }
 
-/// `lore evals …` on the app's data directory: (success, stdout, stderr).
-async fn lore_evals(s: &Setup, args: &[&str]) -> (bool, String, String) {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("LORE_") {
-            command.env_remove(name);
-        }
-    }
-    let output = command
-        .env("LORE_DATA_DIR", s.app.data_dir.path())
-        .env("LORE_MODELS__DIR", super::helpers::models_dir())
-        .arg("evals")
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 async fn audited(app: &TestApp, action: &str) -> usize {
     app.lore.flush_writes().await;
     entity::audit_log::Entity::find()
@@ -1026,6 +1004,11 @@ async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_ac
     let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
     let first = profile["active"]["version"].as_i64().unwrap();
     let snapshot = profile["active"]["snapshot"].clone();
+
+    // Nothing to run yet: a clear error.
+    let nothing = s.app.post_json("/admin/profile/evals", json!({})).await;
+    assert_eq!(nothing.status(), 422);
+    assert_eq!(nothing.json::<Value>().await.unwrap()["error"]["code"], "invalid_input");
 
     // The golden set: questions the site answers, and one it cannot.
     for body in [
@@ -1127,12 +1110,12 @@ async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_ac
 
     // At the terminal: the active (refusing) version answers as it did at
     // its last eval: nothing got worse, exit 0.
-    let (ok, stdout, stderr) = lore_evals(&s, &["run"]).await;
+    let (ok, stdout, stderr) = s.lore(&["evals", "run"]).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains(&format!("Version {held_version}: 1 of 3 right")), "{stdout}");
     // Version `first`, evaluated now, against its last eval (as the gate's
     // baseline): the same answers, exit 0, JSON on request.
-    let (ok, stdout, stderr) = lore_evals(&s, &["run", "--json", "--version", &first.to_string()]).await;
+    let (ok, stdout, stderr) = s.lore(&["evals", "run", "--json", "--version", &first.to_string()]).await;
     assert!(ok, "{stdout}\n{stderr}");
     let ran: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(ran["version"], first);
@@ -1171,7 +1154,7 @@ async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_ac
         .to_owned();
     let disabled = s.app.post_json(&format!("/admin/sources/{guides}/disable"), json!({})).await;
     assert_eq!(disabled.status(), 200, "{:?}", disabled.text().await);
-    let (ok, stdout, stderr) = lore_evals(&s, &["run", "--json", "--version", &first.to_string()]).await;
+    let (ok, stdout, stderr) = s.lore(&["evals", "run", "--json", "--version", &first.to_string()]).await;
     let failed: Value = serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
     assert!(!ok, "{failed:#}");
     assert_eq!(failed["error"]["code"], "eval_regression", "{failed:#}");
