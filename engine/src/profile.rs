@@ -22,6 +22,11 @@
 //!   `anyway`, which is recorded in its gate and the audit log. A save the
 //!   gate could not judge, or that lost the race to another save meanwhile,
 //!   leaves no candidate behind.
+//! - With golden questions, binding a model to the generation or escalation
+//!   role goes through the same gate ([`bind_model`]): the candidate is the
+//!   active snapshot unchanged, naming the binding ([`Rebinding`]); it is
+//!   judged with that model in the role, and the binding is made in the
+//!   transaction that activates it.
 
 use chrono::Utc;
 use entity::{profile, profile_version};
@@ -33,6 +38,7 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{self, Actor};
+use crate::providers::{self, Account, QuickAdd, Role, Target};
 use crate::retrieve::RetrievalSettings;
 use crate::{Error, Lore, Result};
 use sea_orm::SqlErr;
@@ -368,6 +374,32 @@ pub fn held(evals: Option<&serde_json::Value>) -> Option<(i32, Vec<String>)> {
     Some((baseline.unwrap_or_default(), regressions.unwrap_or_default()))
 }
 
+/// The model binding a version stands for: its snapshot is its base's,
+/// and activating it binds `role` to the target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rebinding {
+    pub role: Role,
+    pub target_id: String,
+    /// The target's model when the version was stored (for display).
+    pub model: String,
+}
+
+impl Rebinding {
+    fn stored(&self) -> serde_json::Value {
+        serde_json::json!({"role": self.role.key(), "target_id": self.target_id, "model": self.model})
+    }
+
+    fn read(value: &serde_json::Value) -> Result<Self> {
+        let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
+        match (field("role").map(Role::parse), field("target_id"), field("model")) {
+            (Some(Ok(role)), Some(target_id), Some(model)) => {
+                Ok(Rebinding { role, target_id: target_id.to_owned(), model: model.to_owned() })
+            }
+            _ => Err(Error::Internal(format!("a version's binding is unreadable: {value}"))),
+        }
+    }
+}
+
 /// A stored version with its parsed snapshot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Version {
@@ -379,6 +411,8 @@ pub struct Version {
     pub created_by: String,
     pub created_at: chrono::DateTime<Utc>,
     pub evals: Option<serde_json::Value>,
+    /// The model binding this version stands for, if it is one.
+    pub binding: Option<Rebinding>,
     pub active: bool,
     /// When this version last became the active one: set by [`active`]. A
     /// cached answer made before then (under an earlier activation of the
@@ -392,7 +426,9 @@ pub struct Version {
 fn version_of(row: profile_version::Model, active_id: &str) -> Result<Version> {
     let snapshot = serde_json::from_value(row.snapshot)
         .map_err(|err| Error::Internal(format!("profile version {} is unreadable: {err}", row.version)))?;
+    let binding = row.binding.as_ref().map(Rebinding::read).transpose()?;
     Ok(Version {
+        binding,
         active: row.id == active_id,
         id: row.id,
         version: row.version,
@@ -444,7 +480,19 @@ pub async fn ensure(lore: &Lore, actor: &Actor, persona_key: &str, details: Deta
         drop(txn);
         return active(lore).await?.ok_or_else(|| Error::Internal("the profile vanished".into()));
     }
-    let row = insert_version(&txn, &id, 1, None, &snapshot, Some("created from the persona"), actor).await?;
+    let row = insert_version(
+        &txn,
+        &id,
+        NewRow {
+            version: 1,
+            based_on: None,
+            snapshot: &snapshot,
+            note: Some("created from the persona"),
+            binding: None,
+        },
+        actor,
+    )
+    .await?;
     audit::record(&txn, actor, "profile.created", Some(&id), serde_json::json!({"persona": persona_key}))
         .await?;
     txn.commit().await?;
@@ -454,12 +502,10 @@ pub async fn ensure(lore: &Lore, actor: &Actor, persona_key: &str, details: Deta
 async fn insert_version(
     db: &impl sea_orm::ConnectionTrait,
     id: &str,
-    version: i32,
-    based_on: Option<i32>,
-    snapshot: &Snapshot,
-    note: Option<&str>,
+    new: NewRow<'_>,
     actor: &Actor,
 ) -> Result<profile_version::Model> {
+    let NewRow { version, based_on, snapshot, note, binding } = new;
     Ok(profile_version::ActiveModel {
         id: Set(id.to_owned()),
         version: Set(version),
@@ -469,9 +515,20 @@ async fn insert_version(
         created_by: Set(actor.label()),
         created_at: Set(Utc::now()),
         evals: Set(None),
+        binding: Set(binding.map(Rebinding::stored)),
     }
     .insert(db)
     .await?)
+}
+
+/// A version row to store.
+struct NewRow<'a> {
+    version: i32,
+    based_on: Option<i32>,
+    snapshot: &'a Snapshot,
+    note: Option<&'a str>,
+    /// The model binding it stands for.
+    binding: Option<&'a Rebinding>,
 }
 
 /// The version answers are made with, or `None` before the first index:
@@ -586,7 +643,7 @@ pub async fn save(
         .ok_or(ProfileError::UnknownVersion(base))?;
     let expected = expected_active_id(lore, &base_row).await?;
     if lore.save_gate.applies(lore).await? {
-        return save_gated(lore, actor, base, expected, snapshot, note).await;
+        return save_gated(lore, actor, base, expected, snapshot, note, None).await;
     }
     let id = uuid::Uuid::new_v4().to_string();
     let txn = lore.db.begin().await?;
@@ -602,7 +659,19 @@ pub async fn save(
         .await?
         .map(|row| row.version + 1)
         .unwrap_or(1);
-    let row = insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await?;
+    let row = insert_version(
+        &txn,
+        &id,
+        NewRow {
+            version: next,
+            based_on: Some(base),
+            snapshot: &snapshot,
+            note: note.as_deref(),
+            binding: None,
+        },
+        actor,
+    )
+    .await?;
     audit::record(
         &txn,
         actor,
@@ -617,6 +686,7 @@ pub async fn save(
 
 /// The gated save: the candidate is stored inactive (held until judged),
 /// judged beside the active version, and activated only if it passed.
+/// `binding` is the model binding the candidate stands for, if any.
 async fn save_gated(
     lore: &Lore,
     actor: &Actor,
@@ -624,6 +694,7 @@ async fn save_gated(
     expected: String,
     snapshot: Snapshot,
     note: Option<String>,
+    binding: Option<Rebinding>,
 ) -> Result<Version> {
     let serving = active(lore).await?.ok_or(ProfileError::NoProfile)?;
     let current =
@@ -646,7 +717,19 @@ async fn save_gated(
         .await?
         .map(|row| row.version + 1)
         .unwrap_or(1);
-    let inserted = insert_version(&txn, &id, next, Some(base), &snapshot, note.as_deref(), actor).await;
+    let inserted = insert_version(
+        &txn,
+        &id,
+        NewRow {
+            version: next,
+            based_on: Some(base),
+            snapshot: &snapshot,
+            note: note.as_deref(),
+            binding: binding.as_ref(),
+        },
+        actor,
+    )
+    .await;
     let row = match inserted {
         Ok(row) => row,
         // Another save took the number meanwhile: it won the race.
@@ -746,10 +829,14 @@ async fn activate(
     base: i32,
     action: &str,
 ) -> Result<Version> {
+    let binding = binding_target(lore, candidate.binding.as_ref()).await?;
     let txn = lore.db.begin().await?;
     if !point_at(&txn, &candidate.id, Some(&expected)).await? {
         txn.rollback().await?;
         return Err(conflict(lore, base).await);
+    }
+    if let Some((role, target)) = &binding {
+        providers::bind_in(&txn, actor, *role, target, lore.settings.providers.probe_max_age_days).await?;
     }
     audit::record(
         &txn,
@@ -785,6 +872,12 @@ pub async fn restore(
         }
     }
     let overriding = blocked.is_some();
+    // Checked before anything changes: a target gone or no longer ready
+    // refuses the restore.
+    let binding = match target.binding.as_ref().map(Rebinding::read).transpose()? {
+        Some(binding) => binding_target(lore, Some(&binding)).await?,
+        None => None,
+    };
     let mut expected_id = None;
     if let Some(expected) = expected_active {
         let expected_row = profile_version::Entity::find()
@@ -806,6 +899,9 @@ pub async fn restore(
             .into()),
         };
     }
+    if let Some((role, bound)) = &binding {
+        providers::bind_in(&txn, actor, *role, bound, lore.settings.providers.probe_max_age_days).await?;
+    }
     let action = if overriding { "profile.activated_anyway" } else { "profile.restored" };
     audit::record(&txn, actor, action, Some(&target.id), serde_json::json!({"version": number})).await?;
     let mut target = target;
@@ -823,6 +919,74 @@ pub async fn restore(
     txn.commit().await?;
     let id = target.id.clone();
     version_of(target, &id)
+}
+
+/// The target a version's binding names, checked bindable now.
+async fn binding_target(lore: &Lore, binding: Option<&Rebinding>) -> Result<Option<(Role, Target)>> {
+    let Some(binding) = binding else {
+        return Ok(None);
+    };
+    let target = providers::target(lore, &binding.target_id).await?;
+    providers::check_bindable(binding.role, &target, lore.settings.providers.probe_max_age_days)?;
+    Ok(Some((binding.role, target)))
+}
+
+/// What binding a model came to.
+#[derive(Clone, Debug)]
+pub enum Rebound {
+    /// The role is bound to the target; `version` is the candidate that
+    /// passed the eval gate and now serves (`None`: the gate did not apply).
+    Bound { target: Target, version: Option<Version> },
+    /// The eval gate kept the candidate inactive: the role is unchanged
+    /// until the candidate is activated anyway (see [`restore`]).
+    Held { target: Target, version: Version },
+}
+
+/// Binds `role` to target `target_id`. With golden questions and a profile,
+/// a generation or escalation binding is a candidate version judged by the
+/// save gate with that target in the role: made only if it passes (or when
+/// the candidate is activated anyway). Other roles, and every role before
+/// there are golden questions, bind at once as `providers::bind` does.
+pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<Rebound> {
+    let gated = matches!(role, Role::Generation | Role::Escalation)
+        && providers::bound_target_id(lore, role).await?.as_deref() != Some(target_id)
+        && lore.save_gate.applies(lore).await?;
+    let serving = if gated { active(lore).await? } else { None };
+    let Some(serving) = serving else {
+        let target = providers::bind(lore, actor, role, target_id).await?;
+        return Ok(Rebound::Bound { target, version: None });
+    };
+    let target = providers::target(lore, target_id).await?;
+    // Refused before anything is stored, as an ungated binding would be.
+    providers::check_bindable(role, &target, lore.settings.providers.probe_max_age_days)?;
+    let base_row = profile_version::Entity::find_by_id(serving.id.clone())
+        .one(&lore.db)
+        .await?
+        .ok_or(ProfileError::UnknownVersion(serving.version))?;
+    let expected = expected_active_id(lore, &base_row).await?;
+    let note = format!("Binds the {} role to {}", role.key(), target.model);
+    let binding = Rebinding { role, target_id: target.id.clone(), model: target.model.clone() };
+    let version =
+        save_gated(lore, actor, serving.version, expected, serving.snapshot, Some(note), Some(binding))
+            .await?;
+    Ok(if version.active {
+        Rebound::Bound { target, version: Some(version) }
+    } else {
+        Rebound::Held { target, version }
+    })
+}
+
+/// The quick add (account, generation target, probe) whose generation
+/// binding goes through [`bind_model`]: judged when golden questions exist.
+pub async fn quick_add(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<(Account, Target, Rebound)> {
+    let gated = lore.save_gate.applies(lore).await? && active(lore).await?.is_some();
+    if !gated {
+        let (account, target) = providers::add_generation_target(lore, actor, add, true).await?;
+        return Ok((account, target.clone(), Rebound::Bound { target, version: None }));
+    }
+    let (account, target) = providers::add_generation_target(lore, actor, add, false).await?;
+    let rebound = bind_model(lore, actor, Role::Generation, &target.id).await?;
+    Ok((account, target, rebound))
 }
 
 /// The cluster setting that holds the wizard's persona choice until the

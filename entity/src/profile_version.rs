@@ -20,6 +20,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Evaluation results, when evaluations exist.
     pub evals: Option<Json>,
+    /// `{"role", "target_id"}`: the model binding this version stands for,
+    /// made when it becomes active (`None`: a prompt or settings change).
+    pub binding: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

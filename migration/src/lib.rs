@@ -18,6 +18,7 @@ mod m20261125_000009_appdb;
 mod m20261126_000010_appdb_generation;
 mod m20261126_000011_mcp_session;
 mod m20261127_000012_golden_and_pinned;
+mod m20261128_000013_version_binding;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000010_appdb_generation::Migration),
             Box::new(m20261126_000011_mcp_session::Migration),
             Box::new(m20261127_000012_golden_and_pinned::Migration),
+            Box::new(m20261128_000013_version_binding::Migration),
         ]
     }
 }

@@ -82,14 +82,17 @@ fn QuickAdd(
             match result {
                 Ok(added) => {
                     api_key.set(String::new());
-                    notice.set(Some((
-                        true,
-                        format!(
-                            "{} answered in {} ms and now generates answers.",
-                            added.target.model,
-                            added.target.probe_latency_ms.unwrap_or_default()
+                    let latency = added.target.probe_latency_ms.unwrap_or_default();
+                    let text = match &added.verdict {
+                        Some(verdict) => {
+                            format!("{} answered in {latency} ms. {}", added.target.model, verdict.message())
+                        }
+                        None => format!(
+                            "{} answered in {latency} ms and now generates answers.",
+                            added.target.model
                         ),
-                    )));
+                    };
+                    notice.set(Some((added.verdict.as_ref().is_none_or(|v| v.bound), text)));
                     refresh();
                 }
                 Err(message) => notice.set(Some((false, message))),
@@ -166,13 +169,13 @@ fn RoleRow(
         let body = BindRequest { target_id: (!target.is_empty()).then_some(target) };
         leptos::task::spawn_local(async move {
             match client::send::<_, ProvidersOverview>("PUT", &format!("/admin/roles/{name}"), &body).await {
-                Ok(_) => {
-                    let text = if name == "embedding" {
-                        "The embedding role was updated. The corpus was embedded by another model: retrieval fails closed until a full reindex (Sources → Reindex everything).".to_owned()
-                    } else {
-                        format!("The {name} role was updated.")
+                Ok(overview) => {
+                    let (ok, text) = match overview.verdict {
+                        Some(verdict) => (verdict.bound, verdict.message()),
+                        None if name == "embedding" => (true, "The embedding role was updated. The corpus was embedded by another model: retrieval fails closed until a full reindex (Sources → Reindex everything).".to_owned()),
+                        None => (true, format!("The {name} role was updated.")),
                     };
-                    notice.set(Some((true, text)));
+                    notice.set(Some((ok, text)));
                     refresh();
                 }
                 Err(message) => notice.set(Some((false, message))),

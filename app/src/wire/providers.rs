@@ -75,6 +75,44 @@ pub struct ProvidersOverview {
     pub accounts: Vec<AccountView>,
     pub targets: Vec<TargetView>,
     pub roles: Vec<RoleView>,
+    /// After a binding the eval gate judged (golden questions exist): what
+    /// it decided. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<BindingVerdictView>,
+}
+
+/// The eval gate's verdict on binding a model to the generation or
+/// escalation role: the candidate profile version that stands for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BindingVerdictView {
+    pub version: i64,
+    pub role: String,
+    pub model: String,
+    /// `true`: it passed and serves. `false`: kept inactive, the role
+    /// unchanged until the version is activated anyway on the Prompt screen.
+    pub bound: bool,
+    /// Why it was kept inactive (empty when bound).
+    pub regressions: Vec<String>,
+}
+
+impl BindingVerdictView {
+    /// One sentence for the console's flash and the CLI.
+    pub fn message(&self) -> String {
+        if self.bound {
+            format!(
+                "{} answers the golden questions no worse than the active version: the {} role is bound to it (version {} serves).",
+                self.model, self.role, self.version
+            )
+        } else {
+            format!(
+                "The golden questions went worse with {} ({}), so the {} role was not changed: version {}, which binds it, was kept inactive. Compare it on the Prompt screen, where it can be activated anyway.",
+                self.model,
+                self.regressions.join("; "),
+                self.role,
+                self.version
+            )
+        }
+    }
 }
 
 /// The result of a quick add.
@@ -82,6 +120,8 @@ pub struct ProvidersOverview {
 pub struct QuickAddResult {
     pub account: AccountView,
     pub target: TargetView,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<BindingVerdictView>,
 }
 
 /// `POST /admin/providers/accounts` and `PUT /admin/providers/accounts/{id}`.
@@ -248,7 +288,30 @@ mod from_engine {
                 accounts: overview.accounts.into_iter().map(AccountView::from).collect(),
                 targets: overview.targets.into_iter().map(TargetView::from).collect(),
                 roles,
+                verdict: None,
             }
+        }
+    }
+
+    impl BindingVerdictView {
+        /// The gate's verdict, when the gate judged the binding.
+        pub fn of(rebound: &engine::profile::Rebound) -> Option<Self> {
+            use engine::profile::Rebound;
+            let (version, bound) = match rebound {
+                Rebound::Bound { version: None, .. } => return None,
+                Rebound::Bound { version: Some(version), .. } => (version, true),
+                Rebound::Held { version, .. } => (version, false),
+            };
+            let binding = version.binding.as_ref()?;
+            Some(Self {
+                version: version.version.into(),
+                role: binding.role.key().to_owned(),
+                model: binding.model.clone(),
+                bound,
+                regressions: engine::profile::held(version.evals.as_ref())
+                    .map(|(_, regressions)| regressions)
+                    .unwrap_or_default(),
+            })
         }
     }
 

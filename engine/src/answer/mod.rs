@@ -506,6 +506,14 @@ async fn pipeline(
         ),
     );
 
+    // A candidate that stands for a model binding answers with that model
+    // in its role; the active version with what is bound.
+    let trial = match candidate.filter(|c| !c.active).and_then(|c| c.binding.as_ref()) {
+        Some(binding) => Some((binding.role, providers::resolve_target(lore, &binding.target_id).await?)),
+        None => None,
+    };
+    let trial_for = |role: Role| trial.as_ref().filter(|(r, _)| *r == role).map(|(_, resolved)| resolved);
+
     let messages = prompt(&version.snapshot, &question.text, &passages);
     trace.stage(
         StageName::Prompt,
@@ -515,8 +523,8 @@ async fn pipeline(
 
     // First tier.
     // The target the readiness gate passed, not a second read of the binding.
-    let generation = assessment
-        .generation()
+    let generation = trial_for(Role::Generation)
+        .or(assessment.generation())
         .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
     let mut usage = Usage::default();
     let first = match run.generate(generation, &messages).await {
@@ -579,7 +587,11 @@ async fn pipeline(
     // escalate, or to give a second opinion on narrow passes.
     let wants_escalation =
         !declined && (!verdict.grounded || (margin > 0.0 && !verdict.narrow_passes(margin).is_empty()));
-    let escalation = if wants_escalation { providers::resolve(lore, Role::Escalation).await? } else { None };
+    let escalation = match trial_for(Role::Escalation) {
+        Some(trial) if wants_escalation => Some(trial.clone()),
+        _ if wants_escalation => providers::resolve(lore, Role::Escalation).await?,
+        _ => None,
+    };
     // The judge is the stronger model the admin bound for escalation: the
     // generation model judging its own words adds noise, not evidence.
     let judge = escalation.as_ref().filter(|e| e.state == TargetState::Ready);

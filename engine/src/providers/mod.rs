@@ -928,13 +928,39 @@ pub async fn bind(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Re
     Ok(target)
 }
 
-async fn bind_in(
+/// Binds `role` to `target` within `db` (a transaction of the caller's),
+/// after [`check_bindable`].
+pub(crate) async fn bind_in(
     db: &impl sea_orm::ConnectionTrait,
     actor: &Actor,
     role: Role,
     target: &Target,
     max_age_days: u32,
 ) -> Result<()> {
+    check_bindable(role, target, max_age_days)?;
+    role_binding::Entity::delete_by_id(role.key()).exec(db).await?;
+    role_binding::ActiveModel {
+        role: Set(role.key().to_owned()),
+        target_id: Set(target.id.clone()),
+        updated_by: Set(actor.label()),
+        updated_at: Set(Utc::now()),
+    }
+    .insert(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        "provider.role_bound",
+        Some(role.key()),
+        serde_json::json!({"target": target.id}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The role-binding validator's rule: `target` has the role's capability
+/// and is `ready` now.
+pub fn check_bindable(role: Role, target: &Target, max_age_days: u32) -> Result<()> {
     if target.capability != role.capability() {
         return Err(ProviderError::TargetNotReady {
             role: role.key(),
@@ -958,23 +984,6 @@ async fn bind_in(
         }
         .into());
     }
-    role_binding::Entity::delete_by_id(role.key()).exec(db).await?;
-    role_binding::ActiveModel {
-        role: Set(role.key().to_owned()),
-        target_id: Set(target.id.clone()),
-        updated_by: Set(actor.label()),
-        updated_at: Set(Utc::now()),
-    }
-    .insert(db)
-    .await?;
-    audit::record(
-        db,
-        actor,
-        "provider.role_bound",
-        Some(role.key()),
-        serde_json::json!({"target": target.id}),
-    )
-    .await?;
     Ok(())
 }
 
@@ -997,19 +1006,33 @@ pub struct Resolved {
     pub state: TargetState,
 }
 
+/// The id of the target `role` is bound to now (`None`: unbound).
+pub async fn bound_target_id(lore: &Lore, role: Role) -> Result<Option<String>> {
+    Ok(role_binding::Entity::find_by_id(role.key()).one(&lore.db).await?.map(|binding| binding.target_id))
+}
+
 /// What `role` is bound to now, with the endpoint opened (`None`: unbound).
 pub async fn resolve(lore: &Lore, role: Role) -> Result<Option<Resolved>> {
-    let Some(binding) = role_binding::Entity::find_by_id(role.key()).one(&lore.db).await? else {
+    let Some(target_id) = bound_target_id(lore, role).await? else {
         return Ok(None);
     };
-    let Some(target) = model_target::Entity::find_by_id(binding.target_id).one(&lore.db).await? else {
+    let Some(target) = model_target::Entity::find_by_id(target_id).one(&lore.db).await? else {
         return Ok(None);
     };
-    let target = Target::decode(target)?;
+    resolved(lore, Target::decode(target)?).await.map(Some)
+}
+
+/// Target `id` as a role bound to it would call it: how a candidate that
+/// stands for a binding is evaluated before the binding is made.
+pub async fn resolve_target(lore: &Lore, id: &str) -> Result<Resolved> {
+    resolved(lore, target(lore, id).await?).await
+}
+
+async fn resolved(lore: &Lore, target: Target) -> Result<Resolved> {
     let account = account(lore, &target.account_id).await?;
     let endpoint = endpoint_of(lore, &account)?;
     let (state, _) = state(&target, lore.settings.providers.probe_max_age_days, Utc::now());
-    Ok(Some(Resolved { target, account, endpoint, state }))
+    Ok(Resolved { target, account, endpoint, state })
 }
 
 /// The wizard's provider step and the Providers screen's quick add.
@@ -1025,7 +1048,18 @@ pub struct QuickAdd {
 /// Stores the account, registers the generation target, probes it and binds
 /// the generation role. The probe runs before anything is stored; the rows
 /// are then written in one transaction, so a failure leaves nothing behind.
+/// With golden questions the binding is judged first: `profile::quick_add`.
 pub async fn quick_add(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<(Account, Target)> {
+    add_generation_target(lore, actor, add, true).await
+}
+
+/// [`quick_add`], binding the generation role only when `bind` says so.
+pub async fn add_generation_target(
+    lore: &Lore,
+    actor: &Actor,
+    add: QuickAdd,
+    bind: bool,
+) -> Result<(Account, Target)> {
     let input = AccountInput {
         name: add.name.clone(),
         kind: add.kind.clone(),
@@ -1082,7 +1116,9 @@ pub async fn quick_add(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<(Acc
     row.probe_latency_ms = Set(Some(latency));
     row.probed_at = Set(Some(Utc::now()));
     let target = Target::decode(row.update(&txn).await?)?;
-    bind_in(&txn, actor, Role::Generation, &target, lore.settings.providers.probe_max_age_days).await?;
+    if bind {
+        bind_in(&txn, actor, Role::Generation, &target, lore.settings.providers.probe_max_age_days).await?;
+    }
     txn.commit().await?;
     Ok((Account::decode(account)?, target))
 }

@@ -1,7 +1,8 @@
 //! `lore providers add|list|probe`: the same engine calls as the Providers
 //! screen; `providers add` is the quick add.
 
-use app::wire::{AccountView, ProvidersOverview, QuickAddResult, TargetView};
+use app::wire::{AccountView, BindingVerdictView, ProvidersOverview, QuickAddResult, TargetView};
+use engine::profile;
 use engine::providers::{self, QuickAdd};
 use engine::settings::Secret;
 use engine::Settings;
@@ -23,19 +24,24 @@ pub async fn run(settings: Settings, command: ProvidersCommand) -> anyhow::Resul
                 None => None,
             };
             eprintln!("Probing {model} with a short chat completion…");
-            let (account, target) =
-                providers::quick_add(&lore, &ACTOR, QuickAdd { kind, endpoint, api_key, model, name })
+            let (account, target, rebound) =
+                profile::quick_add(&lore, &ACTOR, QuickAdd { kind, endpoint, api_key, model, name })
                     .await
                     .map_err(fail)?;
             let added = QuickAddResult {
                 account: AccountView::from(account),
                 target: TargetView::from(providers::TargetStatus::of(&lore, target)),
+                verdict: BindingVerdictView::of(&rebound),
             };
             if json {
                 print_json(&added);
             } else {
+                let what = match &added.verdict {
+                    Some(verdict) => verdict.message(),
+                    None => "It now generates answers.".to_owned(),
+                };
                 println!(
-                    "Added {} ({}): {} answered in {} ms and now generates answers.",
+                    "Added {} ({}): {} answered in {} ms. {what}",
                     added.account.name,
                     added.account.endpoint,
                     added.target.model,

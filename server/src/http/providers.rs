@@ -5,11 +5,12 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use engine::profile;
 use engine::providers::{self, Role};
 
 use app::wire::{
-    AccountRequest, AccountView, BindRequest, ProvidersOverview, QuickAddRequest, QuickAddResult,
-    TargetPatch, TargetRequest, TargetView,
+    AccountRequest, AccountView, BindRequest, BindingVerdictView, ProvidersOverview, QuickAddRequest,
+    QuickAddResult, TargetPatch, TargetRequest, TargetView,
 };
 
 use super::admin::Admin;
@@ -98,13 +99,17 @@ pub async fn bind_role(
 ) -> Result<Json<ProvidersOverview>, ApiError> {
     let lore = &state.lore;
     let role = Role::parse(&role)?;
-    match request.target_id {
+    let verdict = match request.target_id {
         Some(target_id) => {
-            providers::bind(lore, &admin.actor(), role, &target_id).await?;
+            let rebound = profile::bind_model(lore, &admin.actor(), role, &target_id).await?;
+            BindingVerdictView::of(&rebound)
         }
-        None => providers::unbind(lore, &admin.actor(), role).await?,
-    }
-    Ok(Json(providers::overview(lore).await?.into()))
+        None => {
+            providers::unbind(lore, &admin.actor(), role).await?;
+            None
+        }
+    };
+    Ok(Json(ProvidersOverview { verdict, ..providers::overview(lore).await?.into() }))
 }
 
 /// `POST /admin/providers/quick-add`: account + target + probe + generation role.
@@ -113,12 +118,13 @@ pub async fn quick_add(
     admin: Admin,
     ApiJson(r): ApiJson<QuickAddRequest>,
 ) -> Result<(StatusCode, Json<QuickAddResult>), ApiError> {
-    let (account, target) = providers::quick_add(&state.lore, &admin.actor(), r.into()).await?;
+    let (account, target, rebound) = profile::quick_add(&state.lore, &admin.actor(), r.into()).await?;
     Ok((
         StatusCode::CREATED,
         Json(QuickAddResult {
             account: account.into(),
             target: TargetView::from(providers::TargetStatus::of(&state.lore, target)),
+            verdict: BindingVerdictView::of(&rebound),
         }),
     ))
 }

@@ -1163,6 +1163,104 @@ async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_ac
 }
 
 #[tokio::test]
+async fn binding_a_model_that_answers_worse_leaves_the_role_alone_until_its_version_is_activated_anyway() {
+    let s = setup().await;
+    let targets = |overview: &Value| overview["targets"].as_array().unwrap().clone();
+    let bound_to = |overview: &Value, role: &str| {
+        overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == role).unwrap()["target_id"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let smollm = targets(&overview)[0]["id"].as_str().unwrap().to_owned();
+    for body in [
+        json!({"question": "What does guide 4 explain?"}),
+        json!({"question": "What does guide 6 explain?"}),
+        json!({"question": "Zyxwv qrstu plokm?", "should_refuse": true}),
+    ] {
+        assert_eq!(s.app.post_json("/admin/golden", body).await.status(), 201);
+    }
+    let first = engine::profile::active(&s.app.lore).await.unwrap().unwrap().version;
+
+    // A second llama-server whose context holds a probe but no answer's
+    // passages: it probes fine, and then cannot answer a golden question.
+    let cramped = LlamaServer::start_with_context(128).await;
+    let added = s
+        .app
+        .post_json(
+            "/admin/providers/quick-add",
+            json!({"kind": "llama_cpp", "endpoint": cramped.endpoint, "model": "smollm2-cramped"}),
+        )
+        .await;
+    assert_eq!(added.status(), 201);
+    let added: Value = added.json().await.unwrap();
+    let verdict = &added["verdict"];
+    assert_eq!(verdict["bound"], false, "{added:#}");
+    assert_eq!(
+        (verdict["role"].as_str(), verdict["model"].as_str()),
+        (Some("generation"), Some("smollm2-cramped"))
+    );
+    assert!(verdict["regressions"][0].as_str().unwrap().contains("right"), "{added:#}");
+    let cramped_id = added["target"]["id"].as_str().unwrap().to_owned();
+    let held = verdict["version"].as_i64().unwrap();
+    // The role is unchanged, the active version too, and answers come from
+    // the model that was bound.
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    assert_eq!(bound_to(&overview, "generation").as_deref(), Some(smollm.as_str()), "{overview:#}");
+    let served = s.answer("What does guide 4 explain?").await;
+    assert_eq!(served["profile_version"], first, "{served:#}");
+    let generated = stage(&served, "generation").map(|g| g["reason"].as_str().unwrap_or_default().to_owned());
+    assert!(generated.as_deref().is_some_and(|g| g.starts_with("smollm2-135m")), "{served:#}");
+    // The held candidate is the active snapshot, naming the binding, with
+    // the comparison question by question.
+    let version: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let candidate =
+        version["versions"].as_array().unwrap().iter().find(|v| v["version"] == held).unwrap().clone();
+    assert_eq!(candidate["note"], "Binds the generation role to smollm2-cramped", "{candidate:#}");
+    assert_eq!(candidate["snapshot"], version["active"]["snapshot"]);
+    assert_eq!(candidate["evals"]["gate"]["baseline_version"], first);
+    let failed =
+        candidate["evals"]["results"].as_array().unwrap().iter().filter(|r| r["error"].is_string()).count();
+    assert!(failed > 0, "the cramped model's calls fail: {candidate:#}");
+
+    // Binding it again is judged again (and held again): nothing else moves.
+    let rebind = |target: String| {
+        s.app.client.put(s.app.url("/admin/roles/generation")).json(&json!({"target_id": target})).send()
+    };
+    // A target that does not exist is refused before anything is stored.
+    let versions_before = engine::profile::versions(&s.app.lore).await.unwrap().len();
+    let missing = rebind("no-such-target".into()).await.unwrap();
+    assert_eq!(missing.status(), 404);
+    assert_eq!(engine::profile::versions(&s.app.lore).await.unwrap().len(), versions_before);
+
+    // "Activate anyway" makes the binding, recorded.
+    let activated =
+        s.app.post_json(&format!("/admin/profile/versions/{held}/restore"), json!({"anyway": true})).await;
+    assert_eq!(activated.status(), 200, "{:?}", activated.text().await);
+    assert_eq!(audited(&s.app, "profile.activated_anyway").await, 1);
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    assert_eq!(bound_to(&overview, "generation").as_deref(), Some(cramped_id.as_str()), "{overview:#}");
+    let broken = s.ask("What does guide 6 explain?").await;
+    assert_eq!(broken.status(), 502, "the cramped model cannot answer");
+    assert_eq!(broken.json::<Value>().await.unwrap()["error"]["code"], "provider_unavailable");
+
+    // Binding SmolLM2 back answers better than what serves: it passes, the
+    // role is bound and a new version serves.
+    let back = rebind(smollm.clone()).await.unwrap();
+    assert_eq!(back.status(), 200);
+    let back: Value = back.json().await.unwrap();
+    assert_eq!(back["verdict"]["bound"], true, "{back:#}");
+    assert_eq!(bound_to(&back, "generation").as_deref(), Some(smollm.as_str()), "{back:#}");
+    let now = back["verdict"]["version"].as_i64().unwrap();
+    assert!(now > held);
+    let served = s.answer("What does guide 4 explain?").await;
+    assert_eq!(served["profile_version"].as_i64(), Some(now), "{served:#}");
+    let generated = stage(&served, "generation").map(|g| g["reason"].as_str().unwrap_or_default().to_owned());
+    assert!(generated.as_deref().is_some_and(|g| g.starts_with("smollm2-135m")), "{served:#}");
+    cramped.stop().await;
+}
+
+#[tokio::test]
 async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_page_changes() {
     let s = setup().await;
     let question = "What does guide 4 explain?";

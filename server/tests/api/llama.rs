@@ -15,15 +15,21 @@ pub struct LlamaServer {
 impl LlamaServer {
     /// A generation server (chat completions).
     pub async fn start() -> Self {
-        Self::start_with(&[]).await
+        Self::start_with(2048, &[]).await
     }
 
     /// An embeddings-only server: the same model, mean-pooled.
     pub async fn start_embeddings() -> Self {
-        Self::start_with(&["--embeddings", "--pooling", "mean"]).await
+        Self::start_with(2048, &["--embeddings", "--pooling", "mean"]).await
     }
 
-    async fn start_with(extra: &[&str]) -> Self {
+    /// A generation server whose context holds `tokens`: a probe's short
+    /// completion fits, an answer's prompt with its passages does not.
+    pub async fn start_with_context(tokens: u32) -> Self {
+        Self::start_with(tokens, &[]).await
+    }
+
+    async fn start_with(context: u32, extra: &[&str]) -> Self {
         let cache = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/lore");
         let binary = std::env::var_os("LORE_TEST_LLAMA_SERVER").map(PathBuf::from).unwrap_or_else(|| {
             std::fs::read_dir(cache.join("llama/lib"))
@@ -43,7 +49,18 @@ impl LlamaServer {
         let child = tokio::process::Command::new(&binary)
             .args(["-m"])
             .arg(&model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-c", "2048", "-t", "1", "-np", "1"])
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "-c",
+                &context.to_string(),
+                "-t",
+                "1",
+                "-np",
+                "1",
+            ])
             .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
