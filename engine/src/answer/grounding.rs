@@ -514,6 +514,17 @@ impl Evidence {
         near
     }
 
+    /// Whether the passage (its title and heading included) says `name`.
+    fn mentions(&self, name: &Token) -> bool {
+        let by_stem = name
+            .stem
+            .as_ref()
+            .is_some_and(|stem| self.spread.contains_key(stem) || self.topic.contains(stem));
+        by_stem
+            || self.topic_names.contains(&name.lower)
+            || self.sentences.iter().flatten().any(|token| token.lower == name.lower)
+    }
+
     /// Sentences `i - 1` to `i + 1` of the text (not the title).
     fn around(&self, i: usize) -> impl Iterator<Item = &Token> {
         let from = i.saturating_sub(1).max(1);
@@ -534,6 +545,10 @@ struct Claim {
     negated: bool,
     /// Stems of the question's content words.
     asked: HashSet<String>,
+    /// The question's numbers and names, as facts are shown.
+    asked_facts: HashSet<String>,
+    /// The names and identifiers the question asks about.
+    asked_names: Vec<Token>,
 }
 
 #[derive(Clone, Debug)]
@@ -590,7 +605,20 @@ impl Claim {
             }
         }
         let asked = question.iter().filter_map(|t| t.stem.clone()).collect();
-        Self { words, subject, facts, negated: said.iter().any(|t| t.negation), asked }
+        let asked_facts = question
+            .iter()
+            .filter_map(|t| t.number.clone().or_else(|| t.name.then(|| t.lower.clone())))
+            .collect();
+        let asked_names = question.iter().filter(|t| t.name && t.number.is_none()).cloned().collect();
+        Self {
+            words,
+            subject,
+            facts,
+            negated: said.iter().any(|t| t.negation),
+            asked,
+            asked_facts,
+            asked_names,
+        }
     }
 
     fn numbers(&self) -> impl Iterator<Item = &String> {
@@ -674,6 +702,36 @@ impl Claim {
                     margin = margin.min(-0.0001);
                 }
             }
+        }
+
+        // A name the question asks about (a product, an option) that the
+        // passage never mentions: the passage is about something else,
+        // whatever the statement says.
+        for name in &self.asked_names {
+            let noted = notes.iter().any(|note| note.contains(&format!("\"{}\"", name.lower)));
+            if !noted && !evidence.mentions(name) {
+                notes
+                    .push(format!("the passage never mentions \"{}\", which the question names", name.lower));
+                margin = margin.min(-0.0001);
+            }
+        }
+
+        // What the statement adds to the question must be in the passage,
+        // related as above: one that repeats the question's words around
+        // an addition the passage never relates answers nothing.
+        let added: Vec<&str> = self
+            .words
+            .iter()
+            .filter(|(stem, _)| !self.asked.contains(stem))
+            .map(|(_, word)| word.as_str())
+            .chain(self.facts.iter().map(Fact::shown).filter(|shown| !self.asked_facts.contains(*shown)))
+            .collect();
+        if !added.is_empty() && !added.iter().any(|word| matched.iter().any(|m| m == word)) {
+            notes.push(format!(
+                "nothing it adds to the question is in the passage near the question's words ({})",
+                list(&added.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>())
+            ));
+            margin = margin.min(-0.0001);
         }
 
         // 3. Negation, in the sentence its facts bind to, or else the one
@@ -1247,6 +1305,105 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "misjudged:\n{}", wrong.join("\n\n"));
+    }
+
+    /// Two passages of SQLite's `lang_vacuum.html` (Debian's sqlite3-doc).
+    fn sqlite_vacuum() -> Vec<Passage> {
+        vec![
+            Passage::new(
+                "VACUUM 2.1. VACUUM with an INTO clause",
+                "If the INTO clause is included, then the original database file is unchanged and a new database \
+                 is created in a file named by the argument to the INTO clause. The new database will contain the \
+                 same logical content as the original database, fully vacuumed. The VACUUM command with an INTO \
+                 clause is an alternative to the backup API for generating backup copies of a live database. The \
+                 advantage of using VACUUM INTO is that the resulting backup database is minimal in size and hence \
+                 the amount of filesystem I/O may be reduced. Also, all deleted content is purged from the backup, \
+                 leaving behind no forensic traces. On the other hand, the backup API uses fewer CPU cycles and can \
+                 be executed incrementally. The filename in the INTO clause can be an arbitrary SQL expression that \
+                 evaluates to a string. The file named by the INTO clause must not previously exist, or else it \
+                 must be an empty file, or the VACUUM INTO command will fail with an error. The argument to INTO \
+                 can be a URI filename if URI filenames are enabled. URL filenames are enabled if any of the \
+                 following are true: The SQLite library was compiled with -DSQLITE_USE_URI=1 . The sqlite3_config \
+                 ( SQLITE_CONFIG_URI ,1) interfaces was invoked at start-time.",
+            ),
+            Passage::new(
+                "VACUUM 1. Syntax",
+                "When content is deleted from an SQLite database, the content is not usually erased but rather the \
+                 space used to hold the content is marked as being available for reuse. This can allow deleted \
+                 content to be recovered by a hacker or by forensic analysis. Running VACUUM will clean the \
+                 database of all traces of deleted content, thus preventing an adversary from recovering deleted \
+                 content. Using VACUUM in this way is an alternative to setting PRAGMA secure_delete=ON .",
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_statement_that_answers_another_question_or_adds_nothing_is_unsupported() {
+        // The wrong ones are SmolLM2's own replies, which `lore bench
+        // quality` found served as grounded before. (Its reply "The answer
+        // is: VACUUM with an INTO clause." to "Which compile-time option
+        // enables URI filenames?" still passes: the passage relates VACUUM
+        // INTO to URI filenames, and only a judge of meaning can tell.)
+        let passages = sqlite_vacuum();
+        // (question, answer, supported?, why)
+        let cases = [
+            (
+                "Which compile-time option enables URI filenames?",
+                "URI filenames are enabled when SQLite is compiled with -DSQLITE_USE_URI=1 [1].",
+                true,
+                "the right option",
+            ),
+            (
+                "Which pragma is an alternative to running VACUUM to erase deleted content?",
+                "The VACUUM command is an alternative to running VACUUM to erase deleted content.",
+                false,
+                "the question again, with an addition the passage never relates",
+            ),
+            (
+                "Which pragma is an alternative to running VACUUM to erase deleted content?",
+                "Setting PRAGMA secure_delete=ON is the alternative [2].",
+                true,
+                "the right pragma",
+            ),
+            (
+                "Which Kubernetes operator deploys it?",
+                "The operator that deploys it is the one that deploys it to the main database.",
+                false,
+                "the passages never name what the question names",
+            ),
+            (
+                "What happens to the original database file with VACUUM INTO?",
+                "The original database file is unchanged [1].",
+                true,
+                "the fact, in the question's words",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (question, answer, supported, why) in cases {
+            let verdict = check(question, answer, &passages, 0.5);
+            if verdict.grounded != supported {
+                wrong.push(format!("{why}: {answer}\n{}", verdict.reason));
+            }
+        }
+        assert!(wrong.is_empty(), "misjudged:\n{}", wrong.join("\n\n"));
+        let elsewhere = check(
+            "Which Kubernetes operator deploys it?",
+            "The operator that deploys it is the one that deploys it to the main database.",
+            &passages,
+            0.5,
+        );
+        assert!(
+            elsewhere.reason.contains("\"kubernetes\", which the question names"),
+            "{}",
+            elsewhere.reason
+        );
+        let again = check(
+            "Which pragma is an alternative to running VACUUM to erase deleted content?",
+            "The VACUUM command is an alternative to running VACUUM to erase deleted content [2].",
+            &passages,
+            0.5,
+        );
+        assert!(again.reason.contains("nothing it adds to the question"), "{}", again.reason);
     }
 
     #[test]
