@@ -653,12 +653,7 @@ pub async fn save(
         txn.rollback().await?;
         return Err(conflict(lore, base).await);
     }
-    let next = profile_version::Entity::find()
-        .order_by_desc(profile_version::Column::Version)
-        .one(&txn)
-        .await?
-        .map(|row| row.version + 1)
-        .unwrap_or(1);
+    let next = next_number(&txn).await?;
     let row = insert_version(
         &txn,
         &id,
@@ -711,12 +706,7 @@ async fn save_gated(
     }});
     let id = uuid::Uuid::new_v4().to_string();
     let txn = lore.db.begin().await?;
-    let next = profile_version::Entity::find()
-        .order_by_desc(profile_version::Column::Version)
-        .one(&txn)
-        .await?
-        .map(|row| row.version + 1)
-        .unwrap_or(1);
+    let next = next_number(&txn).await?;
     let inserted = insert_version(
         &txn,
         &id,
@@ -778,6 +768,13 @@ async fn save_gated(
     }
 }
 
+/// The number the next version takes.
+async fn next_number(db: &impl ConnectionTrait) -> Result<i32> {
+    let newest =
+        profile_version::Entity::find().order_by_desc(profile_version::Column::Version).one(db).await?;
+    Ok(newest.map(|row| row.version + 1).unwrap_or(1))
+}
+
 /// Removes a candidate that never served (a save that failed after storing it).
 async fn discard(lore: &Lore, id: &str) {
     let removed = profile_version::Entity::delete_by_id(id.to_owned()).exec(&lore.db).await;
@@ -829,7 +826,10 @@ async fn activate(
     base: i32,
     action: &str,
 ) -> Result<Version> {
-    let binding = binding_target(lore, candidate.binding.as_ref()).await?;
+    let binding = match &candidate.binding {
+        Some(binding) => Some(bindable(lore, binding).await?),
+        None => None,
+    };
     let txn = lore.db.begin().await?;
     if !point_at(&txn, &candidate.id, Some(&expected)).await? {
         txn.rollback().await?;
@@ -875,7 +875,7 @@ pub async fn restore(
     // Checked before anything changes: a target gone or no longer ready
     // refuses the restore.
     let binding = match target.binding.as_ref().map(Rebinding::read).transpose()? {
-        Some(binding) => binding_target(lore, Some(&binding)).await?,
+        Some(binding) => Some(bindable(lore, &binding).await?),
         None => None,
     };
     let mut expected_id = None;
@@ -922,13 +922,10 @@ pub async fn restore(
 }
 
 /// The target a version's binding names, checked bindable now.
-async fn binding_target(lore: &Lore, binding: Option<&Rebinding>) -> Result<Option<(Role, Target)>> {
-    let Some(binding) = binding else {
-        return Ok(None);
-    };
+async fn bindable(lore: &Lore, binding: &Rebinding) -> Result<(Role, Target)> {
     let target = providers::target(lore, &binding.target_id).await?;
     providers::check_bindable(binding.role, &target, lore.settings.providers.probe_max_age_days)?;
-    Ok(Some((binding.role, target)))
+    Ok((binding.role, target))
 }
 
 /// What binding a model came to.

@@ -691,11 +691,14 @@ impl Claim {
         // A fact about what the question asks needs a passage that speaks of
         // it: a word the claim shares with the question, absent from the
         // whole passage, means the passage is about something else.
+        // The question's words already said to be absent.
+        let mut absent: HashSet<&str> = HashSet::new();
         if !self.facts.is_empty() {
             for (stem, word) in &self.words {
                 let asked = self.asked.contains(stem);
                 let anywhere = evidence.spread.contains_key(stem) || evidence.topic.contains(stem);
                 if asked && !anywhere {
+                    absent.insert(word);
                     notes.push(format!(
                         "the passage never mentions \"{word}\", which the question asks about"
                     ));
@@ -708,8 +711,7 @@ impl Claim {
         // passage never mentions: the passage is about something else,
         // whatever the statement says.
         for name in &self.asked_names {
-            let noted = notes.iter().any(|note| note.contains(&format!("\"{}\"", name.lower)));
-            if !noted && !evidence.mentions(name) {
+            if !absent.contains(name.lower.as_str()) && !evidence.mentions(name) {
                 notes
                     .push(format!("the passage never mentions \"{}\", which the question names", name.lower));
                 margin = margin.min(-0.0001);

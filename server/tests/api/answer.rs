@@ -1257,6 +1257,24 @@ async fn binding_a_model_that_answers_worse_leaves_the_role_alone_until_its_vers
     assert_eq!(served["profile_version"].as_i64(), Some(now), "{served:#}");
     let generated = stage(&served, "generation").map(|g| g["reason"].as_str().unwrap_or_default().to_owned());
     assert!(generated.as_deref().is_some_and(|g| g.starts_with("smollm2-135m")), "{served:#}");
+
+    // Activating the cramped model's version again would bind it again; with
+    // its target disabled that is refused, and nothing changes.
+    let disabled = s
+        .app
+        .client
+        .patch(s.app.url(&format!("/admin/targets/{cramped_id}")))
+        .json(&json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(disabled.status(), 200);
+    let refused = s.app.post_json(&format!("/admin/profile/versions/{held}/restore"), json!({})).await;
+    assert_eq!(refused.status(), 422);
+    assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], "target_not_ready");
+    assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version as i64, now);
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    assert_eq!(bound_to(&overview, "generation").as_deref(), Some(smollm.as_str()), "{overview:#}");
     cramped.stop().await;
 }
 
