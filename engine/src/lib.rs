@@ -39,7 +39,7 @@ pub mod wizard;
 
 use std::sync::Arc;
 
-use sea_orm::DatabaseConnection;
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 pub use entity as entities;
 pub use error::{Error, Result};
@@ -107,6 +107,10 @@ impl Lore {
             settings.providers.request_timeout_seconds.max(1),
         ))
         .map_err(|err| Error::Internal(err.to_string()))?;
+        let appdb_cache = Arc::new(appdb::cache::Cache::default());
+        if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            appdb_cache.watch_postgres(settings.database_url());
+        }
         let lore = Self {
             settings: Arc::new(settings),
             keys: Arc::new(keys),
@@ -118,7 +122,7 @@ impl Lore {
             rate_limiter: Arc::new(keys::RateLimiter::default()),
             recorder: recorder::Recorder::start(db.clone()),
             appdb_events: tokio::sync::broadcast::channel(64).0,
-            appdb_cache: Arc::new(appdb::cache::Cache::default()),
+            appdb_cache,
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
             gap_vectors: Arc::new(embed::kept::Kept::default()),

@@ -19,17 +19,55 @@ use crate::Result;
 /// and rollups) appends to the log without the several fsyncs of the default
 /// rollback journal. A crash cannot corrupt the file; a power cut may lose
 /// the last commits before a checkpoint.
+///
+/// A pooled connection is not pinged each time it is handed out (sqlx's
+/// default): that was a round trip before every statement. sqlx still
+/// pings it as it comes back, so one that broke in use is dropped then; on
+/// PostgreSQL a connection idle for [`PING_IDLE_AFTER`] or longer (which
+/// the server may have closed meanwhile) is pinged before it is handed out.
+/// An SQLite connection is a file in this process and cannot go away.
 pub async fn connect(url: &str) -> Result<DatabaseConnection> {
     use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(if url.starts_with("sqlite:") { 4 } else { 10 })
         .connect_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
         .sqlx_logging(false)
         .map_sqlx_sqlite_opts(|sqlite| {
             sqlite.journal_mode(SqliteJournalMode::Wal).synchronous(SqliteSynchronous::Normal)
         });
+    if url.starts_with("postgres") {
+        return connect_postgres(url, options).await;
+    }
     Ok(Database::connect(options).await?)
+}
+
+/// How long a PostgreSQL connection may sit in the pool before it is
+/// pinged on its way out.
+pub const PING_IDLE_AFTER: Duration = Duration::from_secs(5);
+
+async fn connect_postgres(url: &str, options: ConnectOptions) -> Result<DatabaseConnection> {
+    use sea_orm::sqlx::postgres::{PgConnectOptions, Postgres};
+    use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
+    let connect = url
+        .parse::<PgConnectOptions>()
+        .map_err(|err| sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(err)))?
+        .disable_statement_logging();
+    let pool = options
+        .sqlx_pool_options::<Postgres>()
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IDLE_AFTER {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+        .connect_with(connect)
+        .await
+        .map_err(|err| sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(err)))?;
+    Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
 }
 
 /// Begins a transaction that will write. On SQLite it takes the write lock

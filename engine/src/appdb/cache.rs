@@ -10,12 +10,27 @@
 //! read where the key, the user, its role and the table cost four. (A new
 //! key needs no move: it is read when first seen.)
 //!
+//! On PostgreSQL the counter need not be read on every request: the change
+//! also sends a notification (`NOTIFY lore_appdb`, delivered as it
+//! commits), and a listener in each process ([`Cache::watch_postgres`])
+//! drops what is held when one arrives. While the listener is connected a
+//! request reads the counter only after a drop; while it is not (before it
+//! first listens, after its connection breaks until it listens again) every
+//! request reads it, as on SQLite. A change made by another process counts
+//! from the first request after its notification arrives, which on
+//! loopback or a LAN is within a millisecond of its commit. A connection
+//! can also die without a word (a peer gone without closing it): so the
+//! counter is still read once [`TRUST_FOR`] has passed since the last read,
+//! which bounds how late a change can count then.
+//!
 //! A value read while a change lands is kept only if nothing was dropped
 //! while it was being read (the epoch moves on each drop), so a slow
 //! reader never puts back what a change made stale.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use entity::cluster_state;
 use sea_orm::sea_query::Expr;
@@ -25,9 +40,24 @@ use super::catalog::{self, Table};
 use super::users::{self, User};
 use crate::Result;
 
+/// The channel changes are announced on (PostgreSQL only).
+const CHANNEL: &str = "lore_appdb";
+
+/// How long what was read stays trusted while listening: after that the
+/// next request reads the counter again.
+pub const TRUST_FOR: Duration = Duration::from_secs(1);
+
+/// How long the listener waits before connecting again after a failure.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 pub struct Cache {
     state: Mutex<State>,
+    /// True while a listener is connected and listening for changes: the
+    /// counter is then read only after a drop.
+    watched: AtomicBool,
+    /// Dropped with the cache, which stops its listener.
+    stop_watching: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 #[derive(Default)]
@@ -35,6 +65,8 @@ struct State {
     /// The stored generation the values held were read under; `None`
     /// before the first read (or with no cluster row: nothing is kept).
     generation: Option<i64>,
+    /// When the counter was last read.
+    read_at: Option<std::time::Instant>,
     /// Moves each time everything is dropped.
     epoch: u64,
     users: HashMap<String, User>,
@@ -63,6 +95,14 @@ impl Cache {
     /// Reads the stored generation and drops what is held if it moved. Call
     /// once at the start of each request, before any lookup.
     pub async fn refresh(&self, conn: &impl ConnectionTrait) -> Result<()> {
+        if self.watched.load(Ordering::Acquire) {
+            let state = self.state();
+            let fresh = state.read_at.is_some_and(|at| at.elapsed() < TRUST_FOR);
+            if state.generation.is_some() && fresh {
+                return Ok(());
+            }
+        }
+        let read_at = std::time::Instant::now();
         let stored = cluster_state::Entity::find_by_id(cluster_state::SINGLETON_ID)
             .select_only()
             .column(cluster_state::Column::AppdbGeneration)
@@ -73,6 +113,7 @@ impl Cache {
         if stored.is_none() || state.generation != stored {
             state.drop_all(stored);
         }
+        state.read_at = Some(read_at);
         Ok(())
     }
 
@@ -148,6 +189,21 @@ impl Cache {
         Ok(key)
     }
 
+    /// Listens on PostgreSQL (`url`) for the changes of every process, so
+    /// that [`Self::refresh`] need not read the counter on each request.
+    /// The listener stops when the cache is dropped.
+    pub fn watch_postgres(self: &Arc<Self>, url: String) {
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        *self.stop_watching.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stop);
+        tokio::spawn(listen(Arc::downgrade(self), url, stopped));
+    }
+
+    /// True while a listener is connected and listening for the changes of
+    /// every process (PostgreSQL only).
+    pub fn watched(&self) -> bool {
+        self.watched.load(Ordering::Acquire)
+    }
+
     /// Runs `put` unless everything was dropped since `epoch`.
     fn keep(&self, epoch: u64, put: impl FnOnce(&mut State)) {
         let mut state = self.state();
@@ -157,9 +213,61 @@ impl Cache {
     }
 }
 
+/// The listener of [`Cache::watch_postgres`]: connects, listens, then drops
+/// what the cache holds on every notification; on a failure it stops
+/// vouching for the cache (requests read the counter again) and connects
+/// anew. Notifications sent while it was not listening are lost, so it
+/// drops everything each time it starts listening.
+async fn listen(cache: Weak<Cache>, url: String, mut stopped: tokio::sync::oneshot::Receiver<()>) {
+    use sea_orm::sqlx::postgres::PgListener;
+    loop {
+        let listening = async {
+            let mut listener = PgListener::connect(&url).await?;
+            listener.listen(CHANNEL).await?;
+            Ok::<_, sea_orm::sqlx::Error>(listener)
+        };
+        let listening = tokio::select! {
+            _ = &mut stopped => return,
+            listening = listening => listening,
+        };
+        let failure = match listening {
+            Ok(mut listener) => {
+                let Some(held) = cache.upgrade() else { return };
+                held.clear();
+                held.watched.store(true, Ordering::Release);
+                drop(held);
+                loop {
+                    let received = tokio::select! {
+                        _ = &mut stopped => return,
+                        received = listener.try_recv() => received,
+                    };
+                    let Some(held) = cache.upgrade() else { return };
+                    match received {
+                        Ok(Some(_)) => held.clear(),
+                        // The connection was lost.
+                        Ok(None) => break "the connection was closed".to_owned(),
+                        Err(err) => break err.to_string(),
+                    }
+                }
+            }
+            Err(err) => err.to_string(),
+        };
+        let Some(held) = cache.upgrade() else { return };
+        held.watched.store(false, Ordering::Release);
+        held.clear();
+        drop(held);
+        tracing::warn!(error = %failure, "not listening for changes to users, roles and tables; each request reads their counter until listening again");
+        tokio::select! { _ = &mut stopped => return, _ = tokio::time::sleep(RECONNECT_AFTER) => {} }
+    }
+}
+
 /// Moves the stored generation: call inside the transaction of every change
-/// to users, roles or the structure, so it commits with the change.
+/// to users, roles or the structure, so it commits with the change (on
+/// PostgreSQL the notification goes out as it commits).
 pub(crate) async fn bump(conn: &impl ConnectionTrait) -> Result<()> {
+    if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        conn.execute_unprepared(&format!("NOTIFY {CHANNEL}")).await?;
+    }
     cluster_state::Entity::update_many()
         .col_expr(
             cluster_state::Column::AppdbGeneration,

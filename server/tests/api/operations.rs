@@ -365,6 +365,92 @@ async fn a_role_change_counts_from_the_next_request() {
     assert!(body["error"]["message"].as_str().unwrap().contains("permission.dev.tables.dog.read"), "{body}");
 }
 
+/// On PostgreSQL every process listens for the others' changes: a role
+/// altered by `lore roles alter` (another process on the same database)
+/// counts from the server's next requests though the server no longer
+/// reads the change counter on each one, and still does after the
+/// listener's connection is killed (the server stops trusting what it
+/// holds until it listens again).
+#[tokio::test]
+async fn on_postgres_a_role_altered_by_another_process_counts_at_once() {
+    let (url, name) = fresh_postgres().await;
+    let app = spawn_app_with(Options { database_url: Some(url.clone()), ..Options::default() }).await;
+    app.sign_in_with_bootstrap_link().await;
+    admin_op(
+        &app,
+        json!({"operation": "create_table", "database": "dev", "table": "dog", "primary_key": "id"}),
+    )
+    .await;
+    let key = user_with(&app, "reader", json!({"dev": {"tables": {"dog": {"read": true}}}})).await;
+    let read = json!({"operation": "search_by_value", "database": "dev", "table": "dog",
+                      "search_attribute": "id", "search_value": "*"});
+    let listening = || async {
+        for _ in 0..250 {
+            if app.lore.appdb_cache().watched() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        false
+    };
+    assert!(listening().await, "the server listens for changes");
+    assert_eq!(op(&app, Some(&key), read.clone()).await.0, StatusCode::OK);
+
+    let alter = |permission: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_lore"))
+            .env("LORE_DATA_DIR", app.data_dir.path())
+            .env("LORE_DATABASE__URL", &url)
+            .args(["roles", "alter", "reader", "--permission", permission])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    // Polls until the reader's read answers `expected` (two seconds at most).
+    let answers = |expected: StatusCode| {
+        let (key, read) = (key.clone(), read.clone());
+        let app = &app;
+        async move {
+            for _ in 0..100 {
+                if op(app, Some(&key), read.clone()).await.0 == expected {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            false
+        }
+    };
+    alter(r#"{"dev": {"tables": {}}}"#);
+    assert!(answers(StatusCode::FORBIDDEN).await, "the other process's change counted");
+
+    let admin = sea_orm::Database::connect(
+        std::env::var("LORE_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned()),
+    )
+    .await
+    .unwrap();
+    let killed = sea_orm::ConnectionTrait::query_all(
+        &admin,
+        sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = '{name}' AND query ILIKE 'LISTEN%'"
+            ),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(killed.len(), 1, "one listener per process");
+    alter(r#"{"dev": {"tables": {"dog": {"read": true}}}}"#);
+    assert!(answers(StatusCode::OK).await, "a change while the listener was down counted");
+    assert!(listening().await, "the server listens again");
+    alter(r#"{"dev": {"tables": {}}}"#);
+    assert!(answers(StatusCode::FORBIDDEN).await, "and hears the next change");
+
+    drop(app);
+    drop_postgres(&name).await;
+}
+
 /// Every type of SPEC's mapping table round-trips, wrong values are refused
 /// naming the attribute, and a failed batch writes nothing.
 async fn types_round_trip(app: &TestApp) {
