@@ -392,7 +392,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             if !permission.sees_table(&table.database, &table.name) {
                 return Err(AppDbError::denied("read", table.path()).into());
             }
-            json(describe(lore, &permission, &table).await?)
+            json(describe(&permission, &table, catalog::record_count(&lore.db, &table).await?))
         }
         "create_database" => {
             let a: DatabaseArgs = parse(spec, args)?;
@@ -805,9 +805,11 @@ fn write_response(operation: &str, total: usize, written: Written) -> Value {
 }
 
 async fn describe_all(lore: &Lore, permission: &Permission) -> Result<Value> {
+    let tables = catalog::tables(&lore.db, None).await?;
+    let mut described = described(lore, permission, &tables).await?;
     let mut all = Map::new();
     for database in catalog::databases(&lore.db).await? {
-        let tables = described_tables(lore, permission, &database).await?;
+        let tables = described.remove(&database).unwrap_or_default();
         if !tables.is_empty() || permission.may_change_structure(&database) {
             all.insert(database, Value::Object(tables));
         }
@@ -821,18 +823,33 @@ async fn described_tables(
     permission: &Permission,
     database: &str,
 ) -> Result<Map<String, Value>> {
-    let mut tables = Map::new();
-    for table in catalog::tables(&lore.db, Some(database)).await? {
-        if permission.sees_table(&table.database, &table.name) {
-            tables.insert(table.name.clone(), describe(lore, permission, &table).await?);
-        }
+    let tables = catalog::tables(&lore.db, Some(database)).await?;
+    Ok(described(lore, permission, &tables).await?.remove(database).unwrap_or_default())
+}
+
+/// The tables the caller sees among `tables`, described, by database and
+/// name; their records are counted together.
+async fn described(
+    lore: &Lore,
+    permission: &Permission,
+    tables: &[Table],
+) -> Result<std::collections::HashMap<String, Map<String, Value>>> {
+    let seen: Vec<&Table> =
+        tables.iter().filter(|table| permission.sees_table(&table.database, &table.name)).collect();
+    let counts = catalog::record_counts(&lore.db, &seen).await?;
+    let mut by_database: std::collections::HashMap<String, Map<String, Value>> = Default::default();
+    for (table, count) in seen.into_iter().zip(counts) {
+        by_database
+            .entry(table.database.clone())
+            .or_default()
+            .insert(table.name.clone(), describe(permission, table, count));
     }
-    Ok(tables)
+    Ok(by_database)
 }
 
 /// A table as HarperDB's `describe_table` shows it, with the attributes the
 /// caller may read (all of them for those who may change the structure).
-async fn describe(lore: &Lore, permission: &Permission, table: &Table) -> Result<Value> {
+fn describe(permission: &Permission, table: &Table, record_count: i64) -> Value {
     let structure = permission.may_change_structure(&table.database);
     let attributes: Vec<Value> = table
         .attributes
@@ -846,7 +863,7 @@ async fn describe(lore: &Lore, permission: &Permission, table: &Table) -> Result
             entry
         })
         .collect();
-    Ok(json!({
+    json!({
         "schema": table.database,
         "database": table.database,
         "name": table.name,
@@ -854,8 +871,8 @@ async fn describe(lore: &Lore, permission: &Permission, table: &Table) -> Result
         "primary_key": table.primary_key,
         "schema_defined": table.origin == Origin::Schema,
         "attributes": attributes,
-        "record_count": catalog::record_count(&lore.db, table).await?,
-    }))
+        "record_count": record_count,
+    })
 }
 
 /// A role as HarperDB's `list_roles` shows it (also `lore roles --json`).

@@ -558,18 +558,46 @@ pub async fn drop_attribute(conn: &impl ConnectionTrait, table: &mut Table, name
 
 /// How many (unexpired) records a table holds.
 pub async fn record_count(conn: &impl ConnectionTrait, table: &Table) -> Result<i64> {
-    let mut query = Query::select()
-        .expr(Func::count(Expr::col(sea_orm::sea_query::Asterisk)))
-        .from(Alias::new(&table.sql_name))
-        .to_owned();
-    if let Some(live) = live(table, Utc::now()) {
-        query.and_where(live);
+    Ok(record_counts(conn, &[table]).await?.first().copied().unwrap_or(0))
+}
+
+/// The most tables one counting statement covers (SQLite allows 500 parts
+/// in a compound SELECT).
+const COUNTED_TOGETHER: usize = 100;
+
+/// The live records of each table, in the order given: one statement for
+/// up to [`COUNTED_TOGETHER`] tables (a `UNION ALL` of counts, each tagged
+/// with its place), so describing many tables costs a few round trips, not
+/// one per table.
+pub async fn record_counts(conn: &impl ConnectionTrait, tables: &[&Table]) -> Result<Vec<i64>> {
+    use sea_orm::sea_query::UnionType;
+    let now = Utc::now();
+    let mut counts = vec![0; tables.len()];
+    for (chunk, group) in tables.chunks(COUNTED_TOGETHER).enumerate() {
+        let count = |place: usize, table: &Table| {
+            let mut query = Query::select()
+                .expr(Expr::val(i64::try_from(place).unwrap_or(i64::MAX)))
+                .expr(Func::count(Expr::col(sea_orm::sea_query::Asterisk)))
+                .from(Alias::new(&table.sql_name))
+                .to_owned();
+            if let Some(live) = live(table, now) {
+                query.and_where(live);
+            }
+            query
+        };
+        let first = chunk * COUNTED_TOGETHER;
+        let mut query = count(first, group[0]);
+        for (offset, table) in group.iter().enumerate().skip(1) {
+            query.union(UnionType::All, count(first + offset, table));
+        }
+        for row in conn.query_all(conn.get_database_backend().build(&query)).await? {
+            let place = usize::try_from(row.try_get_by_index::<i64>(0)?).unwrap_or(usize::MAX);
+            if let Some(slot) = counts.get_mut(place) {
+                *slot = row.try_get_by_index::<i64>(1)?;
+            }
+        }
     }
-    let row = conn.query_one(conn.get_database_backend().build(&query)).await?;
-    Ok(match row {
-        Some(row) => row.try_get_by_index::<i64>(0)?,
-        None => 0,
-    })
+    Ok(counts)
 }
 
 fn options_json(options: &TableOptions) -> Result<Option<serde_json::Value>> {
