@@ -220,6 +220,38 @@ impl Setup {
         assert_eq!(response.status(), 200, "{question}");
         response.json().await.unwrap()
     }
+
+    /// A second source, unrelated to the site (an uploaded canteen menu),
+    /// indexed: Lore stays answerable when the site's source is disabled.
+    async fn add_canteen(&self) {
+        let menu: Value = self
+            .app
+            .post_json("/admin/sources/", json!({"name": "Canteen", "kind": "upload"}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let menu = menu["id"].as_str().unwrap().to_owned();
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(b"# Canteen\n\nSoup on Mondays, curry on Fridays.\n".to_vec())
+                .file_name("menu.md"),
+        );
+        let received = self
+            .app
+            .client
+            .post(self.app.url(&format!("/admin/sources/{menu}/files")))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(received.status(), 202);
+        let receipts: Value = received.json().await.unwrap();
+        assert_eq!(
+            finished(&self.app, receipts[0]["job"]["id"].as_str().unwrap()).await["status"],
+            "succeeded"
+        );
+    }
 }
 
 fn stage<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
@@ -1123,30 +1155,7 @@ async fn the_eval_gate_keeps_a_version_that_refuses_everything_inactive_until_ac
     // The guides go (disabled), an unrelated page stays: version `first`
     // now refuses the questions it answered at its last eval, and the
     // terminal says so with a non-zero exit and the stable code.
-    let menu: Value = s
-        .app
-        .post_json("/admin/sources/", json!({"name": "Canteen", "kind": "upload"}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let menu = menu["id"].as_str().unwrap().to_owned();
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(b"# Canteen\n\nSoup on Mondays, curry on Fridays.\n".to_vec())
-            .file_name("menu.md"),
-    );
-    let received = s
-        .app
-        .client
-        .post(s.app.url(&format!("/admin/sources/{menu}/files")))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(received.status(), 202);
-    let receipts: Value = received.json().await.unwrap();
-    assert_eq!(finished(&s.app, receipts[0]["job"]["id"].as_str().unwrap()).await["status"], "succeeded");
+    s.add_canteen().await;
     let guides = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap();
     let guides = guides.as_array().unwrap().iter().find(|g| g["name"] == "Guides").unwrap()["id"]
         .as_str()
@@ -1278,6 +1287,69 @@ async fn binding_a_model_that_answers_worse_leaves_the_role_alone_until_its_vers
     cramped.stop().await;
 }
 
+/// While a save is judged its candidate is stored but held ("its evals
+/// have not finished"): restoring it needs "activate anyway". When another
+/// version becomes active meanwhile, the save loses with a conflict once
+/// judged and its candidate is removed: nothing of it is left.
+#[tokio::test]
+async fn a_save_is_held_while_judged_and_leaves_nothing_when_another_version_activates_meanwhile() {
+    let s = setup().await;
+    let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let first = profile["active"]["version"].as_i64().unwrap();
+    let snapshot = profile["active"]["snapshot"].clone();
+    for body in
+        [json!({"question": "What does guide 4 explain?"}), json!({"question": "What does guide 6 explain?"})]
+    {
+        assert_eq!(s.app.post_json("/admin/golden", body).await.status(), 201);
+    }
+    let save = |gate: f64, base: i64| {
+        let mut changed = snapshot.clone();
+        changed["cache"]["min_similarity"] = json!(gate);
+        s.app
+            .client
+            .post(s.app.url("/admin/profile/versions"))
+            .json(&json!({"base_version": base, "snapshot": changed}))
+            .send()
+    };
+    let second: Value = save(0.93, first).await.unwrap().json().await.unwrap();
+    assert_eq!(second["active"], true, "{second:#}");
+    let second = second["version"].as_i64().unwrap();
+
+    // The next save, judged in the background.
+    let saving = tokio::spawn(save(0.94, second));
+    let pending_path = format!("/admin/profile/versions/{}", second + 1);
+    let mut pending = Value::Null;
+    for _ in 0..1500 {
+        let response = s.app.get(&pending_path).await;
+        if response.status() == 200 {
+            pending = response.json().await.unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(pending["active"], false, "{pending:#}");
+    assert_eq!(
+        pending["evals"]["gate"]["regressions"],
+        json!(["its evals have not finished"]),
+        "{pending:#}"
+    );
+    let early = s.app.post_json(&format!("{pending_path}/restore"), json!({"expected_active": second})).await;
+    assert_eq!(early.status(), 409);
+    assert_eq!(early.json::<Value>().await.unwrap()["error"]["code"], "eval_regression");
+    // Another version becomes active while it is judged.
+    let restored = s
+        .app
+        .post_json(&format!("/admin/profile/versions/{first}/restore"), json!({"expected_active": second}))
+        .await;
+    assert_eq!(restored.status(), 200);
+
+    let lost = saving.await.unwrap().unwrap();
+    assert_eq!(lost.status(), 409);
+    assert_eq!(lost.json::<Value>().await.unwrap()["error"]["code"], "profile_version_conflict");
+    assert_eq!(s.app.get(&pending_path).await.status(), 404, "the losing candidate is gone");
+    assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version as i64, first);
+}
+
 #[tokio::test]
 async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_page_changes() {
     let s = setup().await;
@@ -1346,12 +1418,29 @@ async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_pa
         .clone();
     assert_eq!(served, 2, "{dashboard:#}");
 
-    // The cited page changes: the pin is flagged and no longer serves.
-    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
+    // Its source disabled (another stays, so Lore still answers), the pin
+    // is held: not served, not flagged; enabled again, it serves again.
     let source = s.app.get("/admin/sources/").await.json::<Value>().await.unwrap()[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
+    s.add_canteen().await;
+    let disabled = s.app.post_json(&format!("/admin/sources/{source}/disable"), json!({})).await;
+    assert_eq!(disabled.status(), 200);
+    let held = s.answer(question).await;
+    assert_eq!(held["pinned"], false, "{held:#}");
+    let stage_held = stage(&held, "pinned").unwrap();
+    assert_eq!(stage_held["decision"], "held", "{held:#}");
+    assert!(stage_held["reason"].as_str().unwrap().contains("disabled"), "{held:#}");
+    let pins: Value = s.app.get("/admin/pins").await.json().await.unwrap();
+    assert!(pins[0]["flagged_at"].is_null(), "{pins:#}");
+    let enabled = s.app.post_json(&format!("/admin/sources/{source}/enable"), json!({})).await;
+    assert_eq!(enabled.status(), 200);
+    let back = s.answer(question).await;
+    assert_eq!((back["pinned"].as_bool(), back["answer"].as_str()), (Some(true), Some(curated)), "{back:#}");
+
+    // The cited page changes: the pin is flagged and no longer serves.
+    s.site.change_page(4, "Guide number 4 now explains archiving old chat channels. Step one for guide 4: open the indigo panel.");
     let synced: Value =
         s.app.post_json(&format!("/admin/sources/{source}/sync"), json!({})).await.json().await.unwrap();
     assert_eq!(finished(&s.app, synced["id"].as_str().unwrap()).await["status"], "succeeded");
