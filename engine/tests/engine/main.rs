@@ -21,4 +21,5 @@ mod provider_redaction;
 mod retrieval;
 mod rollups;
 mod sessions;
+mod store;
 mod wizard;

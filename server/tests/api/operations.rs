@@ -195,6 +195,52 @@ async fn a_harperdb_script_runs_unchanged_on_postgres() {
     drop_postgres(&name).await;
 }
 
+/// `describe_all` and `describe_database` count the records of many tables
+/// in a few statements (100 tables each): every count lands on its own
+/// table, across a statement's boundary too.
+async fn counts_land_on_their_tables(app: &TestApp) {
+    app.sign_in_with_bootstrap_link().await;
+    let tables = 105;
+    for i in 0..tables {
+        let table = format!("t{i}");
+        admin_op(
+            app,
+            json!({"operation": "create_table", "database": "many", "table": table, "primary_key": "id"}),
+        )
+        .await;
+        let records: Vec<Value> = (0..i % 4).map(|id| json!({"id": id})).collect();
+        if !records.is_empty() {
+            admin_op(
+                app,
+                json!({"operation": "insert", "database": "many", "table": table, "records": records}),
+            )
+            .await;
+        }
+    }
+    let all = admin_op(app, json!({"operation": "describe_all"})).await;
+    let database = admin_op(app, json!({"operation": "describe_database", "database": "many"})).await;
+    assert_eq!(database.as_object().unwrap().len(), tables);
+    for i in 0..tables {
+        let table = format!("t{i}");
+        assert_eq!(all["many"][&table]["record_count"], i % 4, "{table}");
+        assert_eq!(database[&table]["record_count"], i % 4, "{table}");
+    }
+}
+
+#[tokio::test]
+async fn counts_land_on_their_tables_on_sqlite() {
+    counts_land_on_their_tables(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn counts_land_on_their_tables_on_postgres() {
+    let (url, name) = fresh_postgres().await;
+    let app = spawn_app_with(Options { database_url: Some(url), ..Options::default() }).await;
+    counts_land_on_their_tables(&app).await;
+    drop(app);
+    drop_postgres(&name).await;
+}
+
 /// Each kind of caller against each family of operation: allowed exactly
 /// where the permission tree says, 403 elsewhere, and a refused write
 /// leaves the table as it was.
@@ -324,19 +370,26 @@ async fn the_permission_tree_decides_every_call() {
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
 
+/// The table `dev.dog`, a user `reader` whose role may read it, that
+/// user's key, and a call that reads the table.
+async fn reader_of_dogs(app: &TestApp) -> (String, Value) {
+    admin_op(
+        app,
+        json!({"operation": "create_table", "database": "dev", "table": "dog", "primary_key": "id"}),
+    )
+    .await;
+    let key = user_with(app, "reader", json!({"dev": {"tables": {"dog": {"read": true}}}})).await;
+    let read = json!({"operation": "search_by_value", "database": "dev", "table": "dog",
+                      "search_attribute": "id", "search_value": "*"});
+    (key, read)
+}
+
 /// A role change counts from the next request and tells those who listen.
 #[tokio::test]
 async fn a_role_change_counts_from_the_next_request() {
     let app = spawn_app().await;
     app.sign_in_with_bootstrap_link().await;
-    admin_op(
-        &app,
-        json!({"operation": "create_table", "database": "dev", "table": "dog", "primary_key": "id"}),
-    )
-    .await;
-    let key = user_with(&app, "reader", json!({"dev": {"tables": {"dog": {"read": true}}}})).await;
-    let read = json!({"operation": "search_by_value", "database": "dev", "table": "dog",
-                      "search_attribute": "id", "search_value": "*"});
+    let (key, read) = reader_of_dogs(&app).await;
     assert_eq!(op(&app, Some(&key), read.clone()).await.0, StatusCode::OK);
 
     let mut events = app.lore.appdb_events();
@@ -376,14 +429,7 @@ async fn on_postgres_a_role_altered_by_another_process_counts_at_once() {
     let (url, name) = fresh_postgres().await;
     let app = spawn_app_with(Options { database_url: Some(url.clone()), ..Options::default() }).await;
     app.sign_in_with_bootstrap_link().await;
-    admin_op(
-        &app,
-        json!({"operation": "create_table", "database": "dev", "table": "dog", "primary_key": "id"}),
-    )
-    .await;
-    let key = user_with(&app, "reader", json!({"dev": {"tables": {"dog": {"read": true}}}})).await;
-    let read = json!({"operation": "search_by_value", "database": "dev", "table": "dog",
-                      "search_attribute": "id", "search_value": "*"});
+    let (key, read) = reader_of_dogs(&app).await;
     let listening = || async {
         for _ in 0..250 {
             if app.lore.appdb_cache().watched() {

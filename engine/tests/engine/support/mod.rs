@@ -63,10 +63,15 @@ pub fn pdf_bomb(mib: usize) -> Vec<u8> {
     pdf
 }
 
+/// The local PostgreSQL server's maintenance database, as its superuser.
+pub fn postgres_admin_url() -> String {
+    std::env::var("LORE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
 /// A new, empty database on the local PostgreSQL server: its URL and name.
 pub async fn postgres() -> (String, String) {
-    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let admin_url = postgres_admin_url();
     let name = format!("lore_test_{}", uuid::Uuid::new_v4().simple());
     let db = sea_orm::Database::connect(&admin_url).await.expect("the local PostgreSQL server is up");
     db.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
@@ -76,8 +81,7 @@ pub async fn postgres() -> (String, String) {
 }
 
 pub async fn drop_postgres(name: &str) {
-    let admin_url = std::env::var("LORE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let admin_url = postgres_admin_url();
     if let Ok(db) = sea_orm::Database::connect(&admin_url).await {
         let _ = db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
     }
