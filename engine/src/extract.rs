@@ -2,4 +2,4 @@
 //! of untrusted input (sitemaps, a page's links), so that its fuzz targets
 //! build it alone. This module keeps the engine's paths to it.
 
-pub use lore_extract::{detect, extract, extract_within, ExtractError, Extracted, Format, Limits};
+pub use lore_extract::{detect, extract, extract_within, ExtractError, Extracted, Format, Limits, Section};

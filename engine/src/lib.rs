@@ -76,6 +76,9 @@ pub struct Lore {
     resources: Arc<resources::Registry>,
     /// The tool server's open push channels in this process.
     mcp_hub: Arc<mcp::hub::Hub>,
+    /// Application tables written by this process, for the table sources
+    /// that index them (see [`ingest::table`]).
+    table_writes: Arc<ingest::table::Writes>,
     /// The vectors of refused questions, for grouping the Dashboard's gaps.
     pub(crate) gap_vectors: Arc<embed::kept::Kept>,
     /// The pinned answers.
@@ -125,6 +128,7 @@ impl Lore {
             appdb_cache,
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
+            table_writes: Arc::default(),
             gap_vectors: Arc::new(embed::kept::Kept::default()),
             pin_vectors: Arc::new(embed::kept::Kept::default()),
             pins: Arc::new(answer::pins::Pins::default()),
@@ -250,6 +254,11 @@ impl Lore {
     /// The tool server's push channels open in this process.
     pub fn mcp_hub(&self) -> &mcp::hub::Hub {
         &self.mcp_hub
+    }
+
+    /// The application tables written since the indexing worker last looked.
+    pub fn table_writes(&self) -> &ingest::table::Writes {
+        &self.table_writes
     }
 
     /// Role and schema changes from now on (see [`appdb::Event`]).

@@ -182,7 +182,7 @@ pub const OPERATIONS: &[Spec] = &[
         [],
         Lore,
         AddSourceArgs,
-        "Adds a knowledge source; a website's first sync is queued at once."
+        "Adds a knowledge source; a website's or a table's first sync is queued at once."
     ),
     spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
     spec!(
@@ -480,7 +480,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let attributes = table.attributes.len();
             let written = records::write(&txn, &permission, &mut table, a.records, mode).await?;
             txn.commit().await?;
-            crate::mcp::records_changed(lore, &table, &written.done);
+            crate::resources::written(lore, &table, &written.done);
             if table.attributes.len() != attributes {
                 lore.appdb_event(Event::SchemaReloaded);
             }
@@ -493,7 +493,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
             let written = records::delete(&txn, &permission, &table, a.ids).await?;
             txn.commit().await?;
-            crate::mcp::records_changed(lore, &table, &written.done);
+            crate::resources::written(lore, &table, &written.done);
             json(json!({
                 "message": format!("{} of {total} record{} successfully deleted", written.done.len(), if total == 1 { "" } else { "s" }),
                 "deleted_hashes": written.done,
@@ -1190,9 +1190,10 @@ pub struct SearchJobsArgs {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AddSourceArgs {
     pub name: String,
-    /// `website` or `upload`.
+    /// `website`, `upload` or `table`.
     pub kind: String,
-    /// A website's `{"url", "discovery", "include", "exclude", "max_pages", "max_depth"}`.
+    /// A website's `{"start_url", "discovery", "include", "exclude", "max_pages", "max_depth"}`;
+    /// a table's `{"database", "table", "title", "text" or "template", "url", "conditions", "operator"}`.
     #[serde(default)]
     pub config: Option<Value>,
     /// `static`, `low`, `medium` or `high`.

@@ -303,7 +303,7 @@ impl TableResource {
         let action = format!("data.{}", verb.key());
         audit::record(&txn, &principal.actor(), &action, Some(&table.path()), json!({})).await?;
         txn.commit().await?;
-        crate::mcp::records_changed(lore, &table, &written.done);
+        crate::resources::written(lore, &table, &written.done);
         Ok(written.done.into_iter().next())
     }
 }
@@ -375,7 +375,7 @@ impl Resource for TableResource {
         let written = records::delete(&txn, &principal.permission(), &table, vec![id.clone()]).await?;
         audit::record(&txn, &principal.actor(), "data.delete", Some(&table.path()), json!({})).await?;
         txn.commit().await?;
-        crate::mcp::records_changed(lore, &table, &written.done);
+        crate::resources::written(lore, &table, &written.done);
         Ok(!written.done.is_empty())
     }
 }
@@ -718,6 +718,16 @@ fn record_schema(table: Option<&Table>) -> Value {
         properties.insert(attribute.name.clone(), schema);
     }
     json!({"type": "object", "properties": properties})
+}
+
+/// After a write to `table` committed (every surface's writes come
+/// here): the table sources on it are noted for re-indexing, and the push
+/// channels subscribed to these records are told.
+pub(crate) fn written(lore: &Lore, table: &Table, ids: &[Value]) {
+    if !ids.is_empty() {
+        lore.table_writes().note(table);
+    }
+    crate::mcp::records_changed(lore, table, ids);
 }
 
 /// A REST call under `/data/`: the method, the path after `/data/`, the

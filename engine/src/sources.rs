@@ -31,6 +31,8 @@ use crate::{Error, Lore, Result};
 pub enum SourceKind {
     Upload,
     Website,
+    /// The rows of an application table (see [`crate::ingest::table`]).
+    Table,
     /// Announced, not yet available.
     PageBank,
 }
@@ -40,6 +42,7 @@ impl SourceKind {
         match self {
             SourceKind::Upload => "upload",
             SourceKind::Website => "website",
+            SourceKind::Table => "table",
             SourceKind::PageBank => "page_bank",
         }
     }
@@ -48,9 +51,10 @@ impl SourceKind {
         match raw {
             "upload" => Ok(SourceKind::Upload),
             "website" => Ok(SourceKind::Website),
+            "table" => Ok(SourceKind::Table),
             "page_bank" => Ok(SourceKind::PageBank),
             other => Err(IngestError::InvalidSource(format!(
-                "unknown source kind {other:?}; use upload or website"
+                "unknown source kind {other:?}; use upload, website or table"
             ))),
         }
     }
@@ -142,6 +146,49 @@ pub struct WebsiteConfig {
     pub max_depth: usize,
 }
 
+/// Configuration of a table source: which rows, and what makes a document
+/// of one (see [`crate::ingest::table`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableConfig {
+    #[serde(default = "default_database", alias = "schema")]
+    pub database: String,
+    pub table: String,
+    /// The attribute whose value titles the row's document.
+    pub title: String,
+    /// The attributes whose values make its text, each a paragraph (or
+    /// give `template`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text: Vec<String>,
+    /// Its text as a template over the attributes: `{name}`, and `{id}`
+    /// for the primary key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Where its citations link to, a template like `template` (values
+    /// URL-encoded); without one, the row's REST URL when the table is
+    /// exported over HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Only the rows that meet these (as `search_by_conditions` takes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<TableCondition>,
+    #[serde(default)]
+    pub operator: crate::appdb::records::Operator,
+}
+
+/// One condition a table source's rows must meet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableCondition {
+    pub search_attribute: String,
+    pub search_type: crate::appdb::records::SearchType,
+    pub search_value: serde_json::Value,
+}
+
+fn default_database() -> String {
+    crate::appdb::catalog::DEFAULT_DATABASE.to_owned()
+}
+
 fn default_max_pages() -> usize {
     500
 }
@@ -197,6 +244,7 @@ pub enum SourceConfig {
     /// Files arrive by upload; nothing to configure.
     Upload,
     Website(WebsiteConfig),
+    Table(TableConfig),
     PageBank,
 }
 
@@ -205,6 +253,9 @@ impl SourceConfig {
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             SourceConfig::Website(config) => {
+                serde_json::to_value(config).unwrap_or_else(|_| serde_json::json!({}))
+            }
+            SourceConfig::Table(config) => {
                 serde_json::to_value(config).unwrap_or_else(|_| serde_json::json!({}))
             }
             SourceConfig::Upload | SourceConfig::PageBank => serde_json::json!({}),
@@ -252,6 +303,10 @@ impl Source {
                 serde_json::from_value(row.config.clone())
                     .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?,
             ),
+            SourceKind::Table => SourceConfig::Table(
+                serde_json::from_value(row.config.clone())
+                    .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?,
+            ),
         };
         let count = |n: i32, what: &str| {
             u32::try_from(n).map_err(|_| corrupt(format!("its stored {what} {n} is negative")))
@@ -278,7 +333,15 @@ impl Source {
     pub fn website(&self) -> Option<&WebsiteConfig> {
         match &self.config {
             SourceConfig::Website(config) => Some(config),
-            SourceConfig::Upload | SourceConfig::PageBank => None,
+            SourceConfig::Upload | SourceConfig::Table(_) | SourceConfig::PageBank => None,
+        }
+    }
+
+    /// The table configuration, for a table source.
+    pub fn table(&self) -> Option<&TableConfig> {
+        match &self.config {
+            SourceConfig::Table(config) => Some(config),
+            SourceConfig::Upload | SourceConfig::Website(_) | SourceConfig::PageBank => None,
         }
     }
 }
@@ -415,7 +478,18 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<Source
             }
             serde_json::to_value(config).map_err(|err| Error::Internal(err.to_string()))?
         }
-        _ => match &new.config {
+        SourceKind::Table => {
+            let value = new.config.clone().ok_or_else(|| {
+                IngestError::InvalidSource(
+                    "a table source needs a configuration with table, title and text (or template)".into(),
+                )
+            })?;
+            let config: TableConfig = serde_json::from_value(value)
+                .map_err(|err| IngestError::InvalidSource(format!("table configuration: {err}")))?;
+            crate::ingest::table::validate(lore, &config).await?;
+            serde_json::to_value(config).map_err(|err| Error::Internal(err.to_string()))?
+        }
+        SourceKind::Upload | SourceKind::PageBank => match &new.config {
             None => serde_json::json!({}),
             Some(serde_json::Value::Object(map)) if map.is_empty() => serde_json::json!({}),
             Some(_) => {
@@ -558,7 +632,7 @@ pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &s
 
 /// When the scheduler should next re-sync `source`, counted from `from`.
 pub fn next_sync_after(source: &Source, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    if source.kind != SourceKind::Website || !source.enabled {
+    if !matches!(source.kind, SourceKind::Website | SourceKind::Table) || !source.enabled {
         return None;
     }
     let interval = source.volatility.resync_interval()?;

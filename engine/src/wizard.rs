@@ -180,7 +180,7 @@ pub async fn add_provider(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<P
     moved_on(lore, actor, progress).await
 }
 
-/// Step 5: the first index (which creates the profile). A website is synced;
+/// Step 5: the first index (which creates the profile). A website or a table is synced;
 /// an upload source must have received its files (each upload queued a run).
 /// Indexing then goes on in the background.
 pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
@@ -189,7 +189,7 @@ pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
     let source_id =
         progress.source_id.clone().ok_or_else(|| Error::InvalidInput("add the first source first".into()))?;
     let source = sources::get(lore, &source_id).await?;
-    let job = if source.kind == SourceKind::Website {
+    let job = if matches!(source.kind, SourceKind::Website | SourceKind::Table) {
         crate::ingest::lifecycle::start_run(lore, Some(&source_id), false, "setup").await?.id
     } else {
         jobs::recent(lore, Some(&source_id), 1)

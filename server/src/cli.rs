@@ -24,6 +24,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run Lore: console, admin API and public API on server.bind.
@@ -506,13 +508,16 @@ pub enum SchemaCommand {
     },
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum SourcesCommand {
-    /// Create a source (an upload source, or a website to crawl).
+    /// Create a source (an upload source, a website to crawl, or an
+    /// application table whose rows become documents).
     Add {
         #[arg(long)]
         name: String,
-        /// upload or website (page_bank is announced, not yet available).
+        /// upload, website or table (page_bank is announced, not yet available).
         #[arg(long)]
         kind: String,
         /// Website: the start URL.
@@ -531,6 +536,28 @@ pub enum SourcesCommand {
         max_pages: Option<usize>,
         #[arg(long)]
         max_depth: Option<usize>,
+        /// Table: the application database (default `data`).
+        #[arg(long)]
+        database: Option<String>,
+        /// Table: the table whose rows become documents.
+        #[arg(long)]
+        table: Option<String>,
+        /// Table: the attribute that titles each row's document.
+        #[arg(long)]
+        title: Option<String>,
+        /// Table: an attribute that makes the text, a paragraph each (repeatable).
+        #[arg(long)]
+        text: Vec<String>,
+        /// Table: the text as a template instead, `{name}` for an attribute.
+        #[arg(long)]
+        template: Option<String>,
+        /// Table: where citations link to, a template like `--template`.
+        #[arg(long)]
+        url_template: Option<String>,
+        /// Table: the conditions rows must meet, as the JSON array
+        /// `search_by_conditions` takes.
+        #[arg(long)]
+        conditions: Option<String>,
         /// static, low, medium or high: how often it is re-synced.
         #[arg(long)]
         volatility: Option<String>,

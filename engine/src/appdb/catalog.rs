@@ -630,6 +630,18 @@ pub(crate) fn time_value(attribute: &Attribute, at: DateTime<Utc>) -> sea_orm::V
     }
 }
 
+/// A time as a search condition on a time attribute takes it: the JSON of
+/// what [`time_value`] stores.
+pub fn time_json(attribute: &Attribute, at: DateTime<Utc>) -> serde_json::Value {
+    match attribute.kind {
+        AttrType::Float => serde_json::json!(at.timestamp_millis() as f64),
+        AttrType::Date | AttrType::String => {
+            serde_json::Value::String(at.to_rfc3339_opts(SecondsFormat::Millis, true))
+        }
+        _ => serde_json::json!(at.timestamp_millis()),
+    }
+}
+
 /// The condition a record of `table` must meet to be alive at `now` (none
 /// when its records never expire): no expiry set, or one still to come.
 pub(crate) fn live(table: &Table, now: DateTime<Utc>) -> Option<sea_orm::sea_query::SimpleExpr> {

@@ -470,6 +470,7 @@ pub async fn work(lore: Lore, mut stop: tokio::sync::watch::Receiver<bool>) {
 async fn tick(lore: &Lore, owner: &str, lease: Duration) -> Result<()> {
     requeue_stale(lore, lease).await?;
     schedule_due(lore).await?;
+    super::table::schedule_written(lore).await?;
     while let Some(job) = claim_next(lore, owner).await? {
         run(lore, job, owner, None).await?;
     }
@@ -674,6 +675,7 @@ async fn sync_source(
     let result = match &found.config {
         SourceConfig::Upload => super::upload::sync(indexer, found, progress, cancel).await,
         SourceConfig::Website(config) => super::web::sync(indexer, found, config, progress, cancel).await,
+        SourceConfig::Table(config) => super::table::sync(indexer, found, config, progress, cancel).await,
         SourceConfig::PageBank => Err(IngestError::KindUnavailable(found.kind.key().to_owned()).into()),
     };
     let Some(current) = source::Entity::find_by_id(found.id.clone()).one(&lore.db).await? else {

@@ -30,13 +30,15 @@ pub struct Added {
     pub first_sync: Option<Job>,
 }
 
-/// Creates a source and, for a website, queues its first sync (`trigger`
+/// Creates a source and, for a website or a table, queues its first sync (`trigger`
 /// says who asked, as on every job). An upload source waits for its files:
 /// each upload queues a run.
 pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &str) -> Result<Added> {
     let created = sources::create(lore, actor, new).await?;
     let first_sync = match created.kind {
-        SourceKind::Website => Some(start_run(lore, Some(&created.id), false, trigger).await?),
+        SourceKind::Website | SourceKind::Table => {
+            Some(start_run(lore, Some(&created.id), false, trigger).await?)
+        }
         SourceKind::Upload | SourceKind::PageBank => None,
     };
     // Re-read: queuing moved its status.

@@ -13,6 +13,7 @@
 pub mod address;
 pub mod jobs;
 pub mod lifecycle;
+pub mod table;
 pub mod upload;
 pub mod web;
 
@@ -494,9 +495,15 @@ impl Indexer {
             .all(&self.lore.db)
             .await?
             .into_iter()
-            .filter(|doc| doc.last_job_id.as_deref() != Some(self.job_id.as_str()));
+            .filter(|doc| doc.last_job_id.as_deref() != Some(self.job_id.as_str()))
+            .collect();
+        self.remove_documents(stale).await
+    }
+
+    /// Removes these documents, each one's chunks first. Returns how many went.
+    pub async fn remove_documents(&self, documents: Vec<document::Model>) -> Result<u64> {
         let mut removed = 0;
-        for doc in stale {
+        for doc in documents {
             self.store.replace_document(&doc.id, Vec::new()).await?;
             document::Entity::delete_by_id(doc.id).exec(&self.lore.db).await?;
             removed += 1;

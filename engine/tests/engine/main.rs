@@ -22,4 +22,5 @@ mod retrieval;
 mod rollups;
 mod sessions;
 mod store;
+mod table_source;
 mod wizard;

@@ -21,11 +21,41 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             exclude,
             max_pages,
             max_depth,
+            database,
+            table,
+            title,
+            text,
+            template,
+            url_template,
+            conditions,
             volatility,
             json,
         } => {
-            let config = match url {
-                Some(start_url) => {
+            let config = match (url, table) {
+                (None, Some(table)) => {
+                    let mut config = serde_json::json!({"table": table});
+                    if let Some(title) = title {
+                        config["title"] = title.into();
+                    }
+                    if !text.is_empty() {
+                        config["text"] = text.into();
+                    }
+                    if let Some(database) = database {
+                        config["database"] = database.into();
+                    }
+                    if let Some(template) = template {
+                        config["template"] = template.into();
+                    }
+                    if let Some(url) = url_template {
+                        config["url"] = url.into();
+                    }
+                    if let Some(conditions) = conditions {
+                        config["conditions"] = serde_json::from_str(&conditions)
+                            .map_err(|err| invalid(format!("--conditions is not JSON: {err}")))?;
+                    }
+                    Some(config)
+                }
+                (Some(start_url), _) => {
                     let mut config =
                         serde_json::json!({"start_url": start_url, "include": include, "exclude": exclude});
                     if let Some(discovery) = discovery {
@@ -39,7 +69,7 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                     }
                     Some(config)
                 }
-                None => None,
+                (None, None) => None,
             };
             let new = sources::NewSource { name, kind, config, volatility };
             let added = lifecycle::add_source(&lore, &ACTOR, new, "cli").await.map_err(fail)?;
@@ -49,6 +79,10 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             } else {
                 println!("Created {} source {:?} ({}).", view.kind, view.name, view.id);
                 match added.first_sync {
+                    Some(_) if view.kind == "table" => println!(
+                        "Its first sync is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`. Its rows are answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions.",
+                        view.id
+                    ),
                     Some(_) => println!(
                         "Its first crawl is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`.",
                         view.id

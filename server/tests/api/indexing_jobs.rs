@@ -129,3 +129,69 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     assert_eq!(chunks, clean_chunks, "no chunk lost or duplicated");
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
 }
+
+const ROWS: usize = 400;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let watcher = open(dir.path()).await;
+    let admin = engine::appdb::Principal::Admin { account_id: "ada".into() };
+    let call = |body: serde_json::Value| engine::operations::dispatch(&watcher, &admin, body);
+    call(serde_json::json!({"operation": "create_table", "table": "note", "primary_key": "id"}))
+        .await
+        .unwrap();
+    let records: Vec<serde_json::Value> = (0..ROWS)
+        .map(|id| serde_json::json!({"id": id, "topic": format!("Note {id}"), "body": format!("Note {id} says that shelf {} holds volume {}.", id % 37, id * 7)}))
+        .collect();
+    for batch in records.chunks(500) {
+        call(serde_json::json!({"operation": "insert", "table": "note", "records": batch})).await.unwrap();
+    }
+    let added = lore(dir.path())
+        .args([
+            "sources", "add", "--name", "Notes", "--kind", "table", "--table", "note", "--title", "topic",
+            "--text", "body",
+        ])
+        .status()
+        .unwrap();
+    assert!(added.success(), "the CLI creates the source and queues its first sync");
+
+    // The first sync runs in a CLI process, killed partway.
+    let mut sync = lore(dir.path()).args(["sources", "reindex", "Notes", "--json"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let jobs = index_job::Entity::find().all(&watcher.db).await.unwrap();
+        if jobs.first().is_some_and(|job| done(job) >= 100) {
+            break;
+        }
+        assert!(sync.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        assert!(Instant::now() < deadline, "the run made no progress");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sync.kill().unwrap(); // SIGKILL
+    sync.wait().unwrap();
+    let interrupted = the_job(&watcher).await;
+    assert_eq!(interrupted.status, "running", "left as the crash left it");
+    assert!(done(&interrupted) < ROWS as u64);
+
+    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let resumed = loop {
+        let job = the_job(&watcher).await;
+        if !matches!(job.status.as_str(), "queued" | "running") {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "the job was not resumed: {job:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+
+    assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
+    assert_eq!(resumed.attempts, 2, "one crash, one resume");
+    assert_eq!(done(&resumed), ROWS as u64, "every row counted once: {}", resumed.progress);
+    let (chunks, by_docs, indexed) = corpus(&watcher).await;
+    assert_eq!(indexed, ROWS, "no row lost");
+    assert_eq!(chunks, ROWS, "one chunk a row: none lost, none duplicated");
+    assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
+}

@@ -167,3 +167,74 @@ async fn the_sources_api_is_for_admins_only() {
     let response = app.post_json("/admin/sources/", json!({"name": "x", "kind": "upload"})).await;
     assert_eq!(response.status(), 401);
 }
+
+/// The first passage `/admin/search` finds for `query`: its title and text.
+async fn first_hit(app: &TestApp, query: &str) -> (String, String) {
+    let found: Value =
+        app.post_json("/admin/search", json!({"query": query, "top_k": 3})).await.json().await.unwrap();
+    let hit = &found["results"][0];
+    (
+        hit["title"].as_str().unwrap_or_default().to_owned(),
+        hit["text"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_table_source_answers_a_write_through_the_operations_api_within_seconds() {
+    let app = admin_app().await;
+    let caller = &app;
+    let operation = |body: Value| async move { caller.post_json("/operation", body).await };
+    let made =
+        operation(json!({"operation": "create_table", "table": "lighthouse", "primary_key": "id"})).await;
+    assert_eq!(made.status(), 200);
+    let records: Vec<Value> = (0..20)
+        .map(|id| json!({"id": id, "name": format!("Light {id}"), "keeper": format!("Keeper number {id} trims the wick at dusk.")}))
+        .collect();
+    assert_eq!(
+        operation(json!({"operation": "insert", "table": "lighthouse", "records": records})).await.status(),
+        200
+    );
+
+    let refused = app
+        .post_json("/admin/sources/", json!({"name": "Lights", "kind": "table", "config": {"table": "lighthouse", "title": "name", "text": ["warden"]}}))
+        .await;
+    assert_eq!(error_code(refused).await, (422, "invalid_source".into()));
+    let listed: Value = app.get("/admin/sources/").await.json().await.unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "a refused configuration stores nothing: {listed}");
+
+    let created = app
+        .post_json("/admin/sources/", json!({"name": "Lights", "kind": "table", "config": {"table": "lighthouse", "title": "name", "text": ["keeper"]}}))
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let source: Value = app.get(&format!("/admin/sources/{id}")).await.json().await.unwrap();
+        if source["status"] == "ready" {
+            assert_eq!(source["document_count"], 20, "{source}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the first sync did not finish: {source}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // The worker of `lore serve` picks the write up on its own.
+    let written = std::time::Instant::now();
+    let updated = operation(json!({"operation": "update", "table": "lighthouse", "records": [
+        {"id": 7, "keeper": "Keeper Ingrid polishes the great Fresnel lens every Sunday."}
+    ]}))
+    .await;
+    assert_eq!(updated.status(), 200);
+    loop {
+        let (title, text) = first_hit(&app, "Who polishes the Fresnel lens on Sundays?").await;
+        if text.contains("Ingrid") {
+            assert_eq!(title, "Light 7");
+            break;
+        }
+        assert!(
+            written.elapsed() < std::time::Duration::from_secs(5),
+            "the update was not retrievable within 5 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,418 @@
+//! The table source: the rows of one application table as documents.
+//!
+//! Each row that meets the source's conditions is one document, identified
+//! within the source by its primary key. Its title is one attribute, its
+//! text is either a list of attributes (each a paragraph; a value that is
+//! not text reads `name: value`) or a template over them (`{name}`, and
+//! `{id}` for the primary key), and its citations link to the URL template
+//! filled in the same way, or else to the row's REST URL when the table is
+//! exported over HTTP.
+//!
+//! A run reads the keys of every row that meets the conditions, then the
+//! rows to index: every one on a first or full run, or when the table has
+//! no `@updatedTime` attribute (the content hash then decides what is
+//! embedded again); otherwise only the rows written since the last run
+//! that succeeded began, less [`CURSOR_MARGIN`] (a write stamped before it
+//! committed, or by a process whose clock runs behind, is read again, and
+//! its unchanged hash costs nothing). Documents whose row is gone, expired
+//! or no longer meets the conditions are removed. Unchanged rows are never
+//! embedded again.
+//!
+//! A write to the table through any surface of this process (operations,
+//! REST, the tool server) is noted ([`Writes`]); the indexing worker's next
+//! round (every half second) queues a run of each enabled table source on
+//! it, so the change is answerable within seconds. Writes by another
+//! process, and rows that expire, are caught by the source's scheduled
+//! re-sync (its volatility).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use entity::{document, index_job, source};
+use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder};
+use serde_json::Value;
+
+use super::jobs::{self, ProgressHandle};
+use super::{Fetched, Indexer, IngestError};
+use crate::appdb::catalog::{self, Managed, Table};
+use crate::appdb::permission::Permission;
+use crate::appdb::records::{self, Criterion, Search, SearchType};
+use crate::extract::Extracted;
+use crate::sources::{Source, SourceKind, TableConfig};
+use crate::{Lore, Result};
+
+/// How far before the last successful run's start the next run reads
+/// changed rows again.
+pub const CURSOR_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
+
+/// How many rows are read at once.
+const BATCH: usize = 200;
+
+/// The tables written by this process since the indexing worker last
+/// looked, as `(database, table)`.
+#[derive(Debug, Default)]
+pub struct Writes {
+    tables: Mutex<BTreeSet<(String, String)>>,
+}
+
+impl Writes {
+    /// Notes a committed write to `table`.
+    pub fn note(&self, table: &Table) {
+        self.lock().insert((table.database.clone(), table.name.clone()));
+    }
+
+    fn take(&self) -> BTreeSet<(String, String)> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
+        // A set of names: nothing a panicking holder left can be half-made.
+        self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Queues a run of every enabled table source on a table written since the
+/// last call. Returns how many were queued.
+pub async fn schedule_written(lore: &Lore) -> Result<usize> {
+    let written = lore.table_writes().take();
+    if written.is_empty() {
+        return Ok(0);
+    }
+    let candidates = source::Entity::find()
+        .filter(source::Column::Kind.eq(SourceKind::Table.key()))
+        .filter(source::Column::Enabled.eq(true))
+        .all(&lore.db)
+        .await?;
+    let mut queued = 0;
+    for row in candidates {
+        let found = Source::decode(row)?;
+        let Some(config) = found.table() else { continue };
+        if written.contains(&(config.database.clone(), config.table.clone())) {
+            jobs::enqueue(lore, Some(&found.id), false, "write").await?;
+            queued += 1;
+        }
+    }
+    Ok(queued)
+}
+
+/// Checks a table source's configuration against the catalog: the table
+/// exists, every attribute it names does, the templates name only those
+/// (or `id`), and the conditions can be searched with. Returns the table.
+pub async fn validate(lore: &Lore, config: &TableConfig) -> Result<Table> {
+    let table = catalog::find_table(&lore.db, &config.database, &config.table).await?.ok_or_else(|| {
+        IngestError::InvalidSource(format!(
+            "there is no table `{}.{}`; create it first, or name an existing one",
+            config.database, config.table
+        ))
+    })?;
+    let known = |name: &str| table.attribute(name).is_some();
+    let unknown = |what: &str, name: &str| {
+        IngestError::InvalidSource(format!(
+            "{what} names `{name}`, but table `{}` has no such attribute",
+            table.path()
+        ))
+    };
+    if !known(&config.title) {
+        return Err(unknown("`title`", &config.title).into());
+    }
+    match (config.text.is_empty(), &config.template) {
+        (true, None) => {
+            return Err(IngestError::InvalidSource(
+                "a table source needs its text: `text` (attributes) or `template`".into(),
+            )
+            .into())
+        }
+        (false, Some(_)) => {
+            return Err(IngestError::InvalidSource("give `text` or `template`, not both".into()).into())
+        }
+        _ => {}
+    }
+    for name in &config.text {
+        if !known(name) {
+            return Err(unknown("`text`", name).into());
+        }
+    }
+    for (what, template) in [("`template`", &config.template), ("`url`", &config.url)] {
+        let Some(template) = template else { continue };
+        for name in
+            placeholders(template).map_err(|why| IngestError::InvalidSource(format!("{what}: {why}")))?
+        {
+            if name != "id" && !known(&name) {
+                return Err(unknown(what, &name).into());
+            }
+        }
+    }
+    // The conditions are checked as the search that runs them checks them
+    // (attributes, types, computed ones refused).
+    let probe = Search { limit: Some(1), ..search_of(config, &table) };
+    records::search(&lore.db, &Permission::super_user(), &table, &probe)
+        .await
+        .map_err(|err| IngestError::InvalidSource(format!("`conditions`: {err}")))?;
+    Ok(table)
+}
+
+/// The `{name}`s of a template, in order. A `{` without its `}`, an empty
+/// or nested name, or a stray `}` is an error.
+pub fn placeholders(template: &str) -> std::result::Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err("a `}` without its `{`".into());
+        }
+        let after = &rest[open + 1..];
+        let close = after.find('}').ok_or("a `{` without its `}`")?;
+        let name = after[..close].trim();
+        if name.is_empty() || name.contains('{') {
+            return Err(format!("`{{{}}}` is not an attribute's name", &after[..close]));
+        }
+        names.push(name.to_owned());
+        rest = &after[close + 1..];
+    }
+    Ok(names)
+}
+
+/// Fills a template's `{name}`s from `row` (`{id}`: the primary key, unless
+/// the table has an attribute called `id`); `encode` applies to each value.
+fn fill(template: &str, row: &records::Record, key: &Value, encode: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let name = after[..close].trim();
+        let value = row.get(name).or_else(|| (name == "id").then_some(key));
+        out.push_str(&encode(&value.map(text_of).unwrap_or_default()));
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A value as text: a string as it is, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The search that selects the source's rows, for every attribute.
+fn search_of(config: &TableConfig, table: &Table) -> Search {
+    Search {
+        conditions: config
+            .conditions
+            .iter()
+            .map(|c| Criterion {
+                attribute: c.search_attribute.clone(),
+                search_type: c.search_type,
+                value: c.search_value.clone(),
+            })
+            .collect(),
+        operator: config.operator,
+        get_attributes: vec![table.primary_key.clone()],
+        limit: None,
+        offset: None,
+    }
+}
+
+/// The keys of the rows a search selects, in key order.
+async fn keys(lore: &Lore, table: &Table, search: &Search) -> Result<Vec<Value>> {
+    let rows = records::search(&lore.db, &Permission::super_user(), table, search).await?;
+    Ok(rows.into_iter().filter_map(|mut row| row.remove(&table.primary_key)).collect())
+}
+
+/// The document identity of a row: its key as text.
+pub fn uri_of(key: &Value) -> String {
+    text_of(key)
+}
+
+/// Where a citation of the row links to: the URL template, else the row's
+/// REST URL when the table is served over HTTP, else nowhere.
+fn url_of(
+    lore: &Lore,
+    config: &TableConfig,
+    table: &Table,
+    row: &records::Record,
+    key: &Value,
+) -> Option<String> {
+    if let Some(template) = &config.url {
+        let encode = |value: &str| url::form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>();
+        return Some(fill(template, row, key, encode));
+    }
+    let export = table.options.export.as_ref().filter(|export| export.http)?;
+    let mut url = url::Url::parse(&format!("{}/data/", lore.settings.base_url())).ok()?;
+    url.path_segments_mut().ok()?.pop_if_empty().extend(export.path.split('/')).push(&text_of(key));
+    Some(url.to_string())
+}
+
+/// A row as the document the indexer takes.
+fn document_of(config: &TableConfig, row: &records::Record, key: &Value) -> Extracted {
+    let title = row.get(&config.title).map(text_of).filter(|t| !t.trim().is_empty());
+    let text = match &config.template {
+        Some(template) => fill(template, row, key, str::to_owned),
+        None => config
+            .text
+            .iter()
+            .filter_map(|name| match row.get(name) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(other) => Some(format!("{name}: {other}")),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    };
+    Extracted {
+        title: Some(title.unwrap_or_else(|| format!("{} {}", config.table, text_of(key)))),
+        canonical_url: None,
+        sections: vec![crate::extract::Section { heading: None, text }],
+    }
+}
+
+/// When the last run that synced this source successfully began: rows
+/// written since then (less the margin) are the ones to read again.
+async fn cursor(lore: &Lore, source_id: &str, this_job: &str) -> Result<Option<DateTime<Utc>>> {
+    let last = index_job::Entity::find()
+        .filter(index_job::Column::Status.eq(jobs::SUCCEEDED))
+        .filter(index_job::Column::Id.ne(this_job))
+        .filter(
+            Condition::any()
+                .add(index_job::Column::SourceId.eq(source_id))
+                .add(index_job::Column::SourceId.is_null()),
+        )
+        .order_by_desc(index_job::Column::StartedAt)
+        .one(&lore.db)
+        .await?;
+    Ok(last.and_then(|job| job.started_at).map(|at| at - CURSOR_MARGIN))
+}
+
+/// Syncs a table source (see the module documentation).
+pub async fn sync(
+    indexer: &Indexer,
+    found: &Source,
+    config: &TableConfig,
+    progress: &ProgressHandle,
+    cancel: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    let lore = &indexer.lore;
+    let table = validate(lore, config).await?;
+    let selected = search_of(config, &table);
+    let live = keys(lore, &table, &selected).await?;
+    let known: HashMap<String, document::Model> = document::Entity::find()
+        .filter(document::Column::SourceId.eq(&found.id))
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(|doc| (doc.uri.clone(), doc))
+        .collect();
+    let updated = table.attributes.iter().find(|a| a.managed == Some(Managed::UpdatedTime));
+    let since = match updated {
+        Some(_) if !indexer.full && !known.is_empty() => cursor(lore, &found.id, &indexer.job_id).await?,
+        _ => None,
+    };
+    let to_read: Vec<Value> = match (since, updated) {
+        (Some(since), Some(updated)) => {
+            let changed = Search {
+                conditions: vec![Criterion {
+                    attribute: updated.name.clone(),
+                    search_type: SearchType::GreaterThanEqual,
+                    value: catalog::time_json(updated, since),
+                }],
+                get_attributes: vec![table.primary_key.clone()],
+                ..Search::default()
+            };
+            let changed: HashSet<String> = keys(lore, &table, &changed).await?.iter().map(uri_of).collect();
+            // Rows written since, and any row that has no document yet
+            // (a run that failed before reaching it).
+            live.iter()
+                .filter(|key| changed.contains(&uri_of(key)) || !known.contains_key(&uri_of(key)))
+                .cloned()
+                .collect()
+        }
+        _ => live.clone(),
+    };
+    progress.add(|p| p.discovered += to_read.len() as u64);
+
+    for batch in to_read.chunks(BATCH) {
+        if *cancel.borrow() {
+            return Ok(());
+        }
+        let rows =
+            records::by_ids(&lore.db, &Permission::super_user(), &table, batch, &["*".to_owned()]).await?;
+        progress.add(|p| p.fetched += rows.len() as u64);
+        for row in rows {
+            let Some(key) = row.get(&table.primary_key).cloned() else { continue };
+            let fetched = Fetched {
+                uri: uri_of(&key),
+                url: url_of(lore, config, &table, &row, &key),
+                content_type: Some("text/plain".into()),
+                ..Fetched::default()
+            };
+            let extracted = document_of(config, &row, &key);
+            progress.add(|p| p.extracted += 1);
+            match indexer.index_document(&found.id, &fetched, &extracted, progress).await {
+                Ok(outcome) => outcome.count(progress),
+                Err(err) => {
+                    indexer
+                        .record_failure(&found.id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
+                        .await?;
+                    progress.add(|p| {
+                        p.failed += 1;
+                        p.done += 1;
+                    });
+                }
+            }
+        }
+    }
+
+    // Documents whose row is gone, expired or no longer selected.
+    let present: HashSet<String> = live.iter().map(uri_of).collect();
+    let gone: Vec<document::Model> = known.into_values().filter(|doc| !present.contains(&doc.uri)).collect();
+    let removed = indexer.remove_documents(gone).await?;
+    progress.add(|p| p.removed += removed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_read_and_bad_braces_refused() {
+        assert_eq!(placeholders("{name} lives in {city}.").unwrap(), vec!["name", "city"]);
+        assert_eq!(placeholders("no names").unwrap(), Vec::<String>::new());
+        assert!(placeholders("{name").is_err());
+        assert!(placeholders("name}").is_err());
+        assert!(placeholders("{}").is_err());
+        assert!(placeholders("{a{b}}").is_err());
+    }
+
+    #[test]
+    fn a_row_fills_its_templates_and_becomes_a_document() {
+        let row: records::Record = serde_json::from_value(
+            serde_json::json!({"id": 7, "name": "Harper", "age": 4, "bio": "Likes naps."}),
+        )
+        .unwrap();
+        let key = serde_json::json!(7);
+        assert_eq!(fill("{name} is {age} ({id})", &row, &key, str::to_owned), "Harper is 4 (7)");
+        let config = TableConfig {
+            database: "data".into(),
+            table: "dog".into(),
+            title: "name".into(),
+            text: vec!["bio".into(), "age".into(), "missing".into()],
+            template: None,
+            url: None,
+            conditions: Vec::new(),
+            operator: Default::default(),
+        };
+        let document = document_of(&config, &row, &key);
+        assert_eq!(document.title.as_deref(), Some("Harper"));
+        assert_eq!(document.sections[0].text, "Likes naps.\n\nage: 4");
+    }
+}

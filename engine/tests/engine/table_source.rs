@@ -1,0 +1,207 @@
+//! The table source on SQLite and PostgreSQL, with the real embedding model
+//! and LanceDB: the rows of an application table become documents, a write
+//! to the table queues the re-index of what it changed (and nothing else is
+//! embedded again), and a configuration the catalog cannot back is refused
+//! before anything is stored.
+
+use engine::appdb::Principal;
+use engine::audit::Actor;
+use engine::ingest::{lifecycle, table, IngestError};
+use engine::sources::{self, NewSource};
+use engine::{Error, Lore};
+use serde_json::{json, Value};
+
+use crate::support;
+
+const ROWS: usize = 500;
+const BISCUIT: u64 = 123;
+
+fn admin() -> Principal {
+    Principal::Admin { account_id: "ada".into() }
+}
+
+async fn operation(lore: &Lore, body: Value) {
+    engine::operations::dispatch(lore, &admin(), body.clone())
+        .await
+        .unwrap_or_else(|err| panic!("{body}: {err}"));
+}
+
+/// `data.dog` with 500 rows, one of them Biscuit with a fact of its own.
+async fn kennel(lore: &Lore) {
+    operation(lore, json!({"operation": "create_table", "table": "dog", "primary_key": "id"})).await;
+    let cities = ["Lisbon", "Tromsø", "Valparaíso", "Hobart", "Kyoto", "Windhoek", "Quito", "Tallinn"];
+    let records: Vec<Value> = (0..ROWS as u64)
+        .map(|id| {
+            if id == BISCUIT {
+                json!({"id": id, "name": "Biscuit", "bio": "Biscuit guards the lighthouse at Cape Wrath every night."})
+            } else {
+                let city = cities[id as usize % cities.len()];
+                json!({"id": id, "name": format!("Dog {id}"), "bio": format!("Dog {id} is a friendly terrier who lives in {city}.")})
+            }
+        })
+        .collect();
+    for batch in records.chunks(250) {
+        operation(lore, json!({"operation": "insert", "table": "dog", "records": batch})).await;
+    }
+}
+
+fn dog_source() -> NewSource {
+    NewSource {
+        name: "Kennel".into(),
+        kind: "table".into(),
+        config: Some(
+            json!({"table": "dog", "title": "name", "text": ["bio"], "url": "https://kennel.example/dogs/{id}"}),
+        ),
+        volatility: None,
+    }
+}
+
+/// The best passage for `query`: its document's title and its citation URL.
+async fn best(lore: &Lore, query: &str) -> Option<(String, Option<String>, String)> {
+    let traced = engine::search::retrieve(lore, query, Some(5)).await.unwrap();
+    traced
+        .found
+        .results
+        .first()
+        .map(|hit| (hit.chunk.title.clone(), hit.chunk.url.clone(), hit.chunk.text.clone()))
+}
+
+/// Runs what the indexing worker's next round would queue for the writes
+/// noted so far: the one run of the kennel's source.
+async fn worker_round(lore: &Lore, source_id: &str) -> engine::ingest::Progress {
+    assert_eq!(table::schedule_written(lore).await.unwrap(), 1, "the write queues the source's run");
+    let queued = engine::ingest::jobs::recent(lore, Some(source_id), 1).await.unwrap().remove(0);
+    assert_eq!(queued.trigger, "write");
+    support::progress(&support::run_queued(lore, &queued.id).await)
+}
+
+async fn a_table_becomes_a_source_and_follows_its_writes(lore: &Lore) {
+    kennel(lore).await;
+    let added = lifecycle::add_source(lore, &Actor::System, dog_source(), "test").await.unwrap();
+    let source_id = added.source.id.clone();
+    let first = added.first_sync.expect("a table source's first sync is queued at once");
+    let done = support::progress(&support::run_queued(lore, &first.id).await);
+    assert_eq!((done.discovered, done.done, done.failed), (ROWS as u64, ROWS as u64, 0));
+    assert_eq!(done.embedded, ROWS as u64, "one chunk a row");
+    let found = sources::get(lore, &source_id).await.unwrap();
+    assert_eq!((found.document_count, found.status.key()), (ROWS as u32, "ready"));
+
+    let (title, url, text) = best(lore, "Who guards the lighthouse at Cape Wrath?").await.unwrap();
+    assert_eq!(title, "Biscuit");
+    assert_eq!(url.as_deref(), Some("https://kennel.example/dogs/123"), "the citation points at the row");
+    assert!(text.contains("Cape Wrath"), "{text}");
+
+    // An update is re-indexed by the run it queues; nothing else is embedded.
+    operation(
+        lore,
+        json!({"operation": "update", "table": "dog", "records": [
+            {"id": BISCUIT, "bio": "Biscuit now herds the goats of the Faroe Islands."}
+        ]}),
+    )
+    .await;
+    let updated = worker_round(lore, &source_id).await;
+    assert_eq!(updated.embedded, 1, "only the changed row is embedded again: {updated:?}");
+    let (title, _, text) = best(lore, "Who herds the goats of the Faroe Islands?").await.unwrap();
+    assert_eq!(title, "Biscuit");
+    assert!(text.contains("Faroe"), "{text}");
+
+    // An update that changes nothing embeds nothing.
+    operation(
+        lore,
+        json!({"operation": "update", "table": "dog", "records": [
+            {"id": BISCUIT, "bio": "Biscuit now herds the goats of the Faroe Islands."}
+        ]}),
+    )
+    .await;
+    let same = worker_round(lore, &source_id).await;
+    assert_eq!(same.embedded, 0, "an unchanged row is not embedded again: {same:?}");
+
+    // An insert adds a document, a delete removes one.
+    operation(
+        lore,
+        json!({"operation": "insert", "table": "dog", "records": [
+            {"id": 9000, "name": "Pickle", "bio": "Pickle collects lost tennis balls in Reykjavík harbour."}
+        ]}),
+    )
+    .await;
+    let inserted = worker_round(lore, &source_id).await;
+    assert_eq!(inserted.embedded, 1, "{inserted:?}");
+    let (title, url, _) = best(lore, "Who collects tennis balls in Reykjavík harbour?").await.unwrap();
+    assert_eq!((title.as_str(), url.as_deref()), ("Pickle", Some("https://kennel.example/dogs/9000")));
+
+    operation(lore, json!({"operation": "delete", "table": "dog", "ids": [BISCUIT]})).await;
+    let deleted = worker_round(lore, &source_id).await;
+    assert_eq!((deleted.removed, deleted.embedded), (1, 0), "{deleted:?}");
+    let after = best(lore, "Who herds the goats of the Faroe Islands?").await;
+    assert!(
+        after.as_ref().is_none_or(|(title, _, _)| title != "Biscuit"),
+        "the deleted row is gone: {after:?}"
+    );
+    let found = sources::get(lore, &source_id).await.unwrap();
+    assert_eq!(found.document_count, ROWS as u32, "500 rows, one inserted and one deleted");
+}
+
+#[tokio::test]
+async fn a_table_becomes_a_source_and_follows_its_writes_on_sqlite() {
+    let (lore, _dir) = support::open().await;
+    a_table_becomes_a_source_and_follows_its_writes(&lore).await;
+}
+
+#[tokio::test]
+async fn a_table_becomes_a_source_and_follows_its_writes_on_postgres() {
+    let (url, name) = support::postgres().await;
+    let (lore, _dir) = support::open_with(|settings| {
+        settings.database.url = Some(engine::settings::Secret::new(url.clone()));
+    })
+    .await;
+    a_table_becomes_a_source_and_follows_its_writes(&lore).await;
+    drop(lore);
+    support::drop_postgres(&name).await;
+}
+
+#[tokio::test]
+async fn a_configuration_the_catalog_cannot_back_is_refused_and_stores_nothing() {
+    let (lore, _dir) = support::open().await;
+    operation(&lore, json!({"operation": "create_table", "table": "dog", "primary_key": "id"})).await;
+    operation(
+        &lore,
+        json!({"operation": "insert", "table": "dog", "records": [{"id": 1, "name": "Rex", "bio": "Rex."}]}),
+    )
+    .await;
+    let cases = [
+        (json!({"table": "cat", "title": "name", "text": ["bio"]}), "no table `data.cat`"),
+        (json!({"database": "zoo", "table": "dog", "title": "name", "text": ["bio"]}), "no table `zoo.dog`"),
+        (json!({"table": "dog", "title": "nickname", "text": ["bio"]}), "`title` names `nickname`"),
+        (json!({"table": "dog", "title": "name", "text": ["bio", "colour"]}), "`text` names `colour`"),
+        (
+            json!({"table": "dog", "title": "name", "template": "{name} likes {toy}"}),
+            "`template` names `toy`",
+        ),
+        (
+            json!({"table": "dog", "title": "name", "text": ["bio"], "url": "https://k.example/{slug}"}),
+            "`url` names `slug`",
+        ),
+        (json!({"table": "dog", "title": "name", "template": "{name"}), "without its `}`"),
+        (json!({"table": "dog", "title": "name"}), "needs its text"),
+        (json!({"table": "dog", "title": "name", "text": ["bio"], "template": "{bio}"}), "not both"),
+        (
+            json!({"table": "dog", "title": "name", "text": ["bio"], "conditions": [
+                {"search_attribute": "colour", "search_type": "equals", "search_value": "red"}
+            ]}),
+            "`conditions`",
+        ),
+        (json!({"table": "dog", "title": "name", "text": ["bio"], "colour": "red"}), "unknown field"),
+        (json!({"title": "name", "text": ["bio"]}), "missing field `table`"),
+    ];
+    for (config, expected) in cases {
+        let new = NewSource { config: Some(config.clone()), ..dog_source() };
+        match lifecycle::add_source(&lore, &Actor::System, new, "test").await {
+            Err(Error::Ingest(IngestError::InvalidSource(message))) => {
+                assert!(message.contains(expected), "{config}: {message}")
+            }
+            other => panic!("{config} must be refused as an invalid source, got {other:?}"),
+        }
+    }
+    assert!(sources::list(&lore).await.unwrap().is_empty(), "a refused configuration stores nothing");
+    assert!(engine::ingest::jobs::recent(&lore, None, 10).await.unwrap().is_empty(), "and queues nothing");
+}
