@@ -101,3 +101,47 @@ test('an admin creates a website source and watches it index to ready', async ()
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('an admin makes a table source, is told who can read its rows, and finds a row', async () => {
+  const { context, page, errors } = await openPage(browser, lore.baseUrl, ['422 /admin/sources/']);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/sources`);
+  await hydrated(page);
+  const operation = (body) => page.evaluate(async (body) => {
+    const res = await fetch('/operation', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return res.status;
+  }, body);
+  assert.equal(await operation({ operation: 'create_table', table: 'faq', primary_key: 'id' }), 200);
+  assert.equal(await operation({ operation: 'insert', table: 'faq', records: [
+    { id: 1, question: 'Where is the spare key?', answer: 'The spare key hangs behind the boiler-room door.' },
+    { id: 2, question: 'When is the bins day?', answer: 'Bins go out on Tuesday evenings.' },
+    { id: 3, question: 'Who waters the ferns?', answer: 'Marguerite waters the ferns on Fridays.' },
+  ] }), 200);
+
+  await page.selectOption('select[name=kind]', 'table');
+  const warning = page.locator('form.new-source .warning');
+  await warning.waitFor();
+  assert.match(await warning.textContent(), /answerable by every caller of \/answer, the widget and the MCP answer tool, whatever their table permissions/);
+
+  // A table that does not exist is refused, and nothing is created.
+  await page.fill('input[name=name]', 'House FAQ');
+  await page.fill('input[name=table]', 'nope');
+  await page.fill('input[name=title]', 'question');
+  await page.fill('input[name=text]', 'answer');
+  await page.getByRole('button', { name: 'Add source' }).click();
+  await page.getByText('there is no table `data.nope`').waitFor();
+  assert.equal(await page.locator('li.source').count(), 0);
+
+  await page.fill('input[name=table]', 'faq');
+  await page.getByRole('button', { name: 'Add source' }).click();
+  const card = page.locator('li.source[data-source="House FAQ"]');
+  await card.waitFor();
+  await page.waitForSelector('li.source[data-source="House FAQ"][data-status="ready"]', { timeout: 60_000 });
+  await card.locator('[data-documents="3"]').waitFor();
+
+  await page.fill('input[name=query]', 'who waters the ferns');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await page.locator('li.hit', { hasText: 'Who waters the ferns?' }).waitFor();
+  assert.deepEqual(errors, []);
+  await context.close();
+});

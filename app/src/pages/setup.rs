@@ -9,7 +9,8 @@ use crate::client;
 use crate::pages::playground::AnswerPanel;
 use crate::wire::{
     AnswerResponse, AskRequest, CreateSourceRequest, NoBody, PersonaRequest, ProfileDetails, ProfileOverview,
-    ProvidersOverview, QuickAddRequest, SetupWizardView, UploadReceipt, WebsiteConfigInput,
+    ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput, TableConfigInput, UploadReceipt,
+    WebsiteConfigInput,
 };
 
 type Wizard = RwSignal<Option<SetupWizardView>>;
@@ -171,17 +172,37 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
     let kind = RwSignal::new("website".to_owned());
     let start_url = RwSignal::new(String::new());
     let discovery = RwSignal::new("sitemap".to_owned());
+    let table = RwSignal::new(String::new());
+    let title = RwSignal::new(String::new());
+    let text = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let config = (kind.get() == "website").then(|| WebsiteConfigInput {
-            start_url: start_url.get().trim().to_owned(),
-            discovery: discovery.get(),
-            include: None,
-            exclude: None,
-            max_pages: None,
-            max_depth: None,
-        });
+        let config = match kind.get().as_str() {
+            "website" => Some(SourceConfigInput::Website(WebsiteConfigInput {
+                start_url: start_url.get().trim().to_owned(),
+                discovery: discovery.get(),
+                include: None,
+                exclude: None,
+                max_pages: None,
+                max_depth: None,
+            })),
+            "table" => Some(SourceConfigInput::Table(TableConfigInput {
+                database: "data".to_owned(),
+                table: table.get().trim().to_owned(),
+                title: title.get().trim().to_owned(),
+                text: text
+                    .get()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                template: None,
+                url: None,
+            })),
+            _ => None,
+        };
         let body = CreateSourceRequest {
             name: name.get().trim().to_owned(),
             kind: kind.get(),
@@ -211,8 +232,17 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
                     <option value="website">"Website (sitemap or crawl)"</option>
                     <option value="upload">"Uploaded files (Markdown, text, HTML, PDF)"</option>
+                    <option value="table">"A table of Lore's application database"</option>
                 </select>
             </label>
+            <Show when=move || kind.get() == "table">
+                <p class="warning" role="note">
+                    "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions."
+                </p>
+                <label>"Table " <input name="table" required bind:value=table placeholder="faq"/></label>
+                <label>"Title attribute " <input name="title" required bind:value=title placeholder="question"/></label>
+                <label>"Text attributes " <input name="text" required bind:value=text placeholder="answer"/></label>
+            </Show>
             <Show when=move || kind.get() == "website">
                 <label>"Start URL " <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
                 <label>

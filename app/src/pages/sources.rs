@@ -1,14 +1,14 @@
 //! The Sources screen: every source with its status, counts, freshness and
 //! the live progress of its latest run (polled each second, no reloads);
-//! creating upload and website sources; uploading files; enable, disable,
+//! creating upload, website and table sources; uploading files; enable, disable,
 //! sync and delete (with confirmation); per-document errors.
 
 use leptos::prelude::*;
 
 use crate::client;
 use crate::wire::{
-    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceView,
-    UploadReceipt, WebsiteConfigInput,
+    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceConfigInput,
+    SourceView, TableConfigInput, UploadReceipt, WebsiteConfigInput,
 };
 
 /// Shared by the list and the form: bumping it reloads the list at once.
@@ -128,6 +128,12 @@ fn NewSourceForm() -> impl IntoView {
     let max_pages = RwSignal::new("500".to_owned());
     let max_depth = RwSignal::new("5".to_owned());
     let volatility = RwSignal::new("medium".to_owned());
+    let database = RwSignal::new("data".to_owned());
+    let table = RwSignal::new(String::new());
+    let title = RwSignal::new(String::new());
+    let text = RwSignal::new(String::new());
+    let template = RwSignal::new(String::new());
+    let url_template = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let notice = use_context::<RwSignal<Option<(bool, String)>>>();
     let reload_signal = use_context::<Reload>();
@@ -137,19 +143,31 @@ fn NewSourceForm() -> impl IntoView {
         let patterns = |raw: String| -> Vec<String> {
             raw.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect()
         };
-        let website = kind.get() == "website";
-        let body = CreateSourceRequest {
-            name: name.get(),
-            kind: kind.get(),
-            config: website.then(|| WebsiteConfigInput {
+        let optional = |raw: String| Some(raw.trim().to_owned()).filter(|v| !v.is_empty());
+        let config = match kind.get().as_str() {
+            "website" => Some(SourceConfigInput::Website(WebsiteConfigInput {
                 start_url: start_url.get().trim().to_owned(),
                 discovery: discovery.get(),
                 include: Some(patterns(include.get())),
                 exclude: Some(patterns(exclude.get())),
                 max_pages: Some(max_pages.get().trim().parse::<u64>().unwrap_or(500)),
                 max_depth: Some(max_depth.get().trim().parse::<u64>().unwrap_or(5)),
-            }),
-            volatility: website.then(|| volatility.get()),
+            })),
+            "table" => Some(SourceConfigInput::Table(TableConfigInput {
+                database: database.get().trim().to_owned(),
+                table: table.get().trim().to_owned(),
+                title: title.get().trim().to_owned(),
+                text: patterns(text.get()),
+                template: optional(template.get()),
+                url: optional(url_template.get()),
+            })),
+            _ => None,
+        };
+        let body = CreateSourceRequest {
+            name: name.get(),
+            kind: kind.get(),
+            volatility: config.is_some().then(|| volatility.get()),
+            config,
         };
         busy.set(true);
         leptos::task::spawn_local(async move {
@@ -181,9 +199,30 @@ fn NewSourceForm() -> impl IntoView {
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
                     <option value="website">"Website (sitemap or crawl)"</option>
                     <option value="upload">"Upload (Markdown, text, HTML, PDF)"</option>
+                    <option value="table">"Table (rows of Lore's application database)"</option>
                     <option value="page_bank" disabled>"Page bank (announced, not yet available)"</option>
                 </select>
             </label>
+            <Show when=move || kind.get() == "table">
+                <p class="warning" role="note">
+                    "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions."
+                </p>
+                <label>"Database" <input name="database" required bind:value=database/></label>
+                <label>"Table" <input name="table" required bind:value=table placeholder="faq"/></label>
+                <label>"Title attribute" <input name="title" required bind:value=title placeholder="question"/></label>
+                <label>"Text attributes" <input name="text" bind:value=text placeholder="answer, details"/></label>
+                <label>"Or a text template" <input name="template" bind:value=template placeholder="{question} {answer}"/></label>
+                <label>"Citation URL template" <input name="url_template" bind:value=url_template placeholder="https://example.com/faq/{id}"/></label>
+                <label>
+                    "Full re-sync"
+                    <select name="table_volatility" prop:value=move || volatility.get() on:change=move |ev| volatility.set(event_target_value(&ev))>
+                        <option value="high">"Hourly"</option>
+                        <option value="medium">"Daily"</option>
+                        <option value="low">"Weekly"</option>
+                        <option value="static">"Never on its own (writes through Lore still count at once)"</option>
+                    </select>
+                </label>
+            </Show>
             <Show when=move || kind.get() == "website">
                 <label>"Start URL" <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
                 <label>

@@ -120,7 +120,7 @@ pub struct SearchHit {
 /// source, in the JSON shape of `engine::sources::NewSource`. `config` is
 /// kind-specific and the engine validates it, so the server reads any JSON
 /// there (`C` is `serde_json::Value`); the console sends a
-/// [`WebsiteConfigInput`].
+/// [`SourceConfigInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSourceRequest<C = serde_json::Value> {
@@ -150,6 +150,33 @@ pub struct WebsiteConfigInput {
     pub max_pages: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_depth: Option<u64>,
+}
+
+/// A table source's configuration as the console sends it (checked by
+/// `engine::sources::TableConfig` against the catalog). Only sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TableConfigInput {
+    pub database: String,
+    pub table: String,
+    /// The attribute that titles each row's document.
+    pub title: String,
+    /// The attributes that make its text, a paragraph each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub text: Vec<String>,
+    /// Or its text as a template over the attributes (`{name}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Where citations link to, a template like `template` (`{id}`: the key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The configuration the console sends with a new source: one kind's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SourceConfigInput {
+    Website(WebsiteConfigInput),
+    Table(TableConfigInput),
 }
 
 /// `PUT /admin/sources/{id}/volatility`: how fast the source's content goes stale.
