@@ -279,14 +279,16 @@ pub async fn embed(
     Ok(())
 }
 
-/// The build the numbers come from: a dev build runs Lore's own crates
-/// unoptimised but its dependencies (candle, tokenizers, LanceDB, Arrow) at
-/// opt-level 2, which is where the time goes.
-fn build_profile() -> &'static str {
+/// The build the numbers come from: a dev build runs its dependencies
+/// (candle, tokenizers, LanceDB, Arrow) at opt-level 2, which is where most
+/// of the time goes, and Lore's own crates unoptimised unless the build
+/// says otherwise (`--config profile.dev.package.<crate>.opt-level=2`; the
+/// level is this crate's, set by `build.rs`).
+fn build_profile() -> String {
     if cfg!(debug_assertions) {
-        "dev (dependencies at opt-level 2)"
+        format!("dev (Lore's crates at opt-level {}, dependencies at opt-level 2)", env!("LORE_OPT_LEVEL"))
     } else {
-        "release"
+        "release".to_owned()
     }
 }
 
