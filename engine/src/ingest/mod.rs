@@ -304,7 +304,11 @@ impl Indexer {
         let hash = content_hash(extracted, self.embedder.model(), self.chunking);
         let existing = self.existing(source_id, &fetched.uri).await?;
         if let Some(doc) = &existing {
-            let same = doc.content_hash.as_deref() == Some(hash.as_str()) && doc.status == "indexed";
+            // A new citation URL (a table row's template over another
+            // attribute, say) must reach the chunks too.
+            let same = doc.content_hash.as_deref() == Some(hash.as_str())
+                && doc.status == "indexed"
+                && doc.url == fetched.url;
             if same && doc.last_job_id.as_deref() == Some(self.job_id.as_str()) {
                 return Ok(Outcome::AlreadyDone { chunks: doc.chunk_count as usize });
             }

@@ -66,6 +66,10 @@ impl Writes {
         std::mem::take(&mut *self.lock())
     }
 
+    fn put_back(&self, tables: BTreeSet<(String, String)>) {
+        self.lock().extend(tables);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
         // A set of names: nothing a panicking holder left can be half-made.
         self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -74,23 +78,44 @@ impl Writes {
 
 /// Queues a run of every enabled table source on a table written since the
 /// last call. Returns how many were queued.
+/// One source that cannot be read or queued is logged and skipped; when
+/// the sources cannot be listed at all, the notes are kept for the next round.
 pub async fn schedule_written(lore: &Lore) -> Result<usize> {
     let written = lore.table_writes().take();
     if written.is_empty() {
         return Ok(0);
     }
-    let candidates = source::Entity::find()
+    let listed = source::Entity::find()
         .filter(source::Column::Kind.eq(SourceKind::Table.key()))
         .filter(source::Column::Enabled.eq(true))
         .all(&lore.db)
-        .await?;
+        .await;
+    let candidates = match listed {
+        Ok(candidates) => candidates,
+        Err(err) => {
+            lore.table_writes().put_back(written);
+            return Err(err.into());
+        }
+    };
     let mut queued = 0;
     for row in candidates {
-        let found = Source::decode(row)?;
+        let id = row.id.clone();
+        let found = match Source::decode(row) {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(source = %id, error = %err, "a table source cannot be read; its writes wait for a sync");
+                continue;
+            }
+        };
         let Some(config) = found.table() else { continue };
         if written.contains(&(config.database.clone(), config.table.clone())) {
-            jobs::enqueue(lore, Some(&found.id), false, "write").await?;
-            queued += 1;
+            match jobs::enqueue(lore, Some(&found.id), false, "write").await {
+                Ok(_) => queued += 1,
+                // Disabled since it was listed, for one: it is synced when enabled.
+                Err(err) => {
+                    tracing::warn!(source = %id, error = %err, "a write did not queue the table source's run")
+                }
+            }
         }
     }
     Ok(queued)
@@ -146,9 +171,13 @@ pub async fn validate(lore: &Lore, config: &TableConfig) -> Result<Table> {
     // The conditions are checked as the search that runs them checks them
     // (attributes, types, computed ones refused).
     let probe = Search { limit: Some(1), ..search_of(config, &table) };
-    records::search(&lore.db, &Permission::super_user(), &table, &probe)
-        .await
-        .map_err(|err| IngestError::InvalidSource(format!("`conditions`: {err}")))?;
+    match records::search(&lore.db, &Permission::super_user(), &table, &probe).await {
+        Ok(_) => {}
+        Err(crate::Error::AppDb(refused)) => {
+            return Err(IngestError::InvalidSource(format!("`conditions`: {refused}")).into())
+        }
+        Err(other) => return Err(other),
+    }
     Ok(table)
 }
 
@@ -215,7 +244,8 @@ fn search_of(config: &TableConfig, table: &Table) -> Search {
                 value: c.search_value.clone(),
             })
             .collect(),
-        operator: config.operator,
+        // With no conditions "any of none" would select nothing: every row.
+        operator: if config.conditions.is_empty() { Default::default() } else { config.operator },
         get_attributes: vec![table.primary_key.clone()],
         limit: None,
         offset: None,
@@ -302,8 +332,8 @@ pub async fn sync(
 ) -> Result<()> {
     let lore = &indexer.lore;
     let table = validate(lore, config).await?;
-    let selected = search_of(config, &table);
-    let live = keys(lore, &table, &selected).await?;
+    // The documents first, then the rows: a document another run makes in
+    // between is then not taken for one whose row is gone.
     let known: HashMap<String, document::Model> = document::Entity::find()
         .filter(document::Column::SourceId.eq(&found.id))
         .all(&lore.db)
@@ -311,9 +341,16 @@ pub async fn sync(
         .into_iter()
         .map(|doc| (doc.uri.clone(), doc))
         .collect();
+    let selected = search_of(config, &table);
+    let live = keys(lore, &table, &selected).await?;
     let updated = table.attributes.iter().find(|a| a.managed == Some(Managed::UpdatedTime));
+    // A document that failed (its row could not be embedded, say) is read
+    // again by every run until it is indexed, whenever its row was written.
+    let settled = |doc: &document::Model| doc.status == "indexed" && doc.error.is_none();
     let since = match updated {
-        Some(_) if !indexer.full && !known.is_empty() => cursor(lore, &found.id, &indexer.job_id).await?,
+        Some(_) if !indexer.full && known.values().any(settled) => {
+            cursor(lore, &found.id, &indexer.job_id).await?
+        }
         _ => None,
     };
     let to_read: Vec<Value> = match (since, updated) {
@@ -328,10 +365,13 @@ pub async fn sync(
                 ..Search::default()
             };
             let changed: HashSet<String> = keys(lore, &table, &changed).await?.iter().map(uri_of).collect();
-            // Rows written since, and any row that has no document yet
-            // (a run that failed before reaching it).
+            // Rows written since, and any row without an indexed document
+            // (a run that stopped before reaching it, or failed on it).
             live.iter()
-                .filter(|key| changed.contains(&uri_of(key)) || !known.contains_key(&uri_of(key)))
+                .filter(|key| {
+                    let uri = uri_of(key);
+                    changed.contains(&uri) || !known.get(&uri).is_some_and(settled)
+                })
                 .cloned()
                 .collect()
         }

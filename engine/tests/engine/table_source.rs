@@ -9,6 +9,7 @@ use engine::audit::Actor;
 use engine::ingest::{lifecycle, table, IngestError};
 use engine::sources::{self, NewSource};
 use engine::{Error, Lore};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, Set};
 use serde_json::{json, Value};
 
 use crate::support;
@@ -91,6 +92,28 @@ async fn a_table_becomes_a_source_and_follows_its_writes(lore: &Lore) {
     assert_eq!(url.as_deref(), Some("https://kennel.example/dogs/123"), "the citation points at the row");
     assert!(text.contains("Cape Wrath"), "{text}");
 
+    // The run that indexed the rows began ten minutes ago, the rows were
+    // written twenty minutes ago: from here on a run reads only the rows
+    // written since (less the cursor's minute of margin).
+    let long_ago = chrono::Utc::now() - chrono::Duration::minutes(10);
+    let dogs = engine::appdb::catalog::table(&lore.db, "data", "dog").await.unwrap();
+    lore.db
+        .execute_unprepared(&format!(
+            "UPDATE \"{}\" SET \"__updatedtime__\" = {}",
+            dogs.sql_name,
+            (long_ago - chrono::Duration::minutes(10)).timestamp_millis()
+        ))
+        .await
+        .unwrap();
+    entity::index_job::ActiveModel {
+        id: Set(first.id.clone()),
+        started_at: Set(Some(long_ago)),
+        ..Default::default()
+    }
+    .update(&lore.db)
+    .await
+    .unwrap();
+
     // An update is re-indexed by the run it queues; nothing else is embedded.
     operation(
         lore,
@@ -100,7 +123,11 @@ async fn a_table_becomes_a_source_and_follows_its_writes(lore: &Lore) {
     )
     .await;
     let updated = worker_round(lore, &source_id).await;
-    assert_eq!(updated.embedded, 1, "only the changed row is embedded again: {updated:?}");
+    assert_eq!(
+        (updated.fetched, updated.embedded),
+        (1, 1),
+        "only the changed row is read and embedded again: {updated:?}"
+    );
     let (title, _, text) = best(lore, "Who herds the goats of the Faroe Islands?").await.unwrap();
     assert_eq!(title, "Biscuit");
     assert!(text.contains("Faroe"), "{text}");
