@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::appdb::catalog::{self, AttrType, Attribute, NewTable, Origin, Table};
-use crate::appdb::records::{self, Criterion, Operator, Search, SearchType, WriteMode, Written};
+use crate::appdb::records::{self, ConditionArgs, Criterion, Operator, Search, WriteMode, Written};
 use crate::appdb::users::{self, Principal, Role, User};
 use crate::appdb::{AppDbError, Event, Permission};
 use crate::audit;
@@ -530,15 +530,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let a: SearchByConditionsArgs = parse(spec, args)?;
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let search = Search {
-                conditions: a
-                    .conditions
-                    .into_iter()
-                    .map(|c| Criterion {
-                        attribute: c.search_attribute,
-                        search_type: c.search_type,
-                        value: c.search_value,
-                    })
-                    .collect(),
+                conditions: a.conditions.into_iter().map(Criterion::from).collect(),
                 operator: a.operator,
                 get_attributes: a.get_attributes,
                 limit: a.limit,
@@ -1057,13 +1049,6 @@ pub struct SearchByValueArgs {
     pub limit: Option<u64>,
     #[serde(default)]
     pub offset: Option<u64>,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-pub struct ConditionArgs {
-    pub search_attribute: String,
-    pub search_type: SearchType,
-    pub search_value: Value,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

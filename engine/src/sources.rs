@@ -171,18 +171,9 @@ pub struct TableConfig {
     pub url: Option<String>,
     /// Only the rows that meet these (as `search_by_conditions` takes them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<TableCondition>,
+    pub conditions: Vec<crate::appdb::records::ConditionArgs>,
     #[serde(default)]
     pub operator: crate::appdb::records::Operator,
-}
-
-/// One condition a table source's rows must meet.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TableCondition {
-    pub search_attribute: String,
-    pub search_type: crate::appdb::records::SearchType,
-    pub search_value: serde_json::Value,
 }
 
 fn default_database() -> String {

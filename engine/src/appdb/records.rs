@@ -66,6 +66,21 @@ pub struct Criterion {
     pub value: Value,
 }
 
+/// A condition as HarperDB's `search_by_conditions` writes it (and a table
+/// source's configuration stores it).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+pub struct ConditionArgs {
+    pub search_attribute: String,
+    pub search_type: SearchType,
+    pub search_value: Value,
+}
+
+impl From<ConditionArgs> for Criterion {
+    fn from(c: ConditionArgs) -> Self {
+        Criterion { attribute: c.search_attribute, search_type: c.search_type, value: c.search_value }
+    }
+}
+
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
 )]
@@ -263,9 +278,11 @@ pub async fn search(
 ) -> Result<Vec<Record>> {
     let columns = readable(permission, table, &search.get_attributes)?;
     let backend = conn.get_database_backend();
+    // No condition selects every record, whichever the operator ("any of
+    // none" would otherwise select nothing).
     let mut filter = match search.operator {
-        Operator::And => Condition::all(),
-        Operator::Or => Condition::any(),
+        Operator::Or if !search.conditions.is_empty() => Condition::any(),
+        _ => Condition::all(),
     };
     for condition in &search.conditions {
         let attribute = table.attribute(&condition.attribute).ok_or_else(|| {

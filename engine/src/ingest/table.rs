@@ -235,17 +235,8 @@ fn text_of(value: &Value) -> String {
 /// The search that selects the source's rows, for every attribute.
 fn search_of(config: &TableConfig, table: &Table) -> Search {
     Search {
-        conditions: config
-            .conditions
-            .iter()
-            .map(|c| Criterion {
-                attribute: c.search_attribute.clone(),
-                search_type: c.search_type,
-                value: c.search_value.clone(),
-            })
-            .collect(),
-        // With no conditions "any of none" would select nothing: every row.
-        operator: if config.conditions.is_empty() { Default::default() } else { config.operator },
+        conditions: config.conditions.iter().cloned().map(Criterion::from).collect(),
+        operator: config.operator,
         get_attributes: vec![table.primary_key.clone()],
         limit: None,
         offset: None,

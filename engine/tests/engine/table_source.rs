@@ -231,4 +231,14 @@ async fn a_configuration_the_catalog_cannot_back_is_refused_and_stores_nothing()
     }
     assert!(sources::list(&lore).await.unwrap().is_empty(), "a refused configuration stores nothing");
     assert!(engine::ingest::jobs::recent(&lore, None, 10).await.unwrap().is_empty(), "and queues nothing");
+
+    // `or` over no conditions selects every row, as `and` does.
+    let new = NewSource {
+        config: Some(json!({"table": "dog", "title": "name", "text": ["bio"], "operator": "or"})),
+        ..dog_source()
+    };
+    let added = lifecycle::add_source(&lore, &Actor::System, new, "test").await.unwrap();
+    let first = added.first_sync.expect("its first sync is queued");
+    let done = support::progress(&support::run_queued(&lore, &first.id).await);
+    assert_eq!((done.discovered, done.embedded), (1, 1), "{done:?}");
 }
