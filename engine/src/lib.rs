@@ -31,6 +31,7 @@ pub mod retrieve;
 pub mod search;
 pub mod secrets;
 pub mod settings;
+pub mod shadow;
 pub mod sources;
 pub mod store;
 pub mod trace;
@@ -57,6 +58,8 @@ pub struct Lore {
     embedder: Arc<tokio::sync::Mutex<Option<Arc<dyn embed::Embedder>>>>,
     /// Opened on first use, with the embedder's dimensions; dropped with it.
     chunks: Arc<tokio::sync::Mutex<Option<Arc<dyn index::ChunkStore>>>>,
+    /// The candidate embedding model being judged, with its shadow index.
+    pub(crate) shadow: Arc<tokio::sync::Mutex<Option<Arc<shadow::Shadow>>>>,
     /// The answer cache (LanceDB, beside the chunks); dropped with the embedder.
     answer_cache: Arc<tokio::sync::Mutex<Option<Arc<answer::cache::AnswerCache>>>>,
     /// The OpenAI-compatible client every provider call goes through.
@@ -120,6 +123,7 @@ impl Lore {
             oidc: Arc::new(oidc),
             embedder: Arc::new(tokio::sync::Mutex::new(None)),
             chunks: Arc::new(tokio::sync::Mutex::new(None)),
+            shadow: Arc::new(tokio::sync::Mutex::new(None)),
             answer_cache: Arc::new(tokio::sync::Mutex::new(None)),
             provider_client,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
@@ -298,16 +302,20 @@ impl Lore {
         Ok(opened)
     }
 
-    /// The chunk index (LanceDB at `vectors.uri`), opened with the current
-    /// embedder's dimensions. Fails with [`index::IndexError::Dimensions`]
-    /// while it holds vectors of another size (see [`Lore::rebuild_chunks`]).
+    /// The chunk index (LanceDB at `vectors.uri`, the active table: see
+    /// [`shadow`]), opened with the current embedder's dimensions. Fails with
+    /// [`index::IndexError::Dimensions`] while it holds vectors of another
+    /// size (see [`Lore::rebuild_chunks`]).
     pub async fn chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
         let mut cached = self.chunks.lock().await;
         if let Some(store) = cached.as_ref() {
             return Ok(store.clone());
         }
-        let store = index::lance::LanceChunkStore::open(&self.settings.vectors_uri(), dimensions).await?;
+        let table = shadow::active_table(&self.db).await?;
+        let store =
+            index::lance::LanceChunkStore::open_table(&self.settings.vectors_uri(), &table, dimensions)
+                .await?;
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
         *cached = Some(store.clone());
         Ok(store)
@@ -319,7 +327,9 @@ impl Lore {
     pub async fn rebuild_chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
         let mut cached = self.chunks.lock().await;
-        let store = index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), dimensions).await?;
+        let table = shadow::active_table(&self.db).await?;
+        let store =
+            index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), &table, dimensions).await?;
         corpus::set(&self.db, None).await?;
         tracing::warn!(dimensions, "re-created the chunk index for a new embedding size");
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;

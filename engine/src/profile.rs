@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::{self, Actor};
 use crate::providers::{self, Account, QuickAdd, Role, Target};
 use crate::retrieve::RetrievalSettings;
+use crate::shadow;
 use crate::{Error, Lore, Result};
 use sea_orm::SqlErr;
 
@@ -382,19 +383,30 @@ pub struct Rebinding {
     pub target_id: String,
     /// The target's model when the version was stored (for display).
     pub model: String,
+    /// For the embedding role: the chunk table of the shadow index it was
+    /// judged on, which its activation adopts (see [`shadow`]).
+    pub index: Option<String>,
 }
 
 impl Rebinding {
     fn stored(&self) -> serde_json::Value {
-        serde_json::json!({"role": self.role.key(), "target_id": self.target_id, "model": self.model})
+        let mut stored =
+            serde_json::json!({"role": self.role.key(), "target_id": self.target_id, "model": self.model});
+        if let (Some(index), Some(object)) = (&self.index, stored.as_object_mut()) {
+            object.insert("index".into(), serde_json::json!(index));
+        }
+        stored
     }
 
     fn read(value: &serde_json::Value) -> Result<Self> {
         let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
         match (field("role").map(Role::parse), field("target_id"), field("model")) {
-            (Some(Ok(role)), Some(target_id), Some(model)) => {
-                Ok(Rebinding { role, target_id: target_id.to_owned(), model: model.to_owned() })
-            }
+            (Some(Ok(role)), Some(target_id), Some(model)) => Ok(Rebinding {
+                role,
+                target_id: target_id.to_owned(),
+                model: model.to_owned(),
+                index: field("index").map(str::to_owned),
+            }),
             _ => Err(Error::Internal(format!("a version's binding is unreadable: {value}"))),
         }
     }
@@ -835,8 +847,8 @@ async fn activate(
         txn.rollback().await?;
         return Err(conflict(lore, base).await);
     }
-    if let Some((role, target)) = &binding {
-        providers::bind_in(&txn, actor, *role, target, lore.settings.providers.probe_max_age_days).await?;
+    if let Some(binding) = &binding {
+        binding.make_in(&txn, lore, actor).await?;
     }
     audit::record(
         &txn,
@@ -847,6 +859,9 @@ async fn activate(
     )
     .await?;
     txn.commit().await?;
+    if let Some(binding) = &binding {
+        binding.made(lore).await;
+    }
     Ok(Version { active: true, ..candidate })
 }
 
@@ -899,8 +914,8 @@ pub async fn restore(
             .into()),
         };
     }
-    if let Some((role, bound)) = &binding {
-        providers::bind_in(&txn, actor, *role, bound, lore.settings.providers.probe_max_age_days).await?;
+    if let Some(binding) = &binding {
+        binding.make_in(&txn, lore, actor).await?;
     }
     let action = if overriding { "profile.activated_anyway" } else { "profile.restored" };
     audit::record(&txn, actor, action, Some(&target.id), serde_json::json!({"version": number})).await?;
@@ -917,15 +932,53 @@ pub async fn restore(
         target.evals = Some(value);
     }
     txn.commit().await?;
+    if let Some(binding) = &binding {
+        binding.made(lore).await;
+    }
     let id = target.id.clone();
     version_of(target, &id)
 }
 
-/// The target a version's binding names, checked bindable now.
-async fn bindable(lore: &Lore, binding: &Rebinding) -> Result<(Role, Target)> {
+/// A version's binding, checked before an activation changes anything.
+struct Bindable {
+    role: Role,
+    target: Target,
+    /// For the embedding role: the candidate's shadow index, which becomes
+    /// the active one with the binding.
+    adoption: Option<shadow::Adoption>,
+}
+
+impl Bindable {
+    /// Binds the role (and adopts the shadow index) in the activation's transaction.
+    async fn make_in(&self, txn: &impl ConnectionTrait, lore: &Lore, actor: &Actor) -> Result<()> {
+        providers::bind_in(txn, actor, self.role, &self.target, lore.settings.providers.probe_max_age_days)
+            .await?;
+        if let Some(adoption) = &self.adoption {
+            shadow::adopt_in(txn, &actor.label(), adoption).await?;
+        }
+        Ok(())
+    }
+
+    /// After the activation committed.
+    async fn made(&self, lore: &Lore) {
+        if self.adoption.is_some() {
+            if let Err(err) = shadow::adopted(lore).await {
+                tracing::warn!(error = %err, "the new embedding model serves, but its full reindex was not queued");
+            }
+        }
+    }
+}
+
+/// The target a version's binding names, checked bindable now, with the
+/// shadow index an embedding binding adopts.
+async fn bindable(lore: &Lore, binding: &Rebinding) -> Result<Bindable> {
     let target = providers::target(lore, &binding.target_id).await?;
     providers::check_bindable(binding.role, &target, lore.settings.providers.probe_max_age_days)?;
-    Ok((binding.role, target))
+    let adoption = match binding.role {
+        Role::Embedding => Some(shadow::adoptable(lore, &target, binding.index.as_deref()).await?),
+        _ => None,
+    };
+    Ok(Bindable { role: binding.role, target, adoption })
 }
 
 /// What binding a model came to.
@@ -940,13 +993,18 @@ pub enum Rebound {
 }
 
 /// Binds `role` to target `target_id`. With golden questions and a profile,
-/// a generation or escalation binding is a candidate version judged by the
-/// save gate with that target in the role: made only if it passes (or when
-/// the candidate is activated anyway). Other roles, and every role before
+/// a generation, escalation or embedding binding is a candidate version
+/// judged by the save gate with that target in the role: made only if it
+/// passes (or when the candidate is activated anyway). An embedding model
+/// is judged on a shadow index (see [`shadow`]) built first, and only when
+/// there is an indexed corpus to judge it on. The rerank role, and every role before
 /// there are golden questions, bind at once as `providers::bind` does.
 pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<Rebound> {
-    let gated = matches!(role, Role::Generation | Role::Escalation)
-        && providers::bound_target_id(lore, role).await?.as_deref() != Some(target_id)
+    let gated = match role {
+        Role::Generation | Role::Escalation => true,
+        Role::Embedding => shadow::corpus_indexed(lore).await?,
+        Role::Rerank => false,
+    } && providers::bound_target_id(lore, role).await?.as_deref() != Some(target_id)
         && lore.save_gate.applies(lore).await?;
     let serving = if gated { active(lore).await? } else { None };
     let Some(serving) = serving else {
@@ -956,13 +1014,20 @@ pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: &str)
     let target = providers::target(lore, target_id).await?;
     // Refused before anything is stored, as an ungated binding would be.
     providers::check_bindable(role, &target, lore.settings.providers.probe_max_age_days)?;
+    let index = match role {
+        Role::Embedding => {
+            let bound = providers::resolve_target(lore, target_id).await?;
+            Some(shadow::build(lore, &bound).await?.table.clone())
+        }
+        _ => None,
+    };
     let base_row = profile_version::Entity::find_by_id(serving.id.clone())
         .one(&lore.db)
         .await?
         .ok_or(ProfileError::UnknownVersion(serving.version))?;
     let expected = expected_active_id(lore, &base_row).await?;
     let note = format!("Binds the {} role to {}", role.key(), target.model);
-    let binding = Rebinding { role, target_id: target.id.clone(), model: target.model.clone() };
+    let binding = Rebinding { role, target_id: target.id.clone(), model: target.model.clone(), index };
     let version =
         save_gated(lore, actor, serving.version, expected, serving.snapshot, Some(note), Some(binding))
             .await?;

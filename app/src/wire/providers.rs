@@ -99,8 +99,13 @@ impl BindingVerdictView {
     /// One sentence for the console's flash and the CLI.
     pub fn message(&self) -> String {
         if self.bound {
+            let index = if self.role == "embedding" {
+                " Its index, built beside the active one for the evaluation, serves now; a full reindex chunks the corpus again at its sizes."
+            } else {
+                ""
+            };
             format!(
-                "{} answers the golden questions no worse than the active version: the {} role is bound to it (version {} serves).",
+                "{} answers the golden questions no worse than the active version: the {} role is bound to it (version {} serves).{index}",
                 self.model, self.role, self.version
             )
         } else {

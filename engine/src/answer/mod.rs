@@ -304,6 +304,22 @@ async fn pipeline(
     let question = normalise(&ask.question)?;
     trace.stage(StageName::Normalise, "ok", format!("{} characters", question.text.chars().count()));
 
+    // A candidate that binds the embedding role answers with its model from
+    // its shadow index; everything else with the active ones.
+    let shadow = match candidate.filter(|c| !c.active).and_then(|c| c.binding.as_ref()) {
+        Some(binding) if binding.role == Role::Embedding => {
+            Some(crate::shadow::for_candidate(lore, binding).await?)
+        }
+        _ => None,
+    };
+    let shadowed = shadow.as_ref();
+    let embedder = move || async move {
+        match shadowed {
+            Some(shadow) => Ok(shadow.embedder.clone()),
+            None => lore.embedder().await,
+        }
+    };
+
     // The readiness gate: the same verdict the Readiness panel shows. A
     // question the exact cache does not know needs its embedding whatever
     // the verdict's details, so that runs meanwhile (its result waits until
@@ -313,7 +329,7 @@ async fn pipeline(
         if known && !evaluating {
             return None;
         }
-        Some(async { lore.embedder().await?.embed_query(&question.text).await.map_err(Error::from) }.await)
+        Some(async { embedder().await?.embed_query(&question.text).await.map_err(Error::from) }.await)
     };
     let (assessment, early_vector) = tokio::join!(readiness::Assessment::read(lore), embedding);
     let assessment = assessment?;
@@ -412,7 +428,7 @@ async fn pipeline(
 
     let vector = match early_vector {
         Some(vector) => vector?,
-        None => lore.embedder().await?.embed_query(&question.text).await?,
+        None => embedder().await?.embed_query(&question.text).await?,
     };
 
     // Semantic cache.
@@ -472,7 +488,10 @@ async fn pipeline(
     };
 
     // Retrieval.
-    let store = lore.chunks().await?;
+    let store = match &shadow {
+        Some(shadow) => shadow.store.clone(),
+        None => lore.chunks().await?,
+    };
     let settings = version.snapshot.retrieval;
     let retrieval =
         retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &scope, &settings).await?;

@@ -1,4 +1,5 @@
-//! [`ChunkStore`] on LanceDB: one `chunks` table with a full-text index on
+//! [`ChunkStore`] on LanceDB: one table of chunks (`chunks` unless a shadow
+//! index was adopted, see [`crate::shadow`]) with a full-text index on
 //! `text`. A document is replaced with one `merge_insert` (update matching
 //! ids, insert new ones, delete the document's leftovers), which LanceDB
 //! commits as a single version.
@@ -23,7 +24,8 @@ use lancedb::{DistanceType, Table};
 
 use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError, Scope};
 
-const TABLE: &str = "chunks";
+/// The table of chunks until a shadow index is adopted (see [`crate::shadow`]).
+pub const DEFAULT_TABLE: &str = "chunks";
 
 /// From this many rows on, `optimize` builds a vector index (IVF_PQ, cosine);
 /// below it a flat scan is as fast. `lore bench index` (README, Measurements)
@@ -98,17 +100,22 @@ fn schema(dimensions: usize) -> SchemaRef {
 impl LanceChunkStore {
     /// Opens (or creates, with its full-text index) the `chunks` table at `uri`.
     pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
+        Self::open_table(uri, DEFAULT_TABLE, dimensions).await
+    }
+
+    /// Opens (or creates, with its full-text index) table `name` at `uri`.
+    pub async fn open_table(uri: &str, name: &str, dimensions: usize) -> Result<Self, IndexError> {
         let db = lancedb::connect(uri)
             .read_consistency_interval(OTHER_WRITERS_SEEN_WITHIN)
             .execute()
             .await
             .map_err(store_error)?;
         let schema = schema(dimensions);
-        let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|name| name == TABLE);
+        let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|found| found == name);
         let table = if exists {
-            db.open_table(TABLE).execute().await.map_err(store_error)?
+            db.open_table(name).execute().await.map_err(store_error)?
         } else {
-            let table = db.create_empty_table(TABLE, schema.clone()).execute().await.map_err(store_error)?;
+            let table = db.create_empty_table(name, schema.clone()).execute().await.map_err(store_error)?;
             table
                 .create_index(&["text"], Index::FTS(FtsIndexBuilder::default()))
                 .execute()
@@ -140,13 +147,19 @@ impl LanceChunkStore {
         memo.known.clear();
     }
 
-    /// Drops the `chunks` table and creates it empty for `dimensions`.
-    pub async fn recreate(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
-        let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
-        if db.table_names().execute().await.map_err(store_error)?.iter().any(|name| name == TABLE) {
-            db.drop_table(TABLE, &[]).await.map_err(store_error)?;
-        }
-        Self::open(uri, dimensions).await
+    /// Drops table `name` and creates it empty for `dimensions`.
+    pub async fn recreate(uri: &str, name: &str, dimensions: usize) -> Result<Self, IndexError> {
+        drop_tables(uri, |found| found == name).await?;
+        Self::open_table(uri, name, dimensions).await
+    }
+
+    /// Every stored chunk, a batch at a time, in no particular order
+    /// (building a shadow index reads the active one this way).
+    pub async fn scan(
+        &self,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
+        let stream = self.table.query().execute().await.map_err(store_error)?;
+        Ok(Box::pin(stream.map_err(store_error).and_then(|batch| async move { chunk_rows(&batch) })))
     }
 
     fn batch(&self, rows: &[ChunkRow]) -> Result<RecordBatch, IndexError> {
@@ -227,6 +240,31 @@ impl LanceChunkStore {
     }
 }
 
+/// The vector size of table `name` at `uri`, if it exists.
+pub async fn stored_dimensions(uri: &str, name: &str) -> Result<Option<usize>, IndexError> {
+    let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+    if !db.table_names().execute().await.map_err(store_error)?.iter().any(|found| found == name) {
+        return Ok(None);
+    }
+    let table = db.open_table(name).execute().await.map_err(store_error)?;
+    let schema = table.schema().await.map_err(store_error)?;
+    Ok(match schema.field_with_name("vector").map(|field| field.data_type().clone()) {
+        Ok(DataType::FixedSizeList(_, size)) => Some(size as usize),
+        _ => None,
+    })
+}
+
+/// Drops every table at `uri` whose name `doomed` picks; returns their names.
+pub async fn drop_tables(uri: &str, doomed: impl Fn(&str) -> bool) -> Result<Vec<String>, IndexError> {
+    let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+    let names: Vec<String> =
+        db.table_names().execute().await.map_err(store_error)?.into_iter().filter(|n| doomed(n)).collect();
+    for name in &names {
+        db.drop_table(name, &[]).await.map_err(store_error)?;
+    }
+    Ok(names)
+}
+
 /// A result column by name, as its Arrow array type.
 pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
     batch
@@ -238,6 +276,19 @@ pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Resu
 /// Reads hits out of a result batch; `score` names the score column
 /// (`_distance` for vectors, turned into a similarity; `_score` for text).
 fn rows_of(batch: &RecordBatch, score: &str) -> Result<Vec<Hit>, IndexError> {
+    let scores = column::<Float32Array>(batch, score)?;
+    Ok(chunk_rows(batch)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let raw = scores.value(i);
+            Hit { score: if score == "_distance" { 1.0 - raw } else { raw }, chunk }
+        })
+        .collect())
+}
+
+/// Reads the chunks out of a result batch.
+fn chunk_rows(batch: &RecordBatch) -> Result<Vec<ChunkRow>, IndexError> {
     let text = |name| column::<StringArray>(batch, name);
     let (id, source, document, title, url, heading, body, hash) = (
         text("id")?,
@@ -251,7 +302,6 @@ fn rows_of(batch: &RecordBatch, score: &str) -> Result<Vec<Hit>, IndexError> {
     );
     let position = column::<UInt32Array>(batch, "position")?;
     let vectors = column::<FixedSizeListArray>(batch, "vector")?;
-    let scores = column::<Float32Array>(batch, score)?;
     let optional = |array: &StringArray, i: usize| (!array.is_null(i)).then(|| array.value(i).to_owned());
     (0..batch.num_rows())
         .map(|i| {
@@ -262,21 +312,17 @@ fn rows_of(batch: &RecordBatch, score: &str) -> Result<Vec<Hit>, IndexError> {
                 .ok_or_else(|| IndexError::Store("vectors are not f32".into()))?
                 .values()
                 .to_vec();
-            let raw = scores.value(i);
-            Ok(Hit {
-                score: if score == "_distance" { 1.0 - raw } else { raw },
-                chunk: ChunkRow {
-                    id: id.value(i).to_owned(),
-                    source_id: source.value(i).to_owned(),
-                    document_id: document.value(i).to_owned(),
-                    title: title.value(i).to_owned(),
-                    url: optional(url, i),
-                    heading: optional(heading, i),
-                    position: position.value(i),
-                    text: body.value(i).to_owned(),
-                    content_hash: hash.value(i).to_owned(),
-                    vector,
-                },
+            Ok(ChunkRow {
+                id: id.value(i).to_owned(),
+                source_id: source.value(i).to_owned(),
+                document_id: document.value(i).to_owned(),
+                title: title.value(i).to_owned(),
+                url: optional(url, i),
+                heading: optional(heading, i),
+                position: position.value(i),
+                text: body.value(i).to_owned(),
+                content_hash: hash.value(i).to_owned(),
+                vector,
             })
         })
         .collect()

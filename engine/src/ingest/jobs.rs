@@ -569,6 +569,7 @@ async fn execute(
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<String> {
     let embedder = lore.embedder().await?;
+    let table = crate::shadow::active_table(&lore.db).await?;
     // A new embedding model of another size: the old vectors cannot stay in
     // the table; retrieval fails closed until this run re-embeds everything.
     let (store, rebuilt) = match lore.chunks().await {
@@ -634,7 +635,9 @@ async fn execute(
     if !failures.is_empty() {
         return Err(Error::Ingest(IngestError::Fetch(failures.join("; "))));
     }
-    if full && !*cancel.borrow() {
+    // Not when a judged embedding model's index became the active one while
+    // this run wrote to the one before (see `shadow`): its stamp stands.
+    if full && !*cancel.borrow() && crate::shadow::active_table(&lore.db).await? == table {
         corpus::set(&lore.db, Some(&fingerprint)).await?;
     }
     let (done, _) = progress.snapshot();

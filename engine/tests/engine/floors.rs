@@ -33,6 +33,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("tuning", 3),
     ("profile", 3),
     ("search", 3),
+    ("shadow", 3),
     // 4. Answer.
     ("answer", 4),
     ("readiness", 4),

@@ -69,7 +69,7 @@ codes! {
     PROFILE_NOT_FOUND = NOT_FOUND "profile_not_found" "no such record";
     PROFILE_VERSION_NOT_FOUND = NOT_FOUND "profile_version_not_found" "no such record";
     INVALID_PROVIDER = UNPROCESSABLE_ENTITY "invalid_provider" "a provider type, endpoint, placement, model or price is not valid";
-    TARGET_NOT_READY = UNPROCESSABLE_ENTITY "target_not_ready" "the role-binding validator refused: the target is disabled, unprobed, blocked, stale or of another capability (`details.state`, `details.reason`)";
+    TARGET_NOT_READY = UNPROCESSABLE_ENTITY "target_not_ready" "the role-binding validator refused: the target is disabled, unprobed, blocked, stale or of another capability, or (embedding) could not embed the corpus for its evaluation or lost the index it was judged on (`details.state`, `details.reason`)";
     PROBE_FAILED = BAD_GATEWAY "probe_failed" "the provider did not answer the probe (the message says why); a provider call failed (the console's message says why; an API key's or the widget's caller gets a plain message, the log keeps the provider's address and reply)";
     PROVIDER_UNAVAILABLE = BAD_GATEWAY "provider_unavailable" "the provider did not answer the probe (the message says why); a provider call failed (the console's message says why; an API key's or the widget's caller gets a plain message, the log keeps the provider's address and reply)";
     PROFILE_VERSION_CONFLICT = CONFLICT "profile_version_conflict" "another version became active since the edit started (`details.active_version`); nothing was overwritten";

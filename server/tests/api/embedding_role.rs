@@ -104,3 +104,144 @@ async fn binding_the_embedding_role_to_a_provider_reindexes_with_it() {
     assert_eq!(bind_embedding(&app, None).await.status(), 200);
     assert_eq!(search(&app).await.status(), 503);
 }
+
+/// One section, one chunk: any embedding model retrieves the same passage
+/// for the golden question, so the candidate answers as the active one does.
+const RUNBOOK: &str = "# Restores\n\n## From a snapshot\n\nTo restore Lore from a snapshot, stop the service first. Copy the snapshot directory over the data directory, keeping its permissions, and start the service again. Lore reads the restored database and vectors at start, checks the corpus stamp, and answers from the restored index at once. A snapshot taken while Lore was running is consistent, because both the database and the vector store write atomically. Keep at least one snapshot a day, and test a restore on another machine every month so that you know the steps work before you need them.\n";
+
+/// An embedding target on `endpoint`, probed (ready): its id.
+async fn embedding_target(app: &TestApp, endpoint: &str, model: &str) -> String {
+    let account: Value = app
+        .post_json(
+            "/admin/providers/accounts",
+            json!({"kind": "llama_cpp", "endpoint": endpoint, "name": model}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let target: Value = app
+        .post_json(
+            "/admin/targets",
+            json!({"account_id": account["id"], "capability": "embedding", "model": model}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = target["id"].as_str().unwrap().to_owned();
+    let probed: Value =
+        app.post_json(&format!("/admin/targets/{id}/probe"), json!({})).await.json().await.unwrap();
+    assert_eq!(probed["state"], "ready", "{probed}");
+    id
+}
+
+#[tokio::test]
+async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index_and_never_fails_closed() {
+    let generation = LlamaServer::start().await;
+    let embeddings = LlamaServer::start_embeddings().await;
+    let cramped = LlamaServer::start_embeddings_with_context(64).await;
+    let app = spawn_app_with(Options::default()).await;
+    app.sign_in_with_bootstrap_link().await;
+    let source: Value = app
+        .post_json("/admin/sources/", json!({"name": "Runbook", "kind": "upload"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let form = Form::new().part("file", Part::bytes(RUNBOOK.as_bytes().to_vec()).file_name("restores.md"));
+    let receipts: Value = app
+        .client
+        .post(app.url(&format!("/admin/sources/{}/files", source["id"].as_str().unwrap())))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(finished(&app, receipts[0]["job"]["id"].as_str().unwrap()).await["status"], "succeeded");
+    let added = app
+        .post_json(
+            "/admin/providers/quick-add",
+            json!({"kind": "llama_cpp", "endpoint": generation.endpoint, "model": "smollm2-135m-instruct"}),
+        )
+        .await;
+    assert_eq!(added.status(), 201);
+    let golden =
+        json!({"question": "How do I restore Lore from a snapshot?", "expected_facts": ["snapshot"]});
+    assert_eq!(app.post_json("/admin/golden", golden).await.status(), 201);
+    let lore = &app.lore;
+    let local = engine::corpus::stamped(&lore.db).await.unwrap().unwrap();
+    let first = engine::profile::active(lore).await.unwrap().unwrap().version;
+    let versions = engine::profile::versions(lore).await.unwrap().len();
+    let bound_embedding = || async {
+        engine::providers::bindings(lore)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|b| b.role == engine::providers::Role::Embedding)
+            .and_then(|b| b.target)
+            .map(|t| t.id)
+    };
+
+    // A model that cannot embed a passage (its context holds a probe's
+    // word, not a chunk) is refused while its shadow is built: the role,
+    // the stamp, the active table and the versions are as they were, and
+    // the corpus still answers.
+    let cramped_id = embedding_target(&app, &cramped.endpoint, "smollm2-cramped").await;
+    let refused = bind_embedding(&app, Some(&cramped_id)).await;
+    assert_eq!(refused.status(), 422);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "target_not_ready", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("could not embed the corpus"), "{body}");
+    assert_eq!(bound_embedding().await, None);
+    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
+    assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), "chunks");
+    assert_eq!(engine::profile::versions(lore).await.unwrap().len(), versions);
+    assert_eq!(search(&app).await.status(), 200);
+
+    // A model that embeds: its shadow is built and judged while the active
+    // index serves; it answers the golden question as the active version
+    // does (the same single passage), so it passes, and the switch is a
+    // pointer move: retrieval answers at once, in the new model's space.
+    let smollm = embedding_target(&app, &embeddings.endpoint, "smollm2-135m").await;
+    let bound = bind_embedding(&app, Some(&smollm)).await;
+    assert_eq!(bound.status(), 200, "{:?}", bound.text().await);
+    let bound: Value = bound.json().await.unwrap();
+    assert_eq!(bound["verdict"]["bound"], true, "{bound:#}");
+    let judged = engine::profile::active(lore).await.unwrap().unwrap();
+    assert!(judged.version > first);
+    assert_eq!(judged.binding.as_ref().map(|b| b.target_id.as_str()), Some(smollm.as_str()));
+    let binding_index = |version: &engine::profile::Version| {
+        version.binding.as_ref().and_then(|b| b.index.clone()).expect("the shadow index it was judged on")
+    };
+    let evals = judged.evals.clone().unwrap();
+    assert_eq!(evals["gate"]["passed"], true, "{evals:#}");
+    assert_eq!(evals["gate"]["baseline_version"], first, "{evals:#}");
+    assert!(evals["results"][0]["error"].is_null(), "the candidate answered from its shadow: {evals:#}");
+    assert_eq!(bound_embedding().await.as_deref(), Some(smollm.as_str()));
+    let stamp = engine::corpus::stamped(&lore.db).await.unwrap().unwrap();
+    assert!(stamp.embedding_model.starts_with("smollm2-135m"), "{stamp:?}");
+    assert_eq!(stamp.dimensions, 576, "SmolLM2-135M's hidden size");
+    let index = binding_index(&judged);
+    assert!(index.starts_with("chunks_"), "{index}");
+    assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), index);
+    let found = search(&app).await;
+    assert_eq!(found.status(), 200, "no window where retrieval fails closed");
+    let found: Value = found.json().await.unwrap();
+    assert_eq!(found["results"][0]["title"], "Restores", "{found}");
+
+    // The full reindex queued with the switch chunks the corpus again for
+    // the new model, and retrieval answers throughout and after it.
+    let reindex = engine::ingest::jobs::recent(lore, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|job| job.trigger == "embedding" && job.full)
+        .expect("a full reindex was queued with the switch");
+    assert_eq!(finished(&app, &reindex.id).await["status"], "succeeded");
+    assert_eq!(search(&app).await.status(), 200);
+    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().unwrap().dimensions, 576);
+    cramped.stop().await;
+}

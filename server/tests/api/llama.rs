@@ -23,6 +23,13 @@ impl LlamaServer {
         Self::start_with(2048, &["--embeddings", "--pooling", "mean"]).await
     }
 
+    /// An embeddings server whose context (and batch) holds `tokens`: a
+    /// probe's one word fits, a passage does not.
+    pub async fn start_embeddings_with_context(tokens: u32) -> Self {
+        let batch = tokens.to_string();
+        Self::start_with(tokens, &["--embeddings", "--pooling", "mean", "-b", &batch, "-ub", &batch]).await
+    }
+
     /// A generation server whose context holds `tokens`: a probe's short
     /// completion fits, an answer's prompt with its passages does not.
     pub async fn start_with_context(tokens: u32) -> Self {
