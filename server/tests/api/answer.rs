@@ -1287,6 +1287,52 @@ async fn binding_a_model_that_answers_worse_leaves_the_role_alone_until_its_vers
     cramped.stop().await;
 }
 
+/// No statement passes narrowly: no second opinion is asked for.
+fn no_pass_is_narrow(settings: &mut engine::Settings) {
+    crawls_loopback(settings);
+    settings.answer.verification_margin = 0.0;
+}
+
+/// Binding the escalation role with golden questions is judged as a
+/// generation binding is: the candidate names the binding and answers the
+/// golden set with the target in the escalation role, and the role is bound
+/// in the transaction that activates it. SmolLM2 escalating to itself (no
+/// second opinions asked) answers every golden question as the active
+/// version does, so it passes.
+#[tokio::test]
+async fn binding_the_escalation_role_is_judged_by_the_golden_questions() {
+    let s = setup_with(no_pass_is_narrow, |_| {}).await;
+    for body in [
+        json!({"question": "What does guide 4 explain?"}),
+        json!({"question": "What does guide 6 explain?"}),
+        json!({"question": "Zyxwv qrstu plokm?", "should_refuse": true}),
+    ] {
+        assert_eq!(s.app.post_json("/admin/golden", body).await.status(), 201);
+    }
+    let first = engine::profile::active(&s.app.lore).await.unwrap().unwrap().version;
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let smollm = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+
+    s.bind_escalation().await;
+    let judged = engine::profile::active(&s.app.lore).await.unwrap().unwrap();
+    assert!(judged.version > first, "the binding made a version");
+    let binding = judged.binding.clone().expect("the version names the binding");
+    assert_eq!(
+        (binding.role, binding.target_id.as_str()),
+        (engine::providers::Role::Escalation, smollm.as_str())
+    );
+    assert_eq!(judged.note.as_deref(), Some("Binds the escalation role to smollm2-135m-instruct"));
+    let evals = judged.evals.clone().unwrap();
+    assert_eq!(evals["gate"]["passed"], true, "{evals:#}");
+    assert_eq!(evals["gate"]["baseline_version"], first, "{evals:#}");
+    assert_eq!(evals["results"].as_array().unwrap().len(), 3, "{evals:#}");
+    assert_eq!(evals["totals"]["correct"], evals["gate"]["baseline"]["correct"], "{evals:#}");
+    let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
+    let escalation =
+        overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "escalation").unwrap();
+    assert_eq!(escalation["target_id"], smollm.as_str(), "{overview:#}");
+}
+
 /// While a save is judged its candidate is stored but held ("its evals
 /// have not finished"): restoring it needs "activate anyway". When another
 /// version becomes active meanwhile, the save loses with a conflict once
