@@ -412,6 +412,8 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
                 Box::pin(async move { catalog::drop_database(txn, &database).await })
             })
             .await?;
+            // The table sources on it find their tables gone.
+            lore.table_writes().note_named(&database, crate::ingest::table::EVERY_TABLE);
             json(json!({"message": format!("successfully deleted '{database}'")}))
         }
         "create_table" => {
@@ -428,10 +430,13 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let a: TableArgs = parse(spec, args)?;
             let database = a.database_or_default();
             let path = format!("{database}.{}", a.table);
+            let table = a.table.clone();
             structure(lore, &actor, "table.dropped", &path, |txn| {
+                let database = database.clone();
                 Box::pin(async move { catalog::drop_table(txn, &database, &a.table).await })
             })
             .await?;
+            lore.table_writes().note_named(&database, &table);
             json(json!({"message": format!("successfully deleted table '{path}'")}))
         }
         "create_attribute" | "drop_attribute" => {
@@ -440,6 +445,7 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
             let path = format!("{database}.{}.{}", a.table, a.attribute);
             let create = spec.name == "create_attribute";
             let kind = a.kind.as_deref().map(AttrType::parse).transpose()?;
+            let (noted_database, noted_table) = (database.clone(), a.table.clone());
             structure(
                 lore,
                 &actor,
@@ -461,6 +467,10 @@ async fn run(lore: &Lore, principal: &Principal, spec: &Spec, args: Map<String, 
                 },
             )
             .await?;
+            if !create {
+                // The table sources reading it find it gone.
+                lore.table_writes().note_named(&noted_database, &noted_table);
+            }
             json(json!({"message": if create {
                 format!("attribute '{path}' successfully created.")
             } else {

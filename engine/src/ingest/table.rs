@@ -49,6 +49,9 @@ pub const CURSOR_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
 /// How many rows are read at once.
 const BATCH: usize = 200;
 
+/// What [`Writes::note_named`] takes for every table of a database.
+pub const EVERY_TABLE: &str = "*";
+
 /// The tables written by this process since the indexing worker last
 /// looked, as `(database, table)`.
 #[derive(Debug, Default)]
@@ -59,7 +62,14 @@ pub struct Writes {
 impl Writes {
     /// Notes a committed write to `table`.
     pub fn note(&self, table: &Table) {
-        self.lock().insert((table.database.clone(), table.name.clone()));
+        self.note_named(&table.database, &table.name);
+    }
+
+    /// Notes a committed change to table `table` of `database` by name: a
+    /// dropped table or attribute (its sources then find what is gone), or
+    /// with [`EVERY_TABLE`], every table of a dropped database.
+    pub fn note_named(&self, database: &str, table: &str) {
+        self.lock().insert((database.to_owned(), table.to_owned()));
     }
 
     fn take(&self) -> BTreeSet<(String, String)> {
@@ -108,7 +118,10 @@ pub async fn schedule_written(lore: &Lore) -> Result<usize> {
             }
         };
         let Some(config) = found.table() else { continue };
-        if written.contains(&(config.database.clone(), config.table.clone())) {
+        let database = config.database.clone();
+        if written.contains(&(database.clone(), config.table.clone()))
+            || written.contains(&(database, EVERY_TABLE.to_owned()))
+        {
             match jobs::enqueue(lore, Some(&found.id), false, "write").await {
                 Ok(_) => queued += 1,
                 // Disabled since it was listed, for one: it is synced when enabled.
@@ -322,7 +335,6 @@ pub async fn sync(
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
     let lore = &indexer.lore;
-    let table = validate(lore, config).await?;
     // The documents first, then the rows: a document another run makes in
     // between is then not taken for one whose row is gone.
     let known: HashMap<String, document::Model> = document::Entity::find()
@@ -332,6 +344,21 @@ pub async fn sync(
         .into_iter()
         .map(|doc| (doc.uri.clone(), doc))
         .collect();
+    let table = match validate(lore, config).await {
+        Ok(table) => table,
+        // The table, or an attribute the source reads, was dropped since:
+        // what was indexed from it must not stay answerable. The run fails
+        // with the reason, so the admin mends or deletes the source.
+        Err(crate::Error::Ingest(IngestError::InvalidSource(why))) => {
+            let removed = indexer.remove_documents(known.into_values().collect()).await?;
+            progress.add(|p| p.removed += removed);
+            return Err(IngestError::InvalidSource(format!(
+                "{why}; the {removed} documents indexed from it were removed"
+            ))
+            .into());
+        }
+        Err(other) => return Err(other),
+    };
     let selected = search_of(config, &table);
     let live = keys(lore, &table, &selected).await?;
     let updated = table.attributes.iter().find(|a| a.managed == Some(Managed::UpdatedTime));

@@ -166,6 +166,66 @@ async fn a_table_becomes_a_source_and_follows_its_writes(lore: &Lore) {
     );
     let found = sources::get(lore, &source_id).await.unwrap();
     assert_eq!(found.document_count, ROWS as u32, "500 rows, one inserted and one deleted");
+
+    // Dropping the attribute the text is read from queues a run, which
+    // finds it gone, removes every document and fails saying why: nothing
+    // of the dropped data stays answerable.
+    operation(lore, json!({"operation": "drop_attribute", "table": "dog", "attribute": "bio"})).await;
+    let ended = ended_run(lore, &source_id).await;
+    assert_eq!(ended.status, "failed");
+    let message = ended.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("`bio`") && message.contains("500 documents indexed from it were removed"),
+        "{message}"
+    );
+    assert_eq!(support::progress(&ended).removed, ROWS as u64);
+    assert_eq!(sources::get(lore, &source_id).await.unwrap().document_count, 0);
+    assert_eq!(lore.chunks().await.unwrap().count(Some(&source_id)).await.unwrap(), 0);
+    let after = best(lore, "Who collects tennis balls in Reykjavík harbour?").await;
+    assert!(after.is_none(), "{after:?}");
+
+    // Dropping a table: its source's run removes its documents too.
+    operation(lore, json!({"operation": "create_table", "table": "cat", "primary_key": "id"})).await;
+    operation(
+        lore,
+        json!({"operation": "insert", "table": "cat", "records": [
+            {"id": 1, "name": "Marmalade", "bio": "Marmalade naps on the harbour master's desk in Stromness."},
+            {"id": 2, "name": "Soot", "bio": "Soot keeps the bakery in Ullapool free of mice."}
+        ]}),
+    )
+    .await;
+    let cats = NewSource {
+        name: "Cattery".into(),
+        config: Some(json!({"table": "cat", "title": "name", "text": ["bio"]})),
+        ..dog_source()
+    };
+    let added = lifecycle::add_source(lore, &Actor::System, cats, "test").await.unwrap();
+    let first = added.first_sync.expect("queued at once");
+    assert_eq!(support::progress(&support::run_queued(lore, &first.id).await).embedded, 2);
+    let cat_source = added.source.id.clone();
+    table::schedule_written(lore).await.unwrap();
+    operation(lore, json!({"operation": "drop_table", "table": "cat"})).await;
+    let ended = ended_run(lore, &cat_source).await;
+    assert_eq!(ended.status, "failed");
+    let message = ended.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("there is no table `data.cat`") && message.contains("the 2 documents"),
+        "{message}"
+    );
+    assert_eq!(sources::get(lore, &cat_source).await.unwrap().document_count, 0);
+    assert_eq!(lore.chunks().await.unwrap().count(Some(&cat_source)).await.unwrap(), 0);
+
+    // Dropping the database notes every table source on it.
+    operation(lore, json!({"operation": "drop_database", "database": "data"})).await;
+    assert_eq!(table::schedule_written(lore).await.unwrap(), 2, "the kennel's and the cattery's runs");
+}
+
+/// The run the worker's next round queues for a structure change, run to its end.
+async fn ended_run(lore: &Lore, source_id: &str) -> entity::index_job::Model {
+    assert_eq!(table::schedule_written(lore).await.unwrap(), 1, "the change queues the source's run");
+    let queued = engine::ingest::jobs::recent(lore, Some(source_id), 1).await.unwrap().remove(0);
+    assert_eq!((queued.trigger.as_str(), queued.status.as_str()), ("write", "queued"));
+    support::run_queued(lore, &queued.id).await
 }
 
 #[tokio::test]
