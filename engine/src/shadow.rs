@@ -167,7 +167,14 @@ async fn embed_into(
     embedder: &dyn Embedder,
     mut rows: Vec<crate::index::ChunkRow>,
 ) -> Result<()> {
-    let texts: Vec<String> = rows.iter().map(|row| row.text.clone()).collect();
+    // What indexing embeds: the section's heading above the chunk's text.
+    let texts: Vec<String> = rows
+        .iter()
+        .map(|row| match &row.heading {
+            Some(heading) => format!("{heading}\n\n{}", row.text),
+            None => row.text.clone(),
+        })
+        .collect();
     let vectors = embedder.embed(&texts).await?;
     if vectors.len() != rows.len() {
         return Err(Error::Internal(format!(
