@@ -644,7 +644,8 @@ pub struct TargetChange {
 /// is refused (a price out of range) changes nothing, and a change that is
 /// stored is stored whole, with one audit entry per kind of change.
 pub async fn update_target(lore: &Lore, actor: &Actor, id: &str, change: TargetChange) -> Result<Target> {
-    let txn = lore.db.begin().await?;
+    // It reads, then writes: on SQLite the write lock comes first.
+    let txn = crate::store::begin_write(&lore.db).await?;
     let current = model_target::Entity::find_by_id(id)
         .one(&txn)
         .await?
