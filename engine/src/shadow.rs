@@ -58,9 +58,7 @@ fn new_table() -> String {
 /// chunks, and retrieval operating (a corpus already failing closed, or
 /// one whose model cannot be reached, has no baseline to compare with).
 pub async fn corpus_indexed(lore: &Lore) -> Result<bool> {
-    if crate::corpus::stamped(&lore.db).await?.is_none()
-        || crate::search::retrieval_state(lore).await? != crate::corpus::RetrievalState::Operating
-    {
+    if crate::search::retrieval_state(lore).await? != crate::corpus::RetrievalState::Operating {
         return Ok(false);
     }
     Ok(match lore.chunks().await {
@@ -76,7 +74,7 @@ pub async fn build(lore: &Lore, bound: &Resolved) -> Result<Arc<Shadow>> {
     let uri = lore.settings.vectors_uri();
     let active_name = active_table(&lore.db).await?;
     let table = new_table();
-    let built = fill(lore, bound, &uri, &active_name, &table).await;
+    let built = fill(lore, bound, &uri, &table).await;
     let succeeded = built.is_ok();
     let doomed = |name: &str| {
         if succeeded {
@@ -104,7 +102,6 @@ async fn fill(
     lore: &Lore,
     bound: &Resolved,
     uri: &str,
-    active_name: &str,
     table: &str,
 ) -> Result<(Arc<dyn Embedder>, LanceChunkStore)> {
     // The candidate's own failures refuse the binding; the provider's reply
@@ -125,7 +122,7 @@ async fn fill(
         other => other,
     };
     let embedder = connect(lore, bound).await.map_err(refused)?;
-    let active = LanceChunkStore::open_table(uri, active_name, lore.embedder().await?.dimensions()).await?;
+    let active = lore.chunks().await?;
     let total = active.count(None).await?;
     let shadow = LanceChunkStore::recreate(uri, table, embedder.dimensions()).await?;
     tracing::info!(chunks = total, model = %bound.target.model, table, "building a shadow index");
@@ -270,15 +267,8 @@ pub async fn adopted(lore: &Lore) -> Result<()> {
 async fn prune(lore: &Lore) -> Result<()> {
     use sea_orm::EntityTrait;
     let store = lore.chunks().await?;
-    let table = active_table(&lore.db).await?;
-    let scanned = LanceChunkStore::open_table(
-        &lore.settings.vectors_uri(),
-        &table,
-        lore.embedder().await?.dimensions(),
-    )
-    .await?;
     let mut indexed = std::collections::BTreeSet::new();
-    let mut rows = scanned.scan().await?;
+    let mut rows = store.scan().await?;
     while let Some(batch) = rows.try_next().await? {
         indexed.extend(batch.into_iter().map(|row| row.document_id));
     }

@@ -1,5 +1,5 @@
-//! [`ChunkStore`] on LanceDB: one table of chunks (`chunks` unless a shadow
-//! index was adopted, see [`crate::shadow`]) with a full-text index on
+//! [`ChunkStore`] on LanceDB: one table of chunks (`chunks` unless a judged
+//! embedding model's shadow index was adopted) with a full-text index on
 //! `text`. A document is replaced with one `merge_insert` (update matching
 //! ids, insert new ones, delete the document's leftovers), which LanceDB
 //! commits as a single version.
@@ -14,6 +14,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 use lancedb::index::vector::IvfPqIndexBuilder;
@@ -24,7 +25,7 @@ use lancedb::{DistanceType, Table};
 
 use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError, Scope};
 
-/// The table of chunks until a shadow index is adopted (see [`crate::shadow`]).
+/// The table of chunks until a judged embedding model's shadow index is adopted.
 pub const DEFAULT_TABLE: &str = "chunks";
 
 /// From this many rows on, `optimize` builds a vector index (IVF_PQ, cosine);
@@ -151,15 +152,6 @@ impl LanceChunkStore {
     pub async fn recreate(uri: &str, name: &str, dimensions: usize) -> Result<Self, IndexError> {
         drop_tables(uri, |found| found == name).await?;
         Self::open_table(uri, name, dimensions).await
-    }
-
-    /// Every stored chunk, a batch at a time, in no particular order
-    /// (building a shadow index reads the active one this way).
-    pub async fn scan(
-        &self,
-    ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
-        let stream = self.table.query().execute().await.map_err(store_error)?;
-        Ok(Box::pin(stream.map_err(store_error).and_then(|batch| async move { chunk_rows(&batch) })))
     }
 
     fn batch(&self, rows: &[ChunkRow]) -> Result<RecordBatch, IndexError> {
@@ -465,6 +457,11 @@ impl ChunkStore for LanceChunkStore {
         }
         found.extend(read);
         Ok(found)
+    }
+
+    async fn scan(&self) -> Result<BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
+        let stream = self.table.query().execute().await.map_err(store_error)?;
+        Ok(Box::pin(stream.map_err(store_error).and_then(|batch| async move { chunk_rows(&batch) })))
     }
 
     async fn optimize(&self) -> Result<(), IndexError> {

@@ -92,6 +92,11 @@ pub trait ChunkStore: Send + Sync {
         &self,
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, (String, String)>, IndexError>;
+    /// Every stored chunk, a batch at a time, in no particular order
+    /// (building a shadow index reads the active one this way).
+    async fn scan(
+        &self,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError>;
     /// Folds recent writes into the indexes (after an indexing run).
     async fn optimize(&self) -> Result<(), IndexError>;
 }

@@ -1297,8 +1297,10 @@ fn no_pass_is_narrow(settings: &mut engine::Settings) {
 /// generation binding is: the candidate names the binding and answers the
 /// golden set with the target in the escalation role, and the role is bound
 /// in the transaction that activates it. SmolLM2 escalating to itself (no
-/// second opinions asked) answers every golden question as the active
-/// version does, so it passes.
+/// second opinions asked) answers much as the active version does, but
+/// llama-server's prompt cache can change its wording between runs, so the
+/// verdict may go either way: held, the role is unchanged until "Activate
+/// anyway"; passed, it is bound at once.
 #[tokio::test]
 async fn binding_the_escalation_role_is_judged_by_the_golden_questions() {
     let s = setup_with(no_pass_is_narrow, |_| {}).await;
@@ -1312,10 +1314,26 @@ async fn binding_the_escalation_role_is_judged_by_the_golden_questions() {
     let first = engine::profile::active(&s.app.lore).await.unwrap().unwrap().version;
     let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
     let smollm = overview["targets"][0]["id"].as_str().unwrap().to_owned();
+    let escalation_target = |overview: &Value| {
+        overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "escalation").unwrap()["target_id"]
+            .clone()
+    };
 
-    s.bind_escalation().await;
-    let judged = engine::profile::active(&s.app.lore).await.unwrap().unwrap();
-    assert!(judged.version > first, "the binding made a version");
+    let bound = s
+        .app
+        .client
+        .put(s.app.url("/admin/roles/escalation"))
+        .json(&json!({"target_id": smollm}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bound.status(), 200);
+    let bound: Value = bound.json().await.unwrap();
+    let verdict = &bound["verdict"];
+    assert_eq!(verdict["role"], "escalation", "{bound:#}");
+    let candidate = verdict["version"].as_i64().unwrap() as i32;
+    assert!(candidate > first, "the binding made a version");
+    let judged = engine::profile::version(&s.app.lore, candidate).await.unwrap();
     let binding = judged.binding.clone().expect("the version names the binding");
     assert_eq!(
         (binding.role, binding.target_id.as_str()),
@@ -1323,14 +1341,21 @@ async fn binding_the_escalation_role_is_judged_by_the_golden_questions() {
     );
     assert_eq!(judged.note.as_deref(), Some("Binds the escalation role to smollm2-135m-instruct"));
     let evals = judged.evals.clone().unwrap();
-    assert_eq!(evals["gate"]["passed"], true, "{evals:#}");
     assert_eq!(evals["gate"]["baseline_version"], first, "{evals:#}");
     assert_eq!(evals["results"].as_array().unwrap().len(), 3, "{evals:#}");
-    assert_eq!(evals["totals"]["correct"], evals["gate"]["baseline"]["correct"], "{evals:#}");
+    assert_eq!(evals["gate"]["passed"], verdict["bound"], "{evals:#}");
+    if verdict["bound"] == false {
+        assert_eq!(escalation_target(&bound), Value::Null, "held: the role is unchanged");
+        assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version, first);
+        let anyway = s
+            .app
+            .post_json(&format!("/admin/profile/versions/{candidate}/restore"), json!({"anyway": true}))
+            .await;
+        assert_eq!(anyway.status(), 200, "{:?}", anyway.text().await);
+    }
+    assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version, candidate);
     let overview: Value = s.app.get("/admin/providers/").await.json().await.unwrap();
-    let escalation =
-        overview["roles"].as_array().unwrap().iter().find(|r| r["role"] == "escalation").unwrap();
-    assert_eq!(escalation["target_id"], smollm.as_str(), "{overview:#}");
+    assert_eq!(escalation_target(&overview), smollm.as_str(), "{overview:#}");
 }
 
 /// While a save is judged its candidate is stored but held ("its evals
