@@ -213,15 +213,6 @@ fn NewSourceForm() -> impl IntoView {
                 <label>"Text attributes" <input name="text" bind:value=text placeholder="answer, details"/></label>
                 <label>"Or a text template" <input name="template" bind:value=template placeholder="{question} {answer}"/></label>
                 <label>"Citation URL template" <input name="url_template" bind:value=url_template placeholder="https://example.com/faq/{id}"/></label>
-                <label>
-                    "Full re-sync"
-                    <select name="table_volatility" prop:value=move || volatility.get() on:change=move |ev| volatility.set(event_target_value(&ev))>
-                        <option value="high">"Hourly"</option>
-                        <option value="medium">"Daily"</option>
-                        <option value="low">"Weekly"</option>
-                        <option value="static">"Never on its own (writes through Lore still count at once)"</option>
-                    </select>
-                </label>
             </Show>
             <Show when=move || kind.get() == "website">
                 <label>"Start URL" <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
@@ -236,13 +227,17 @@ fn NewSourceForm() -> impl IntoView {
                 <label>"Exclude paths" <input name="exclude" bind:value=exclude placeholder="/blog/**, /changelog/*"/></label>
                 <label>"Max pages" <input name="max_pages" type="number" min="1" bind:value=max_pages/></label>
                 <label>"Max depth" <input name="max_depth" type="number" min="0" bind:value=max_depth/></label>
+            </Show>
+            <Show when=move || matches!(kind.get().as_str(), "website" | "table")>
                 <label>
-                    "Re-sync"
+                    {move || if kind.get() == "table" { "Full re-sync" } else { "Re-sync" }}
                     <select name="volatility" prop:value=move || volatility.get() on:change=move |ev| volatility.set(event_target_value(&ev))>
                         <option value="high">"Hourly (changes often)"</option>
                         <option value="medium">"Daily"</option>
                         <option value="low">"Weekly"</option>
-                        <option value="static">"Never on its own"</option>
+                        <option value="static">
+                            {move || if kind.get() == "table" { "Never on its own (writes through Lore still count at once)" } else { "Never on its own" }}
+                        </option>
                     </select>
                 </label>
             </Show>

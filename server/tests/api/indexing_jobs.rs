@@ -69,6 +69,41 @@ fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
     }
 }
 
+/// Kills `run` with SIGKILL (no clean-up of any kind) once its job has done
+/// `at` documents.
+async fn kill_at(mut run: Child, watcher: &Lore, at: u64) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let jobs = index_job::Entity::find().all(&watcher.db).await.unwrap();
+        if jobs.first().is_some_and(|job| done(job) >= at) {
+            break;
+        }
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        assert!(Instant::now() < deadline, "the run made no progress");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+}
+
+/// Starts `lore serve` on `dir`, waits until it has finished the job, stops
+/// it with SIGTERM and returns the job as it ended.
+async fn resumed_by_serve(dir: &Path, watcher: &Lore) -> index_job::Model {
+    let mut serve = lore(dir).arg("serve").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let resumed = loop {
+        let job = the_job(watcher).await;
+        if !matches!(job.status.as_str(), "queued" | "running") {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "the job was not resumed: {job:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+    resumed
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_chunks() {
     let site = Site::start(PAGES, Duration::from_millis(100)).await;
@@ -90,36 +125,14 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     let dir = tempfile::tempdir().unwrap();
     // Opened first, so the schema exists before the CLI starts.
     let watcher = open(dir.path()).await;
-    let mut ingest = lore(dir.path()).args(["ingest", &start_url, "--json"]).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let jobs = index_job::Entity::find().all(&watcher.db).await.unwrap();
-        if jobs.first().is_some_and(|job| done(job) >= 15) {
-            break;
-        }
-        assert!(ingest.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
-        assert!(Instant::now() < deadline, "the run made no progress");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    ingest.kill().unwrap(); // SIGKILL: no clean-up of any kind
-    ingest.wait().unwrap();
+    let ingest = lore(dir.path()).args(["ingest", &start_url, "--json"]).spawn().unwrap();
+    kill_at(ingest, &watcher, 15).await;
     let interrupted = the_job(&watcher).await;
     assert_eq!(interrupted.status, "running", "left as the crash left it");
     assert!(done(&interrupted) < PAGES as u64);
 
     // A server starts on the same data and finishes the job.
-    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let resumed = loop {
-        let job = the_job(&watcher).await;
-        if !matches!(job.status.as_str(), "queued" | "running") {
-            break job;
-        }
-        assert!(Instant::now() < deadline, "the job was not resumed: {job:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
-    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+    let resumed = resumed_by_serve(dir.path(), &watcher).await;
 
     assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
     assert_eq!(resumed.attempts, 2, "one crash, one resume");
@@ -157,35 +170,13 @@ async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() 
     assert!(added.success(), "the CLI creates the source and queues its first sync");
 
     // The first sync runs in a CLI process, killed partway.
-    let mut sync = lore(dir.path()).args(["sources", "reindex", "Notes", "--json"]).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let jobs = index_job::Entity::find().all(&watcher.db).await.unwrap();
-        if jobs.first().is_some_and(|job| done(job) >= 100) {
-            break;
-        }
-        assert!(sync.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
-        assert!(Instant::now() < deadline, "the run made no progress");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    sync.kill().unwrap(); // SIGKILL
-    sync.wait().unwrap();
+    let sync = lore(dir.path()).args(["sources", "reindex", "Notes", "--json"]).spawn().unwrap();
+    kill_at(sync, &watcher, 100).await;
     let interrupted = the_job(&watcher).await;
     assert_eq!(interrupted.status, "running", "left as the crash left it");
     assert!(done(&interrupted) < ROWS as u64);
 
-    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let resumed = loop {
-        let job = the_job(&watcher).await;
-        if !matches!(job.status.as_str(), "queued" | "running") {
-            break job;
-        }
-        assert!(Instant::now() < deadline, "the job was not resumed: {job:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
-    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+    let resumed = resumed_by_serve(dir.path(), &watcher).await;
 
     assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
     assert_eq!(resumed.attempts, 2, "one crash, one resume");
