@@ -1,8 +1,9 @@
 //! [`ChunkStore`] on LanceDB: one table of chunks (`chunks` unless a judged
 //! embedding model's shadow index was adopted) with a full-text index on
-//! `text`. A document is replaced with one `merge_insert` (update matching
-//! ids, insert new ones, delete the document's leftovers), which LanceDB
-//! commits as a single version.
+//! `text`. Documents are replaced with one `merge_insert` (update matching
+//! ids, insert new ones, delete the documents' leftovers), which LanceDB
+//! commits as a single version; new documents are appended, which spares
+//! the merge's scan of the whole table.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -320,6 +321,12 @@ fn chunk_rows(batch: &RecordBatch) -> Result<Vec<ChunkRow>, IndexError> {
         .collect()
 }
 
+/// `document_id IN (...)`.
+fn documents_filter(ids: &[String]) -> String {
+    let list: Vec<String> = ids.iter().map(|id| quote(id)).collect();
+    format!("document_id IN ({})", list.join(", "))
+}
+
 /// The filter a search of `scope` needs: none when it covers every source.
 fn scoped(scope: &Scope) -> Option<String> {
     (!scope.every_source).then(|| sources_filter(&scope.sources))
@@ -336,19 +343,32 @@ fn in_scope(mut hits: Vec<Hit>, scope: &Scope) -> Vec<Hit> {
 
 #[async_trait]
 impl ChunkStore for LanceChunkStore {
-    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
-        let batch = self.batch(&rows)?;
-        let reader: Box<dyn RecordBatchReader + Send> =
-            Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
-        let mut merge = self.table.merge_insert(&["id"]);
-        merge
-            .when_matched_update_all(None)
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(Some(format!("document_id = {}", quote(document_id))));
-        let merged = merge.execute(reader).await;
-        self.forget_hashes();
-        merged.map_err(store_error)?;
-        Ok(())
+    async fn write_documents(&self, replaced: &[String], rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        match (replaced.is_empty(), rows.is_empty()) {
+            (true, true) => Ok(()),
+            // New documents only: an append spares the merge's scan of the table.
+            (true, false) => self.append(rows).await,
+            (false, true) => {
+                let deleted = self.table.delete(&documents_filter(replaced)).await;
+                self.forget_hashes();
+                deleted.map_err(store_error)?;
+                Ok(())
+            }
+            (false, false) => {
+                let batch = self.batch(&rows)?;
+                let reader: Box<dyn RecordBatchReader + Send> =
+                    Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
+                let mut merge = self.table.merge_insert(&["id"]);
+                merge
+                    .when_matched_update_all(None)
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(Some(documents_filter(replaced)));
+                let merged = merge.execute(reader).await;
+                self.forget_hashes();
+                merged.map_err(store_error)?;
+                Ok(())
+            }
+        }
     }
 
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {

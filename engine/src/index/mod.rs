@@ -72,7 +72,15 @@ pub enum IndexError {
 pub trait ChunkStore: Send + Sync {
     /// Replaces all chunks of `document_id` with `rows` in one commit: readers
     /// see the old chunks or the new ones, never a mix. Empty `rows` deletes.
-    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError>;
+    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        self.write_documents(&[document_id.to_owned()], rows).await
+    }
+    /// Writes the chunks of many documents in one commit: `rows` replace
+    /// every chunk of the documents in `replaced` (one with no rows left
+    /// loses its chunks); rows of any other document are added, so they
+    /// must be of documents that have none stored (new ones). Readers see
+    /// the whole write or none of it.
+    async fn write_documents(&self, replaced: &[String], rows: Vec<ChunkRow>) -> Result<(), IndexError>;
     /// Deletes every chunk of a source.
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError>;
     /// The `limit` nearest chunks to `vector` in `scope`.

@@ -5,8 +5,8 @@
 //! - [`upload`]: files received for upload sources, kept in the data directory.
 //! - [`web`]: the website crawler (sitemaps, links, robots.txt, scope).
 //!
-//! [`index_document`] is the one path every document takes, whatever its
-//! source. It decides "unchanged" by a content hash over the extracted text,
+//! [`Indexer::index_documents`] is the one path every document takes,
+//! whatever its source, alone or in a batch. It decides "unchanged" by a content hash over the extracted text,
 //! the embedding model and the chunking, so nothing unchanged is re-embedded,
 //! and a chunking or model change re-embeds everything.
 
@@ -17,6 +17,7 @@ pub mod table;
 pub mod upload;
 pub mod web;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -140,6 +141,19 @@ pub(crate) fn new_document(
         indexed_at: Set(None),
         updated_at: Set(Utc::now()),
     }
+}
+
+/// A document to be (re)indexed, with its row if it has one.
+struct Changed {
+    /// Its place in the batch.
+    at: usize,
+    hash: String,
+    doc: Option<document::Model>,
+}
+
+/// The title a document is indexed under: its own, else its URI.
+fn title_of(fetched: &Fetched, extracted: &Extracted) -> String {
+    extracted.title.clone().unwrap_or_else(|| fetched.uri.clone())
 }
 
 /// A document as fetched or read, before extraction.
@@ -290,10 +304,7 @@ impl Indexer {
             .await?)
     }
 
-    /// Indexes one extracted document: skips it when unchanged, otherwise
-    /// chunks, embeds and replaces its chunks in one commit, then records the
-    /// new hash. A crash between the two leaves the old hash, so the document
-    /// is simply done again: chunk ids are stable, nothing duplicates.
+    /// Indexes one extracted document (see [`Indexer::index_documents`]).
     pub async fn index_document(
         &self,
         source_id: &str,
@@ -301,109 +312,200 @@ impl Indexer {
         extracted: &Extracted,
         progress: &jobs::ProgressHandle,
     ) -> Result<Outcome> {
-        let hash = content_hash(extracted, self.embedder.model(), self.chunking);
-        let existing = self.existing(source_id, &fetched.uri).await?;
-        if let Some(doc) = &existing {
-            // A new citation URL (a table row's template over another
-            // attribute, say) must reach the chunks too.
-            let same = doc.content_hash.as_deref() == Some(hash.as_str())
-                && doc.status == "indexed"
-                && doc.url == fetched.url;
-            if same && doc.last_job_id.as_deref() == Some(self.job_id.as_str()) {
-                return Ok(Outcome::AlreadyDone { chunks: doc.chunk_count as usize });
+        let mut outcomes = self.index_documents(source_id, &[(fetched, extracted)], progress).await?;
+        outcomes.pop().ok_or_else(|| Error::Internal("a document was indexed without an outcome".into()))
+    }
+
+    /// Indexes extracted documents of `source_id`, each with its own URI:
+    /// skips those unchanged, and chunks and embeds the others together,
+    /// writes their chunks in one commit of the chunk store and then
+    /// records their new hashes (and the unchanged ones as seen) in one
+    /// transaction. A crash between the two
+    /// leaves the old hashes, so the documents are simply done again: chunk
+    /// ids are stable, nothing duplicates. Returns each one's outcome, in
+    /// order; an error fails the whole batch (the caller may try its
+    /// documents one by one to tell which failed).
+    pub async fn index_documents(
+        &self,
+        source_id: &str,
+        batch: &[(&Fetched, &Extracted)],
+        progress: &jobs::ProgressHandle,
+    ) -> Result<Vec<Outcome>> {
+        let uris: Vec<String> = batch.iter().map(|(fetched, _)| fetched.uri.clone()).collect();
+        let mut existing = self.existing_many(source_id, &uris).await?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut unchanged = Vec::new();
+        let mut changed = Vec::new();
+        for (i, (fetched, extracted)) in batch.iter().enumerate() {
+            let hash = content_hash(extracted, self.embedder.model(), self.chunking);
+            let doc = existing.remove(&fetched.uri);
+            if let Some(doc) = &doc {
+                // A new citation URL (a table row's template over another
+                // attribute, say) must reach the chunks too.
+                let same = doc.content_hash.as_deref() == Some(hash.as_str())
+                    && doc.status == "indexed"
+                    && doc.url == fetched.url;
+                if same && doc.last_job_id.as_deref() == Some(self.job_id.as_str()) {
+                    outcomes.push(Outcome::AlreadyDone { chunks: doc.chunk_count as usize });
+                    continue;
+                }
+                if same && !self.full {
+                    outcomes.push(Outcome::Unchanged);
+                    unchanged.push((doc.clone(), i));
+                    continue;
+                }
             }
-            if same && !self.full {
-                self.touch(doc, fetched, extracted).await?;
-                return Ok(Outcome::Unchanged);
+            // Filled in once the chunks are written.
+            outcomes.push(Outcome::Indexed { chunks: 0 });
+            changed.push(Changed { at: i, hash, doc });
+        }
+        if changed.is_empty() {
+            if !unchanged.is_empty() {
+                let txn = crate::store::begin_write(&self.lore.db).await?;
+                self.touch(&txn, &unchanged, batch).await?;
+                txn.commit().await?;
             }
+            return Ok(outcomes);
         }
 
         let embedder = self.embedder.clone();
-        let sections = extracted.sections.clone();
+        let sections: Vec<Vec<extract::Section>> =
+            changed.iter().map(|c| batch[c.at].1.sections.clone()).collect();
         let chunking = self.chunking;
-        let chunks =
-            tokio::task::spawn_blocking(move || chunk_sections(&sections, chunking, embedder.as_ref()))
-                .await
-                .map_err(|err| Error::Internal(format!("chunking stopped: {err}")))?;
-        progress.add(|p| p.chunked += chunks.len() as u64);
+        let chunked = tokio::task::spawn_blocking(move || {
+            sections
+                .iter()
+                .map(|sections| chunk_sections(sections, chunking, embedder.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|err| Error::Internal(format!("chunking stopped: {err}")))?;
+        let made: usize = chunked.iter().map(Vec::len).sum();
 
-        let texts: Vec<String> = chunks.iter().map(|c| c.embed_text.clone()).collect();
-        let vectors = self.embedder.embed(&texts).await?;
-        let document_id = match &existing {
-            Some(doc) => doc.id.clone(),
-            None => uuid::Uuid::new_v4().to_string(),
-        };
-        let title = extracted.title.clone().unwrap_or_else(|| fetched.uri.clone());
-        let rows: Vec<ChunkRow> = chunks
-            .iter()
-            .zip(vectors)
-            .map(|(chunk, vector)| ChunkRow {
-                id: format!("{document_id}:{}", chunk.position),
-                source_id: source_id.to_owned(),
-                document_id: document_id.clone(),
-                title: title.clone(),
-                url: fetched.url.clone(),
-                heading: chunk.heading.clone(),
-                position: chunk.position as u32,
-                text: chunk.text.clone(),
-                content_hash: hex(&Sha256::digest(chunk.embed_text.as_bytes())),
-                vector,
-            })
-            .collect();
-        let count = rows.len();
-        // The document row must exist before its chunks can be found by it.
-        let doc = match existing {
-            Some(doc) => doc,
-            None => self.insert_pending(&document_id, source_id, fetched, &title).await?,
-        };
-        self.store.replace_document(&document_id, rows).await?;
-        progress.add(|p| p.embedded += count as u64);
-
-        let mut row: document::ActiveModel = doc.into();
-        row.title = Set(title);
-        row.url = Set(fetched.url.clone());
-        row.content_hash = Set(Some(hash));
-        row.text_hash = Set(Some(text_hash(extracted)));
-        row.etag = Set(fetched.etag.clone());
-        row.last_modified = Set(fetched.last_modified.clone());
-        row.lastmod = Set(fetched.lastmod.clone());
-        row.chunk_count = Set(count as i32);
-        row.status = Set("indexed".into());
-        row.quarantined_hash = Set(None);
-        row.error = Set(None);
-        row.last_job_id = Set(Some(self.job_id.clone()));
-        row.indexed_at = Set(Some(Utc::now()));
-        row.updated_at = Set(Utc::now());
-        row.update(&self.lore.db).await?;
-        Ok(Outcome::Indexed { chunks: count })
-    }
-
-    async fn insert_pending(
-        &self,
-        id: &str,
-        source_id: &str,
-        fetched: &Fetched,
-        title: &str,
-    ) -> Result<document::Model> {
-        Ok(new_document(id, source_id, &fetched.uri, title, fetched.url.clone())
-            .insert(&self.lore.db)
-            .await?)
-    }
-
-    /// Marks an unchanged document as seen by this run (validators refreshed).
-    async fn touch(&self, doc: &document::Model, fetched: &Fetched, extracted: &Extracted) -> Result<()> {
-        let mut row: document::ActiveModel = doc.clone().into();
-        if let Some(title) = &extracted.title {
-            row.title = Set(title.clone());
+        let texts: Vec<String> = chunked.iter().flatten().map(|c| c.embed_text.clone()).collect();
+        let mut vectors = self.embedder.embed(&texts).await?.into_iter();
+        let mut rows = Vec::with_capacity(made);
+        let mut ids = Vec::with_capacity(changed.len());
+        let mut replaced = Vec::new();
+        let mut fresh = Vec::new();
+        for (change, chunks) in changed.iter().zip(&chunked) {
+            let (fetched, extracted) = batch[change.at];
+            let title = title_of(fetched, extracted);
+            let document_id = match &change.doc {
+                Some(doc) => {
+                    replaced.push(doc.id.clone());
+                    doc.id.clone()
+                }
+                None => {
+                    let id = uuid::Uuid::new_v4().to_string();
+                    fresh.push(new_document(&id, source_id, &fetched.uri, &title, fetched.url.clone()));
+                    id
+                }
+            };
+            for chunk in chunks {
+                let vector = vectors.next().ok_or_else(|| {
+                    Error::Internal("the embedder returned fewer vectors than texts".into())
+                })?;
+                rows.push(ChunkRow {
+                    id: format!("{document_id}:{}", chunk.position),
+                    source_id: source_id.to_owned(),
+                    document_id: document_id.clone(),
+                    title: title.clone(),
+                    url: fetched.url.clone(),
+                    heading: chunk.heading.clone(),
+                    position: chunk.position as u32,
+                    text: chunk.text.clone(),
+                    content_hash: hex(&Sha256::digest(chunk.embed_text.as_bytes())),
+                    vector,
+                });
+            }
+            ids.push(document_id);
         }
-        row.text_hash = Set(Some(text_hash(extracted)));
-        row.etag = Set(fetched.etag.clone());
-        row.last_modified = Set(fetched.last_modified.clone());
-        row.lastmod = Set(fetched.lastmod.clone());
-        row.error = Set(None);
-        row.last_job_id = Set(Some(self.job_id.clone()));
-        row.updated_at = Set(Utc::now());
-        row.update(&self.lore.db).await?;
+        // The document rows must exist before their chunks can be found by them.
+        if !fresh.is_empty() {
+            document::Entity::insert_many(fresh).exec_without_returning(&self.lore.db).await?;
+        }
+        self.store.write_documents(&replaced, rows).await?;
+
+        let txn = crate::store::begin_write(&self.lore.db).await?;
+        for ((change, chunks), id) in changed.iter().zip(&chunked).zip(ids) {
+            let (fetched, extracted) = batch[change.at];
+            let mut row: document::ActiveModel = match &change.doc {
+                Some(doc) => doc.clone().into(),
+                None => {
+                    document::ActiveModel { id: sea_orm::ActiveValue::Unchanged(id), ..Default::default() }
+                }
+            };
+            row.title = Set(title_of(fetched, extracted));
+            row.url = Set(fetched.url.clone());
+            row.content_hash = Set(Some(change.hash.clone()));
+            row.text_hash = Set(Some(text_hash(extracted)));
+            row.etag = Set(fetched.etag.clone());
+            row.last_modified = Set(fetched.last_modified.clone());
+            row.lastmod = Set(fetched.lastmod.clone());
+            row.chunk_count = Set(chunks.len() as i32);
+            row.status = Set("indexed".into());
+            row.quarantined_hash = Set(None);
+            row.error = Set(None);
+            row.last_job_id = Set(Some(self.job_id.clone()));
+            row.indexed_at = Set(Some(Utc::now()));
+            row.updated_at = Set(Utc::now());
+            row.update(&txn).await?;
+            outcomes[change.at] = Outcome::Indexed { chunks: chunks.len() };
+        }
+        self.touch(&txn, &unchanged, batch).await?;
+        txn.commit().await?;
+        // Counted once the batch is done: a batch that fails and is tried
+        // again a document at a time is not counted twice.
+        progress.add(|p| {
+            p.chunked += made as u64;
+            p.embedded += made as u64;
+        });
+        Ok(outcomes)
+    }
+
+    /// The document rows of `uris` in `source_id`, by URI.
+    async fn existing_many(
+        &self,
+        source_id: &str,
+        uris: &[String],
+    ) -> Result<HashMap<String, document::Model>> {
+        let mut found = HashMap::with_capacity(uris.len());
+        // Well under any database's limit of bound values per statement.
+        for part in uris.chunks(500) {
+            let rows = document::Entity::find()
+                .filter(document::Column::SourceId.eq(source_id))
+                .filter(document::Column::Uri.is_in(part.iter().cloned()))
+                .all(&self.lore.db)
+                .await?;
+            found.extend(rows.into_iter().map(|doc| (doc.uri.clone(), doc)));
+        }
+        Ok(found)
+    }
+
+    /// Marks unchanged documents (each with its place in `batch`) as seen
+    /// by this run, validators refreshed, in transaction `txn`.
+    async fn touch(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        unchanged: &[(document::Model, usize)],
+        batch: &[(&Fetched, &Extracted)],
+    ) -> Result<()> {
+        for (doc, at) in unchanged {
+            let (fetched, extracted) = batch[*at];
+            let mut row: document::ActiveModel = doc.clone().into();
+            if let Some(title) = &extracted.title {
+                row.title = Set(title.clone());
+            }
+            row.text_hash = Set(Some(text_hash(extracted)));
+            row.etag = Set(fetched.etag.clone());
+            row.last_modified = Set(fetched.last_modified.clone());
+            row.lastmod = Set(fetched.lastmod.clone());
+            row.error = Set(None);
+            row.last_job_id = Set(Some(self.job_id.clone()));
+            row.updated_at = Set(Utc::now());
+            row.update(txn).await?;
+        }
         Ok(())
     }
 
@@ -504,13 +606,22 @@ impl Indexer {
         self.remove_documents(stale).await
     }
 
-    /// Removes these documents, each one's chunks first. Returns how many went.
+    /// Removes these documents, their chunks first. Returns how many went.
     pub async fn remove_documents(&self, documents: Vec<document::Model>) -> Result<u64> {
+        self.remove_document_ids(documents.into_iter().map(|doc| doc.id).collect()).await
+    }
+
+    /// Removes the documents with these ids, their chunks first, a few
+    /// hundred to a write. Returns how many went.
+    pub async fn remove_document_ids(&self, ids: Vec<String>) -> Result<u64> {
         let mut removed = 0;
-        for doc in documents {
-            self.store.replace_document(&doc.id, Vec::new()).await?;
-            document::Entity::delete_by_id(doc.id).exec(&self.lore.db).await?;
-            removed += 1;
+        for part in ids.chunks(500) {
+            self.store.write_documents(part, Vec::new()).await?;
+            let deleted = document::Entity::delete_many()
+                .filter(document::Column::Id.is_in(part.iter().cloned()))
+                .exec(&self.lore.db)
+                .await?;
+            removed += deleted.rows_affected;
         }
         Ok(removed)
     }

@@ -19,9 +19,9 @@
 //! embedded again.
 //!
 //! A write to the table through any surface of this process (operations,
-//! REST, the tool server) is noted ([`Writes`]); the indexing worker's next
-//! round (every half second) queues a run of each enabled table source on
-//! it, so the change is answerable within seconds. Writes by another
+//! REST, the tool server) is noted ([`Writes`]), which wakes the indexing
+//! worker: it queues a run of each enabled table source on it, so the
+//! change is answerable within seconds. Writes by another
 //! process, and rows that expire, are caught by the source's scheduled
 //! re-sync (its volatility).
 
@@ -30,7 +30,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use entity::{document, index_job, source};
-use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::Value;
 
 use super::jobs::{self, ProgressHandle};
@@ -46,7 +46,8 @@ use crate::{Lore, Result};
 /// changed rows again.
 pub const CURSOR_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
 
-/// How many rows are read at once.
+/// How many rows are read, and indexed, at once: one embedding call and
+/// one write of the chunk store for the lot.
 const BATCH: usize = 200;
 
 /// What [`Writes::note_named`] takes for every table of a database.
@@ -57,6 +58,9 @@ pub const EVERY_TABLE: &str = "*";
 #[derive(Debug, Default)]
 pub struct Writes {
     tables: Mutex<BTreeSet<(String, String)>>,
+    /// Wakes the indexing worker when a write is noted, rather than at its
+    /// next round.
+    noted: tokio::sync::Notify,
 }
 
 impl Writes {
@@ -69,7 +73,15 @@ impl Writes {
     /// dropped table or attribute (its sources then find what is gone), or
     /// with [`EVERY_TABLE`], every table of a dropped database.
     pub fn note_named(&self, database: &str, table: &str) {
-        self.lock().insert((database.to_owned(), table.to_owned()));
+        if self.lock().insert((database.to_owned(), table.to_owned())) {
+            self.noted.notify_one();
+        }
+    }
+
+    /// Returns once a write is noted (at once if one was noted since the
+    /// last return).
+    pub async fn wait(&self) {
+        self.noted.notified().await;
     }
 
     fn take(&self) -> BTreeSet<(String, String)> {
@@ -337,20 +349,15 @@ pub async fn sync(
     let lore = &indexer.lore;
     // The documents first, then the rows: a document another run makes in
     // between is then not taken for one whose row is gone.
-    let known: HashMap<String, document::Model> = document::Entity::find()
-        .filter(document::Column::SourceId.eq(&found.id))
-        .all(&lore.db)
-        .await?
-        .into_iter()
-        .map(|doc| (doc.uri.clone(), doc))
-        .collect();
+    let known = known_documents(lore, &found.id).await?;
     let table = match validate(lore, config).await {
         Ok(table) => table,
         // The table, or an attribute the source reads, was dropped since:
         // what was indexed from it must not stay answerable. The run fails
         // with the reason, so the admin mends or deletes the source.
         Err(crate::Error::Ingest(IngestError::InvalidSource(why))) => {
-            let removed = indexer.remove_documents(known.into_values().collect()).await?;
+            let removed =
+                indexer.remove_document_ids(known.into_values().map(|doc| doc.id).collect()).await?;
             progress.add(|p| p.removed += removed);
             return Err(IngestError::InvalidSource(format!(
                 "{why}; the {removed} documents indexed from it were removed"
@@ -362,11 +369,8 @@ pub async fn sync(
     let selected = search_of(config, &table);
     let live = keys(lore, &table, &selected).await?;
     let updated = table.attributes.iter().find(|a| a.managed == Some(Managed::UpdatedTime));
-    // A document that failed (its row could not be embedded, say) is read
-    // again by every run until it is indexed, whenever its row was written.
-    let settled = |doc: &document::Model| doc.status == "indexed" && doc.error.is_none();
     let since = match updated {
-        Some(_) if !indexer.full && known.values().any(settled) => {
+        Some(_) if !indexer.full && known.values().any(|doc| doc.settled) => {
             cursor(lore, &found.id, &indexer.job_id).await?
         }
         _ => None,
@@ -388,7 +392,7 @@ pub async fn sync(
             live.iter()
                 .filter(|key| {
                     let uri = uri_of(key);
-                    changed.contains(&uri) || !known.get(&uri).is_some_and(settled)
+                    changed.contains(&uri) || !known.get(&uri).is_some_and(|doc| doc.settled)
                 })
                 .cloned()
                 .collect()
@@ -404,37 +408,99 @@ pub async fn sync(
         let rows =
             records::by_ids(&lore.db, &Permission::super_user(), &table, batch, &["*".to_owned()]).await?;
         progress.add(|p| p.fetched += rows.len() as u64);
-        for row in rows {
-            let Some(key) = row.get(&table.primary_key).cloned() else { continue };
-            let fetched = Fetched {
-                uri: uri_of(&key),
-                url: url_of(lore, config, &table, &row, &key),
-                content_type: Some("text/plain".into()),
-                ..Fetched::default()
-            };
-            let extracted = document_of(config, &row, &key);
-            progress.add(|p| p.extracted += 1);
-            match indexer.index_document(&found.id, &fetched, &extracted, progress).await {
-                Ok(outcome) => outcome.count(progress),
-                Err(err) => {
-                    indexer
-                        .record_failure(&found.id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
-                        .await?;
-                    progress.add(|p| {
-                        p.failed += 1;
-                        p.done += 1;
-                    });
-                }
-            }
-        }
+        let documents: Vec<(Fetched, Extracted)> = rows
+            .iter()
+            .filter_map(|row| {
+                let key = row.get(&table.primary_key)?;
+                let fetched = Fetched {
+                    uri: uri_of(key),
+                    url: url_of(lore, config, &table, row, key),
+                    content_type: Some("text/plain".into()),
+                    ..Fetched::default()
+                };
+                Some((fetched, document_of(config, row, key)))
+            })
+            .collect();
+        progress.add(|p| p.extracted += documents.len() as u64);
+        index_batch(indexer, &found.id, &documents, progress).await?;
     }
 
     // Documents whose row is gone, expired or no longer selected.
     let present: HashSet<String> = live.iter().map(uri_of).collect();
-    let gone: Vec<document::Model> = known.into_values().filter(|doc| !present.contains(&doc.uri)).collect();
-    let removed = indexer.remove_documents(gone).await?;
+    let gone: Vec<String> =
+        known.into_iter().filter(|(uri, _)| !present.contains(uri)).map(|(_, doc)| doc.id).collect();
+    let removed = indexer.remove_document_ids(gone).await?;
     progress.add(|p| p.removed += removed);
     Ok(())
+}
+
+/// Indexes a batch of rows' documents together (one embedding call, one
+/// write of the chunk store). When the embedder refuses the batch, its
+/// documents are tried one by one, so a row it cannot embed fails alone and
+/// is recorded; any other error (the database, the chunk store) fails the
+/// run, as it would fail each row alone.
+async fn index_batch(
+    indexer: &Indexer,
+    source_id: &str,
+    documents: &[(Fetched, Extracted)],
+    progress: &ProgressHandle,
+) -> Result<()> {
+    let batch: Vec<(&Fetched, &Extracted)> = documents.iter().map(|(f, e)| (f, e)).collect();
+    match indexer.index_documents(source_id, &batch, progress).await {
+        Ok(outcomes) => {
+            outcomes.into_iter().for_each(|outcome| outcome.count(progress));
+            return Ok(());
+        }
+        Err(crate::Error::Embedding(err)) => {
+            tracing::warn!(source = %source_id, error = %err, "the embedder refused a batch of rows; trying them one by one")
+        }
+        Err(other) => return Err(other),
+    }
+    for (fetched, extracted) in documents {
+        match indexer.index_document(source_id, fetched, extracted, progress).await {
+            Ok(outcome) => outcome.count(progress),
+            Err(err) => {
+                indexer
+                    .record_failure(source_id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
+                    .await?;
+                progress.add(|p| {
+                    p.failed += 1;
+                    p.done += 1;
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a run needs of a document it already has.
+struct Known {
+    id: String,
+    /// Indexed without error: a document that failed (its row could not be
+    /// embedded, say) is read again by every run until it is indexed,
+    /// whenever its row was written.
+    settled: bool,
+}
+
+/// The source's documents by URI: only the columns a run compares, since
+/// a large table's run reads every one.
+async fn known_documents(lore: &Lore, source_id: &str) -> Result<HashMap<String, Known>> {
+    let rows: Vec<(String, String, String, Option<String>)> = document::Entity::find()
+        .select_only()
+        .columns([
+            document::Column::Id,
+            document::Column::Uri,
+            document::Column::Status,
+            document::Column::Error,
+        ])
+        .filter(document::Column::SourceId.eq(source_id))
+        .into_tuple()
+        .all(&lore.db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, uri, status, error)| (uri, Known { id, settled: status == "indexed" && error.is_none() }))
+        .collect())
 }
 
 #[cfg(test)]

@@ -4,11 +4,19 @@
 //! embedded again), and a configuration the catalog cannot back is refused
 //! before anything is stored.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use engine::appdb::Principal;
 use engine::audit::Actor;
-use engine::ingest::{lifecycle, table, IngestError};
+use engine::embed::{EmbedError, Embedder};
+use engine::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
+use engine::ingest::jobs::ProgressHandle;
+use engine::ingest::{lifecycle, table, Indexer, IngestError};
 use engine::sources::{self, NewSource};
 use engine::{Error, Lore};
+use futures::stream::BoxStream;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, Set};
 use serde_json::{json, Value};
 
@@ -301,4 +309,137 @@ async fn a_configuration_the_catalog_cannot_back_is_refused_and_stores_nothing()
     let first = added.first_sync.expect("its first sync is queued");
     let done = support::progress(&support::run_queued(&lore, &first.id).await);
     assert_eq!((done.discovered, done.embedded), (1, 1), "{done:?}");
+}
+
+/// The real embedder, counting its calls, refusing any call that holds a
+/// text with [`POISON`] (as a provider refuses one bad input of a batch).
+struct CountingEmbedder {
+    inner: Arc<dyn Embedder>,
+    calls: AtomicUsize,
+}
+
+const POISON: &str = "POISON";
+
+#[async_trait::async_trait]
+impl Embedder for CountingEmbedder {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        self.inner.count_tokens(text)
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if texts.iter().any(|text| text.contains(POISON)) {
+            return Err(EmbedError::Inference("the provider refused one input".into()));
+        }
+        self.inner.embed(texts).await
+    }
+}
+
+/// The real chunk store, counting its writes.
+struct CountingStore {
+    inner: Arc<dyn ChunkStore>,
+    writes: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ChunkStore for CountingStore {
+    async fn write_documents(&self, replaced: &[String], rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.write_documents(replaced, rows).await
+    }
+    async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {
+        self.inner.delete_source(source_id).await
+    }
+    async fn vector_search(
+        &self,
+        vector: &[f32],
+        scope: &Scope,
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        self.inner.vector_search(vector, scope, limit).await
+    }
+    async fn text_search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        self.inner.text_search(query, scope, limit).await
+    }
+    async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError> {
+        self.inner.count(source_id).await
+    }
+    async fn content_hashes(&self, ids: &[String]) -> Result<HashMap<String, (String, String)>, IndexError> {
+        self.inner.content_hashes(ids).await
+    }
+    async fn scan(&self) -> Result<BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
+        self.inner.scan().await
+    }
+    async fn optimize(&self) -> Result<(), IndexError> {
+        self.inner.optimize().await
+    }
+}
+
+#[tokio::test]
+async fn rows_are_embedded_and_written_a_batch_at_a_time_and_a_bad_row_fails_alone() {
+    let (lore, _dir) = support::open().await;
+    kennel(&lore).await;
+    // One row the embedding provider will refuse.
+    operation(
+        &lore,
+        json!({"operation": "update", "table": "dog", "records": [{"id": 7, "bio": format!("Dog 7 eats {POISON} ivy.")}]}),
+    )
+    .await;
+    let found = sources::create(&lore, &Actor::System, dog_source()).await.unwrap();
+    let config = found.table().cloned().expect("a table source");
+    let embedder =
+        Arc::new(CountingEmbedder { inner: lore.embedder().await.unwrap(), calls: AtomicUsize::new(0) });
+    let store = Arc::new(CountingStore { inner: lore.chunks().await.unwrap(), writes: AtomicUsize::new(0) });
+    let indexer = Indexer {
+        lore: lore.clone(),
+        embedder: embedder.clone(),
+        store: store.clone(),
+        chunking: engine::tuning::chunking(&lore).await.unwrap(),
+        job_id: "batch-test".into(),
+        full: false,
+        suspect: None,
+    };
+    let progress = ProgressHandle::new(Default::default(), Vec::new(), None);
+    let (_cancel, cancelled) = tokio::sync::watch::channel(false);
+    table::sync(&indexer, &found, &config, &progress, cancelled).await.unwrap();
+
+    let (done, _) = progress.snapshot();
+    assert_eq!((done.done, done.failed, done.embedded), (ROWS as u64, 1, ROWS as u64 - 1), "{done:?}");
+    // Rows 200 to 499: two batches, one embedding call and one write each.
+    // Rows 0 to 199: the batch's call is refused, then each row is tried
+    // alone, so only the poisoned one fails.
+    assert_eq!(embedder.calls.load(Ordering::SeqCst), 2 + 1 + 200);
+    assert_eq!(store.writes.load(Ordering::SeqCst), 2 + 199);
+    let documents = sources::documents(&lore, &found.id).await.unwrap();
+    assert_eq!(documents.len(), ROWS);
+    let failed: Vec<_> =
+        documents.iter().filter(|doc| doc.status != sources::DocumentStatus::Indexed).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].uri, "7");
+    assert_eq!(lore.chunks().await.unwrap().count(Some(&found.id)).await.unwrap(), ROWS - 1);
+
+    // Run again: nothing changed, so nothing is embedded or written but the
+    // failed row, read again until it is indexed.
+    let (embedded_before, written_before) =
+        (embedder.calls.load(Ordering::SeqCst), store.writes.load(Ordering::SeqCst));
+    let again = Indexer { job_id: "batch-test-2".into(), ..indexer };
+    let progress = ProgressHandle::new(Default::default(), Vec::new(), None);
+    let (_cancel, cancelled) = tokio::sync::watch::channel(false);
+    table::sync(&again, &found, &config, &progress, cancelled).await.unwrap();
+    let (done, _) = progress.snapshot();
+    assert_eq!((done.unchanged, done.failed), (ROWS as u64 - 1, 1), "{done:?}");
+    assert_eq!(
+        embedder.calls.load(Ordering::SeqCst) - embedded_before,
+        2,
+        "the batch, then the bad row alone"
+    );
+    assert_eq!(store.writes.load(Ordering::SeqCst), written_before, "nothing written");
 }

@@ -143,7 +143,8 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
 }
 
-const ROWS: usize = 400;
+/// Five batches of 200 rows: the kill lands in the second.
+const ROWS: usize = 1_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() {
@@ -171,7 +172,7 @@ async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() 
 
     // The first sync runs in a CLI process, killed partway.
     let sync = lore(dir.path()).args(["sources", "reindex", "Notes", "--json"]).spawn().unwrap();
-    kill_at(sync, &watcher, 100).await;
+    kill_at(sync, &watcher, 200).await;
     let interrupted = the_job(&watcher).await;
     assert_eq!(interrupted.status, "running", "left as the crash left it");
     assert!(done(&interrupted) < ROWS as u64);
