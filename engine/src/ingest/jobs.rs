@@ -15,7 +15,10 @@ use std::time::Duration;
 use chrono::Utc;
 use entity::{document, index_job, source};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Set,
+};
 
 use super::{DocumentError, Indexer, IngestError, Progress};
 
@@ -62,7 +65,8 @@ impl InFlight {
     }
 }
 
-type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
+/// Called with the run's progress on every change (a progress bar, a benchmark).
+pub type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// The live counters of a run, shared by its tasks; an observer (the CLI's
 /// progress bar) sees every change.
@@ -262,8 +266,33 @@ pub async fn cancel_queued(lore: &Lore, source_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Claims `job_id` for `owner` if it is still queued.
+/// The key of the PostgreSQL advisory lock that claims take: one claim at a
+/// time across every process of the cluster (SQLite's write lock does the
+/// same there).
+const CLAIM_LOCK: i64 = 0x6c6f_7265_636c_6169; // "loreclai"
+
+/// Claims `job_id` for `owner` if it is still queued and nothing it would
+/// overlap is running. Two runs of one source at once (two `lore serve`
+/// processes, or `lore ingest` beside one) would each remove what the
+/// other wrote; a full reindex overlaps every run. Checked and claimed
+/// under one lock, so two processes cannot both find the source free.
 pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<index_job::Model>> {
+    let txn = crate::store::begin_write(&lore.db).await?;
+    if txn.get_database_backend() == DbBackend::Postgres {
+        txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({CLAIM_LOCK})")).await?;
+    }
+    let Some(job) = index_job::Entity::find_by_id(job_id.to_owned())
+        .filter(index_job::Column::Status.eq(QUEUED))
+        .one(&txn)
+        .await?
+    else {
+        txn.rollback().await?;
+        return Ok(None);
+    };
+    if overlaps(&running_scopes(&txn).await?, job.source_id.as_deref()) {
+        txn.rollback().await?;
+        return Ok(None);
+    }
     let now = Utc::now();
     let claimed = index_job::Entity::update_many()
         .col_expr(index_job::Column::Status, Expr::value(RUNNING))
@@ -273,8 +302,9 @@ pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<inde
         .col_expr(index_job::Column::Attempts, Expr::col(index_job::Column::Attempts).add(1))
         .filter(index_job::Column::Id.eq(job_id))
         .filter(index_job::Column::Status.eq(QUEUED))
-        .exec(&lore.db)
+        .exec(&txn)
         .await?;
+    txn.commit().await?;
     if claimed.rows_affected == 1 {
         Ok(Some(get(lore, job_id).await?))
     } else {
@@ -282,15 +312,34 @@ pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<inde
     }
 }
 
-/// Claims the oldest queued job, if any.
+/// The scope of every running job: a source's id, or `None` for a full
+/// reindex of every source.
+async fn running_scopes(db: &impl ConnectionTrait) -> Result<Vec<Option<String>>> {
+    Ok(index_job::Entity::find()
+        .select_only()
+        .column(index_job::Column::SourceId)
+        .filter(index_job::Column::Status.eq(RUNNING))
+        .into_tuple()
+        .all(db)
+        .await?)
+}
+
+/// Whether a run of `scope` (`None`: every source) would overlap one of
+/// the `running` scopes.
+fn overlaps(running: &[Option<String>], scope: Option<&str>) -> bool {
+    running.iter().any(|held| held.is_none() || scope.is_none() || held.as_deref() == scope)
+}
+
+/// Claims the oldest queued job that overlaps no running one, if any.
 pub async fn claim_next(lore: &Lore, owner: &str) -> Result<Option<index_job::Model>> {
+    let running = running_scopes(&lore.db).await?;
     let queued = index_job::Entity::find()
         .filter(index_job::Column::Status.eq(QUEUED))
         .order_by_asc(index_job::Column::CreatedAt)
-        .limit(5)
+        .limit(100)
         .all(&lore.db)
         .await?;
-    for job in queued {
+    for job in queued.into_iter().filter(|job| !overlaps(&running, job.source_id.as_deref())) {
         if let Some(claimed) = claim(lore, &job.id, owner).await? {
             return Ok(Some(claimed));
         }
@@ -462,6 +511,10 @@ pub async fn work(lore: Lore, mut stop: tokio::sync::watch::Receiver<bool>) {
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            // A table source's rows were written: their run starts now,
+            // with what else is written in the next moment (a stream of
+            // writes wakes the worker 20 times a second at most).
+            _ = lore.table_writes().wait() => tokio::time::sleep(Duration::from_millis(50)).await,
             _ = stop.changed() => return,
         }
     }
@@ -684,12 +737,11 @@ async fn sync_source(
     let Some(current) = source::Entity::find_by_id(found.id.clone()).one(&lore.db).await? else {
         return Ok(()); // deleted meanwhile
     };
-    let docs =
-        document::Entity::find().filter(document::Column::SourceId.eq(&found.id)).all(&lore.db).await?;
+    let (documents, chunks) = indexed_counts(lore, &found.id).await?;
     let now = Utc::now();
     let mut row: source::ActiveModel = current.clone().into();
-    row.document_count = Set(docs.iter().filter(|d| d.status == "indexed").count() as i32);
-    row.chunk_count = Set(docs.iter().map(|d| d.chunk_count).sum());
+    row.document_count = Set(documents);
+    row.chunk_count = Set(chunks);
     row.updated_at = Set(now);
     // From the row as it is now: the source may have been switched off or
     // its volatility changed while the run held it.
@@ -707,6 +759,25 @@ async fn sync_source(
     }
     row.update(&lore.db).await?;
     result
+}
+
+/// How many documents of a source are indexed, and their chunks, counted
+/// by the database (a table source can have a hundred thousand).
+async fn indexed_counts(lore: &Lore, source_id: &str) -> Result<(i32, i32)> {
+    let documents = document::Entity::find()
+        .filter(document::Column::SourceId.eq(source_id))
+        .filter(document::Column::Status.eq("indexed"))
+        .count(&lore.db)
+        .await?;
+    let chunks: Option<Option<i64>> = document::Entity::find()
+        .select_only()
+        .column_as(Expr::col(document::Column::ChunkCount).sum(), "chunks")
+        .filter(document::Column::SourceId.eq(source_id))
+        .into_tuple()
+        .one(&lore.db)
+        .await?;
+    let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
+    Ok((clamp(documents as i64), clamp(chunks.flatten().unwrap_or(0))))
 }
 
 /// Records on a source that its sync failed, and why.
@@ -732,7 +803,8 @@ async fn set_source_status(lore: &Lore, id: &str, status: &str) -> Result<()> {
 }
 
 /// Creates a job already held by `owner` (the CLI runs it in-process, so no
-/// server worker may take it meanwhile).
+/// server worker may take it meanwhile), once nothing it would overlap runs
+/// (see [`claim_when_free`]).
 pub async fn start_held(
     lore: &Lore,
     source_id: Option<&str>,
@@ -741,8 +813,34 @@ pub async fn start_held(
     owner: &str,
 ) -> Result<index_job::Model> {
     let job = enqueue(lore, source_id, full, trigger).await?;
-    match claim(lore, &job.id, owner).await? {
+    match claim_when_free(lore, &job.id, owner).await? {
         Some(held) => Ok(held),
-        None => Err(Error::Internal("a server worker took the job first; follow it in the console".into())),
+        None => Err(Error::Internal(format!(
+            "the run was {} by another process first; follow it in the console",
+            if get(lore, &job.id).await?.status == CANCELLED { "cancelled" } else { "taken" }
+        ))),
+    }
+}
+
+/// Claims queued job `job_id` for `owner`, waiting while a run it would
+/// overlap is going (the server's sync of the same source, say) for that
+/// run's end, or for its lease to lapse when its process died. `None` when
+/// the job stopped being queued meanwhile: another process took it, or it
+/// was cancelled.
+pub async fn claim_when_free(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<index_job::Model>> {
+    let lease = lore.settings.ingest.job_lease();
+    let mut said = false;
+    loop {
+        if let Some(held) = claim(lore, job_id, owner).await? {
+            return Ok(Some(held));
+        }
+        if get(lore, job_id).await?.status != QUEUED {
+            return Ok(None);
+        }
+        if !std::mem::replace(&mut said, true) {
+            tracing::info!(job = %job_id, "another run of this source is going; waiting for it to end");
+        }
+        requeue_stale(lore, lease).await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

@@ -478,3 +478,52 @@ async fn a_stored_setting_that_cannot_be_read_is_an_error_not_a_default() {
     let err = tuning::chunking(&lore).await.unwrap_err();
     assert!(err.to_string().contains("the stored chunking setting cannot be read"), "{err}");
 }
+
+#[tokio::test]
+async fn a_run_never_starts_beside_a_run_it_overlaps_whichever_process_holds_it() {
+    use engine::ingest::jobs;
+    let (lore, _dir) = open().await;
+    let handbook = upload_source(&lore).await;
+    let other = sources::create(
+        &lore,
+        &Actor::System,
+        NewSource { name: "Other".into(), kind: "upload".into(), ..NewSource::default() },
+    )
+    .await
+    .unwrap()
+    .id;
+
+    // One process runs the handbook; another queues a second run of it.
+    let first = jobs::enqueue(&lore, Some(&handbook), false, "test").await.unwrap();
+    let running = jobs::claim(&lore, &first.id, "process-1").await.unwrap().unwrap();
+    let second = jobs::enqueue(&lore, Some(&handbook), false, "write").await.unwrap();
+    assert_ne!(second.id, first.id, "a run is queued beside the running one");
+    assert!(jobs::claim(&lore, &second.id, "process-2").await.unwrap().is_none(), "not while the first runs");
+    // Another source's run goes ahead; a full reindex waits for every run.
+    let beside = jobs::enqueue(&lore, Some(&other), false, "test").await.unwrap();
+    let full = jobs::enqueue(&lore, None, true, "test").await.unwrap();
+    let claimed = jobs::claim_next(&lore, "process-2").await.unwrap().expect("the other source's run");
+    assert_eq!(claimed.id, beside.id);
+    assert!(jobs::claim_next(&lore, "process-2").await.unwrap().is_none());
+    assert_eq!(jobs::get(&lore, &full.id).await.unwrap().status, "queued");
+
+    // The CLI's run of the handbook (`lore ingest`) waits for the first
+    // run's end, then holds the queued one.
+    let waiting = tokio::spawn({
+        let (lore, handbook) = (lore.clone(), handbook.clone());
+        async move { jobs::start_held(&lore, Some(&handbook), false, "cli", "process-3").await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "it waits while the first run holds the source");
+    assert_eq!(jobs::run(&lore, running, "process-1", None).await.unwrap().status, "succeeded");
+    let held =
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!((held.id.as_str(), held.status.as_str()), (second.id.as_str(), "running"));
+
+    // The full reindex starts once nothing else runs.
+    jobs::run(&lore, held, "process-3", None).await.unwrap();
+    assert!(jobs::claim_next(&lore, "process-2").await.unwrap().is_none(), "the other source still runs");
+    jobs::run(&lore, claimed, "process-2", None).await.unwrap();
+    let next = jobs::claim_next(&lore, "process-2").await.unwrap().expect("the full reindex");
+    assert_eq!(next.id, full.id);
+}

@@ -11,8 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::output::{fail, print_json, CommandError};
 use crate::http::codes;
 
-/// Runs a queued job here with a progress bar, or follows it when another
-/// process (a running `lore serve`) has claimed it.
+/// Runs a queued job here with a progress bar (once no run it would overlap
+/// is going), or follows it when another process (a running `lore serve`)
+/// has claimed it.
 pub(crate) async fn run_job(lore: &Lore, job_id: &str, json: bool) -> anyhow::Result<()> {
     let owner = jobs::owner_id("cli");
     let bar = if json { ProgressBar::hidden() } else { ProgressBar::new(0) };
@@ -20,7 +21,7 @@ pub(crate) async fn run_job(lore: &Lore, job_id: &str, json: bool) -> anyhow::Re
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} documents  {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let ended = match jobs::claim(lore, job_id, &owner).await.map_err(fail)? {
+    let ended = match jobs::claim_when_free(lore, job_id, &owner).await.map_err(fail)? {
         Some(held) => {
             let shown = bar.clone();
             let observer: Arc<dyn Fn(&Progress) + Send + Sync> =
