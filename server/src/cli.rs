@@ -243,13 +243,25 @@ pub enum BenchCommand {
         out: Option<PathBuf>,
     },
     /// Crawl + index pages/s of a generated site, and retrieval latency at
-    /// several corpus sizes, flat and with the vector index.
+    /// several corpus sizes, flat and with the vector index; with --table,
+    /// a table source's first sync against the embedder alone and the time
+    /// from a row's update to its retrieval instead.
     Index {
         #[arg(long, default_value_t = 200)]
         pages: usize,
         /// Corpus sizes for the retrieval latency (comma list).
         #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000])]
         sizes: Vec<usize>,
+        /// Measure a table source instead of a website.
+        #[arg(long)]
+        table: bool,
+        /// With --table: rows in the table.
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        /// With --table: rows updated one at a time for the update-to-retrievable latency.
+        #[arg(long, default_value_t = 40)]
+        updates: usize,
+        /// Where the JSON record goes (default bench-results/index.json, or index-table.json).
         #[arg(long)]
         out: Option<PathBuf>,
     },

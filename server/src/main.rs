@@ -55,7 +55,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             bench::embed(settings, chunks, peers, out).await
         }
-        Command::Bench { command: BenchCommand::Index { pages, sizes, out } } => {
+        Command::Bench { command: BenchCommand::Index { table: true, rows, updates, out, .. } } => {
+            bench::table(settings, bench::TableOptions { rows, updates, out }).await
+        }
+        Command::Bench { command: BenchCommand::Index { pages, sizes, out, .. } } => {
             bench::index(settings, pages, sizes, out).await
         }
         Command::Bench {

@@ -10,6 +10,8 @@
 //! - index: pages/s for a sitemap sync of a generated site served on
 //!   127.0.0.1, then retrieval p50/p95 at 10k and 100k chunks, flat and with
 //!   the vector index.
+//! - index --table ([`table`]): a table source's first sync against the
+//!   embedder alone on the same texts, and a row's update to retrievable.
 //! - answer ([`answer`]): the public API over HTTP on loopback: /retrieve,
 //!   /answer's own overhead, cache hits, throughput under concurrent clients.
 //! - dashboard ([`dashboard`]): the Dashboard's aggregate time over the
@@ -26,11 +28,13 @@ mod dashboard;
 mod mcp;
 mod operations;
 mod quality;
+mod table;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions};
+pub use table::{table, TableOptions};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
