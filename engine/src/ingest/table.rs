@@ -507,6 +507,20 @@ async fn known_documents(lore: &Lore, source_id: &str) -> Result<HashMap<String,
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_noted_write_wakes_the_worker_once_until_its_table_is_taken() {
+        let writes = Writes::default();
+        let woken = |within| tokio::time::timeout(std::time::Duration::from_millis(within), writes.wait());
+        assert!(woken(100).await.is_err(), "nothing noted, nothing wakes");
+        writes.note_named("data", "dog");
+        assert!(woken(1_000).await.is_ok(), "a write wakes the waiting worker");
+        writes.note_named("data", "dog");
+        assert!(woken(100).await.is_err(), "the table is noted already: no second wake");
+        assert_eq!(writes.take().len(), 1);
+        writes.note_named("data", "dog");
+        assert!(woken(1_000).await.is_ok(), "once taken, the next write wakes it again");
+    }
+
     #[test]
     fn placeholders_are_read_and_bad_braces_refused() {
         assert_eq!(placeholders("{name} lives in {city}.").unwrap(), vec!["name", "city"]);
