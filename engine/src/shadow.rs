@@ -275,8 +275,8 @@ async fn prune(lore: &Lore) -> Result<()> {
     let known: std::collections::HashSet<String> =
         entity::document::Entity::find().all(&lore.db).await?.into_iter().map(|doc| doc.id).collect();
     let gone: Vec<String> = indexed.into_iter().filter(|id| !known.contains(id)).collect();
-    for document_id in &gone {
-        store.replace_document(document_id, Vec::new()).await?;
+    for part in gone.chunks(500) {
+        store.write_documents(part, Vec::new()).await?;
     }
     if !gone.is_empty() {
         tracing::info!(

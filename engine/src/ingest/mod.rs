@@ -6,9 +6,10 @@
 //! - [`web`]: the website crawler (sitemaps, links, robots.txt, scope).
 //!
 //! [`Indexer::index_documents`] is the one path every document takes,
-//! whatever its source, alone or in a batch. It decides "unchanged" by a content hash over the extracted text,
-//! the embedding model and the chunking, so nothing unchanged is re-embedded,
-//! and a chunking or model change re-embeds everything.
+//! whatever its source, alone or in a batch. It decides "unchanged" by a
+//! content hash over the extracted text, the embedding model and the
+//! chunking, so nothing unchanged is re-embedded, and a chunking or model
+//! change re-embeds everything.
 
 pub mod address;
 pub mod jobs;
@@ -320,11 +321,11 @@ impl Indexer {
     /// skips those unchanged, and chunks and embeds the others together,
     /// writes their chunks in one commit of the chunk store and then
     /// records their new hashes (and the unchanged ones as seen) in one
-    /// transaction. A crash between the two
-    /// leaves the old hashes, so the documents are simply done again: chunk
-    /// ids are stable, nothing duplicates. Returns each one's outcome, in
-    /// order; an error fails the whole batch (the caller may try its
-    /// documents one by one to tell which failed).
+    /// transaction. A crash between the two leaves the old hashes, so the
+    /// documents are simply done again: chunk ids are stable, nothing
+    /// duplicates. Returns each one's outcome, in order; an error fails the
+    /// whole batch (the caller may try its documents one by one to tell
+    /// which failed).
     pub async fn index_documents(
         &self,
         source_id: &str,

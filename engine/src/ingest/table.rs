@@ -21,9 +21,10 @@
 //! A write to the table through any surface of this process (operations,
 //! REST, the tool server) is noted ([`Writes`]), which wakes the indexing
 //! worker: it queues a run of each enabled table source on it, so the
-//! change is answerable within seconds. Writes by another
-//! process, and rows that expire, are caught by the source's scheduled
-//! re-sync (its volatility).
+//! change is answerable within seconds. Every `lore serve` notes its own
+//! writes, so replicas on one database follow each other's; changes by a
+//! process that runs no worker (`lore schema apply`), and rows that expire,
+//! are caught by the source's scheduled re-sync (its volatility).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
