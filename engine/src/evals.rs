@@ -25,10 +25,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use entity::{golden_question, profile_version};
 use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
-    TransactionTrait,
-};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -147,7 +144,7 @@ pub async fn add(lore: &Lore, actor: &Actor, new: NewGolden) -> Result<Golden> {
         }
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let existing: Vec<golden_question::Model> = golden_question::Entity::find().all(&txn).await?;
     let same: Vec<String> = existing
         .iter()
@@ -196,7 +193,7 @@ pub async fn list(lore: &Lore) -> Result<Vec<Golden>> {
 }
 
 pub async fn remove(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let removed = golden_question::Entity::delete_by_id(id.to_owned()).exec(&txn).await?.rows_affected;
     if removed == 0 {
         return Err(ProfileError::UnknownGolden(id.to_owned()).into());
@@ -465,7 +462,7 @@ pub fn regressions(candidate: &Totals, baseline: &Totals, baseline_version: i32)
 pub async fn store(lore: &Lore, number: i32, report: &Report) -> Result<()> {
     let mut value =
         serde_json::to_value(report).map_err(|err| Error::Internal(format!("serialising evals: {err}")))?;
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     // A write first, so the transaction holds SQLite's write lock before it
     // reads the gate: a restore with `anyway` is ordered before or after.
     profile_version::Entity::update_many()

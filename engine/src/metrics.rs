@@ -34,7 +34,6 @@ use entity::{access_key, answer_run, metric_latency, metric_rollup, rollup_count
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict, SimpleExpr};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
-    TransactionTrait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -452,7 +451,7 @@ async fn add_counts(
 /// path records through [`crate::recorder::Recorder`] instead, which
 /// batches.
 pub async fn record_run(lore: &Lore, run: answer_run::Model) -> Result<()> {
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     add_runs(&txn, &[run]).await?;
     txn.commit().await?;
     Ok(())
@@ -485,7 +484,7 @@ pub struct Rebuilt {
 pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
     lore.recorder().flush().await?;
     const PAGE: u64 = 2_000;
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let mut contribution = Contribution::default();
     let mut pages = answer_run::Entity::find()
         .order_by_asc(answer_run::Column::CreatedAt)
@@ -546,7 +545,7 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
 
     let mut closed = Closed::default();
     for day in days {
-        let txn = lore.db.begin().await?;
+        let txn = crate::store::begin_write(&lore.db).await?;
         let mut folded_today = false;
         for kind in FOLDED_KINDS {
             let rows: Vec<(String, i64, f64)> = rollup_count::Entity::find()

@@ -31,10 +31,7 @@
 use chrono::Utc;
 use entity::{profile, profile_version};
 use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
-    TransactionTrait,
-};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{self, Actor};
@@ -477,7 +474,7 @@ pub async fn ensure(lore: &Lore, actor: &Actor, persona_key: &str, details: Deta
     let snapshot = default_snapshot(persona_key, details)?;
     let now = Utc::now();
     let id = uuid::Uuid::new_v4().to_string();
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     // The profile row first: a concurrent `ensure` fails on its primary key
     // before writing a version, and then reads the winner's.
     let created = profile::ActiveModel {
@@ -658,7 +655,7 @@ pub async fn save(
         return save_gated(lore, actor, base, expected, snapshot, note, None).await;
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     // The write comes first so that the transaction holds the write lock
     // before it reads anything: two saves are ordered right here.
     if !point_at(&txn, &id, Some(&expected)).await? {
@@ -717,7 +714,7 @@ async fn save_gated(
         "regressions": ["its evals have not finished"],
     }});
     let id = uuid::Uuid::new_v4().to_string();
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let next = next_number(&txn).await?;
     let inserted = insert_version(
         &txn,
@@ -842,7 +839,7 @@ async fn activate(
         Some(binding) => Some(bindable(lore, binding).await?),
         None => None,
     };
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     if !point_at(&txn, &candidate.id, Some(&expected)).await? {
         txn.rollback().await?;
         return Err(conflict(lore, base).await);
@@ -902,7 +899,7 @@ pub async fn restore(
             .ok_or(ProfileError::UnknownVersion(expected))?;
         expected_id = Some(expected_active_id(lore, &expected_row).await?);
     }
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     if !point_at(&txn, &target.id, expected_id.as_deref()).await? {
         txn.rollback().await?;
         return match active(lore).await? {
@@ -1071,7 +1068,7 @@ pub const DEFAULT_PERSONA: &str = "documentation_assistant";
 pub async fn choose_persona(lore: &Lore, actor: &Actor, choice: PersonaChoice) -> Result<()> {
     persona(&choice.persona)?;
     let value = serde_json::to_value(&choice).map_err(|err| Error::Internal(err.to_string()))?;
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     crate::store::put_setting(&txn, CHOSEN_PERSONA, value.clone(), &actor.label()).await?;
     audit::record(&txn, actor, "profile.persona_chosen", None, value).await?;
     txn.commit().await?;

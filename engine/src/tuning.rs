@@ -6,8 +6,6 @@
 //! everything, so it is refused unless the request acknowledges the reindex;
 //! with the acknowledgement the change persists and a full reindex is queued.
 
-use sea_orm::TransactionTrait;
-
 use crate::audit::{self, Actor};
 use crate::chunk::ChunkingParams;
 use crate::ingest::jobs::Job;
@@ -54,7 +52,7 @@ pub async fn set_chunking(
         return Err(IngestError::ReindexAcknowledgementRequired.into());
     }
     let value = serde_json::to_value(params).map_err(|err| Error::Internal(err.to_string()))?;
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     crate::store::put_setting(&txn, CHUNKING, value.clone(), &actor.label()).await?;
     audit::record(&txn, actor, "tuning.chunking", None, value).await?;
     txn.commit().await?;

@@ -19,10 +19,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use entity::pinned_answer;
 use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
-    TransactionTrait,
-};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set};
 use serde::{Deserialize, Serialize};
 
 use super::{normalise, Citation, Normalised};
@@ -315,7 +312,7 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
     let stored_citations = serde_json::to_value(&citations)
         .map_err(|err| Error::Internal(format!("serialising citations: {err}")))?;
     let id = uuid::Uuid::new_v4().to_string();
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let replaced = pinned_answer::Entity::delete_many()
         .filter(pinned_answer::Column::QuestionKey.eq(&question.key))
         .exec(&txn)
@@ -372,7 +369,7 @@ pub async fn list(lore: &Lore) -> Result<Vec<Pin>> {
 
 /// Removes a pin: its question goes through the pipeline again.
 pub async fn unpin(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let removed = pinned_answer::Entity::delete_by_id(id.to_owned()).exec(&txn).await?.rows_affected;
     if removed == 0 {
         return Err(ProfileError::UnknownPin(id.to_owned()).into());

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use chrono::{DateTime, Duration, Utc};
 use entity::bootstrap_token;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 
 use super::{random_token, sessions, sha256_hex, upsert_account, AuthError, Identity, SessionToken};
 use crate::audit::{self, Actor};
@@ -36,7 +36,7 @@ pub async fn issue(lore: &Lore, now: DateTime<Utc>) -> Result<String> {
         return Err(AuthError::BootstrapDisabled.into());
     }
     let token = random_token(32);
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     bootstrap_token::Entity::delete_many()
         .filter(bootstrap_token::Column::UsedAt.is_null())
         .exec(&txn)
@@ -74,7 +74,7 @@ pub async fn redeem(
         return Err(AuthError::BootstrapNotLoopback.into());
     }
 
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     // One conditional update decides: two concurrent redemptions cannot both win.
     let claimed = bootstrap_token::Entity::update_many()
         .col_expr(bootstrap_token::Column::UsedAt, Expr::value(now))

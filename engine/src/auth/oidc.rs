@@ -18,7 +18,7 @@ use oauth2::{
     AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, ExtraTokenFields, PkceCodeChallenge,
     PkceCodeVerifier, RedirectUrl, Scope, StandardRevocableToken, StandardTokenResponse, TokenUrl,
 };
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 use serde::{Deserialize, Serialize};
 
 use super::{is_authorized_admin, random_token, sessions, upsert_account, AuthError, Identity, SessionToken};
@@ -266,7 +266,7 @@ pub async fn complete(
     let is_admin =
         is_authorized_admin(&lore.settings, claims.email.as_deref(), claims.email_verified, &groups);
 
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let account = upsert_account(
         &txn,
         Identity {

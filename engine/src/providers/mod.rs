@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use entity::{model_target, provider_account, role_binding};
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use crate::audit::{self, Actor};
 use crate::settings::Secret;
@@ -492,7 +492,7 @@ pub async fn accounts(lore: &Lore) -> Result<Vec<Account>> {
 /// Deletes an account with its targets (and the roles bound to them).
 pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     let account = account_row(lore, id).await?;
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     delete_account_in(&txn, &account.id).await?;
     audit::record(&txn, actor, "provider.account_deleted", Some(id), serde_json::json!({})).await?;
     txn.commit().await?;
@@ -1099,7 +1099,7 @@ pub async fn add_generation_target(
         .map_err(|error| ProviderError::ProbeFailed { model: model.clone(), error })?;
     let latency = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
 
-    let txn = lore.db.begin().await?;
+    let txn = crate::store::begin_write(&lore.db).await?;
     let account = create_account_in(lore, &txn, actor, input).await?;
     let target = register_target_in(
         &txn,
