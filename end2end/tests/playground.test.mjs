@@ -221,9 +221,14 @@ test('golden questions gate a worse version until activated anyway, and a pinned
   await page.fill('input[name=score_cutoff]', '1');
   await page.fill('input[name=note]', 'refuse everything');
   await page.getByRole('button', { name: 'Save as a new version' }).click();
+  // While it is judged, the screen shows how far the judging got.
+  const judging = page.locator('.panel.judging li.judging-item', { hasText: 'refuse everything' });
+  await judging.waitFor({ timeout: 60_000 });
+  assert.match(await judging.innerText(), /golden questions|active version/);
   const saved = page.locator('.flash', { hasText: 'Saved as version' });
   await saved.waitFor({ timeout: 300_000 });
   assert.match(await saved.innerText(), /not activated/);
+  await page.locator('.panel.judging').waitFor({ state: 'detached', timeout: 10_000 });
   const held = page.locator('li.version', { has: page.locator('.badge.held') });
   await held.waitFor();
   const comparison = held.locator('.eval-comparison table.evals');

@@ -31,6 +31,7 @@ use sha2::{Digest, Sha256};
 
 use crate::answer;
 use crate::audit::{self, Actor};
+use crate::judging::{Step, Tracker};
 use crate::profile::{Judged, ProfileError, Version};
 use crate::{Error, Lore, Result};
 
@@ -406,6 +407,7 @@ pub async fn run(
         return Ok(None);
     }
     let mut results = Vec::with_capacity(set.len());
+    progress(0, set.len());
     for (done, golden) in set.iter().enumerate() {
         let started = Instant::now();
         let result = match answer::evaluate(lore, version, &golden.question).await {
@@ -500,10 +502,17 @@ impl crate::profile::SaveGate for GoldenGate {
         any(lore).await
     }
 
-    async fn judge(&self, lore: &Lore, candidate: &Version, serving: &Version) -> Result<Option<Judged>> {
-        let quiet = |_: usize, _: usize| {};
+    async fn judge(
+        &self,
+        lore: &Lore,
+        candidate: &Version,
+        serving: &Version,
+        progress: &Tracker,
+    ) -> Result<Option<Judged>> {
+        let as_candidate = |done, total| progress.report(Step::Candidate, done, total);
+        let as_serving = |done, total| progress.report(Step::Baseline, done, total);
         let (Some(mut report), Some(baseline)) =
-            (run(lore, candidate, &quiet).await?, run(lore, serving, &quiet).await?)
+            (run(lore, candidate, &as_candidate).await?, run(lore, serving, &as_serving).await?)
         else {
             return Ok(None);
         };

@@ -17,6 +17,7 @@ pub mod evals;
 pub mod extract;
 pub mod index;
 pub mod ingest;
+pub mod judging;
 pub mod keys;
 pub mod logbook;
 pub mod mcp;
@@ -177,7 +178,9 @@ impl Lore {
         Ok(embedder)
     }
 
-    async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
+    /// The on-node embedding model, loaded from its files (not cached: the
+    /// embedder in use is [`Self::embedder`]).
+    pub(crate) async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
         let settings = self.settings.clone();
         let found = embed::model_files::locate(&settings).ok_or_else(|| {
             embed::EmbedError::Model(format!(

@@ -35,6 +35,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Query
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{self, Actor};
+use crate::judging::{self, Step};
 use crate::providers::{self, Account, QuickAdd, Role, Target};
 use crate::retrieve::RetrievalSettings;
 use crate::shadow;
@@ -346,9 +347,15 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
 pub trait SaveGate: Send + Sync {
     /// Whether saves are judged at all.
     async fn applies(&self, lore: &Lore) -> Result<bool>;
-    /// Judges `candidate` beside `serving`; `None` when there turned out to
-    /// be nothing to judge with.
-    async fn judge(&self, lore: &Lore, candidate: &Version, serving: &Version) -> Result<Option<Judged>>;
+    /// Judges `candidate` beside `serving`, telling `progress` how far it
+    /// got; `None` when there turned out to be nothing to judge with.
+    async fn judge(
+        &self,
+        lore: &Lore,
+        candidate: &Version,
+        serving: &Version,
+        progress: &judging::Tracker,
+    ) -> Result<Option<Judged>>;
 }
 
 /// A gate's verdict on a candidate.
@@ -373,11 +380,13 @@ pub fn held(evals: Option<&serde_json::Value>) -> Option<(i32, Vec<String>)> {
 }
 
 /// The model binding a version stands for: its snapshot is its base's,
-/// and activating it binds `role` to the target.
+/// and activating it binds `role` to the target (or, for the embedding
+/// role, unbinds it: back to the on-node model).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rebinding {
     pub role: Role,
-    pub target_id: String,
+    /// `None`: the role is unbound.
+    pub target_id: Option<String>,
     /// The target's model when the version was stored (for display).
     pub model: String,
     /// For the embedding role: the chunk table of the shadow index it was
@@ -397,10 +406,15 @@ impl Rebinding {
 
     fn read(value: &serde_json::Value) -> Result<Self> {
         let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
-        match (field("role").map(Role::parse), field("target_id"), field("model")) {
+        let target_id = match value.get("target_id") {
+            Some(serde_json::Value::Null) => Some(None),
+            Some(serde_json::Value::String(id)) => Some(Some(id.clone())),
+            _ => None,
+        };
+        match (field("role").map(Role::parse), target_id, field("model")) {
             (Some(Ok(role)), Some(target_id), Some(model)) => Ok(Rebinding {
                 role,
-                target_id: target_id.to_owned(),
+                target_id,
                 model: model.to_owned(),
                 index: field("index").map(str::to_owned),
             }),
@@ -652,7 +666,16 @@ pub async fn save(
         .ok_or(ProfileError::UnknownVersion(base))?;
     let expected = expected_active_id(lore, &base_row).await?;
     if lore.save_gate.applies(lore).await? {
-        return save_gated(lore, actor, base, expected, snapshot, note, None).await;
+        let (lore, actor) = (lore.clone(), actor.clone());
+        return to_the_end(async move {
+            let what = note.clone().unwrap_or_else(|| format!("A change to version {base}"));
+            let progress = judging::Tracker::start(&lore.db, &what, &actor.label(), Step::Candidate).await?;
+            let candidate = Candidate { snapshot, note, binding: None };
+            let saved = save_gated(&lore, &actor, base, expected, candidate, &progress).await;
+            progress.finish().await;
+            saved
+        })
+        .await;
     }
     let id = uuid::Uuid::new_v4().to_string();
     let txn = crate::store::begin_write(&lore.db).await?;
@@ -690,16 +713,16 @@ pub async fn save(
 
 /// The gated save: the candidate is stored inactive (held until judged),
 /// judged beside the active version, and activated only if it passed.
-/// `binding` is the model binding the candidate stands for, if any.
+/// `progress` hears how far the judging got.
 async fn save_gated(
     lore: &Lore,
     actor: &Actor,
     base: i32,
     expected: String,
-    snapshot: Snapshot,
-    note: Option<String>,
-    binding: Option<Rebinding>,
+    candidate: Candidate,
+    progress: &judging::Tracker,
 ) -> Result<Version> {
+    let Candidate { snapshot, note, binding } = candidate;
     let serving = active(lore).await?.ok_or(ProfileError::NoProfile)?;
     let current =
         profile::Entity::find_by_id(PROFILE_ID).one(&lore.db).await?.ok_or(ProfileError::NoProfile)?;
@@ -741,7 +764,8 @@ async fn save_gated(
     set_evals(&txn, &id, Some(pending)).await?;
     txn.commit().await?;
     let candidate = version_of(row, "")?;
-    let judged = match lore.save_gate.judge(lore, &candidate, &serving).await {
+    progress.candidate(candidate.version);
+    let judged = match lore.save_gate.judge(lore, &candidate, &serving, progress).await {
         Ok(judged) => judged,
         Err(err) => {
             discard(lore, &id).await;
@@ -775,6 +799,14 @@ async fn save_gated(
             Err(err)
         }
     }
+}
+
+/// A version to store and judge before it may serve.
+struct Candidate {
+    snapshot: Snapshot,
+    note: Option<String>,
+    /// The model binding the candidate stands for, if any.
+    binding: Option<Rebinding>,
 }
 
 /// The number the next version takes.
@@ -939,7 +971,8 @@ pub async fn restore(
 /// A version's binding, checked before an activation changes anything.
 struct Bindable {
     role: Role,
-    target: Target,
+    /// `None`: the activation unbinds the role.
+    target: Option<Target>,
     /// For the embedding role: the candidate's shadow index, which becomes
     /// the active one with the binding.
     adoption: Option<shadow::Adoption>,
@@ -948,8 +981,13 @@ struct Bindable {
 impl Bindable {
     /// Binds the role (and adopts the shadow index) in the activation's transaction.
     async fn make_in(&self, txn: &impl ConnectionTrait, lore: &Lore, actor: &Actor) -> Result<()> {
-        providers::bind_in(txn, actor, self.role, &self.target, lore.settings.providers.probe_max_age_days)
-            .await?;
+        match &self.target {
+            Some(target) => {
+                providers::bind_in(txn, actor, self.role, target, lore.settings.providers.probe_max_age_days)
+                    .await?
+            }
+            None => providers::unbind_in(txn, actor, self.role).await?,
+        }
         if let Some(adoption) = &self.adoption {
             shadow::adopt_in(txn, &actor.label(), adoption).await?;
         }
@@ -969,52 +1007,131 @@ impl Bindable {
 /// The target a version's binding names, checked bindable now, with the
 /// shadow index an embedding binding adopts.
 async fn bindable(lore: &Lore, binding: &Rebinding) -> Result<Bindable> {
-    let target = providers::target(lore, &binding.target_id).await?;
-    providers::check_bindable(binding.role, &target, lore.settings.providers.probe_max_age_days)?;
+    let target = match &binding.target_id {
+        Some(id) => {
+            let target = providers::target(lore, id).await?;
+            providers::check_bindable(binding.role, &target, lore.settings.providers.probe_max_age_days)?;
+            Some(target)
+        }
+        None => None,
+    };
     let adoption = match binding.role {
-        Role::Embedding => Some(shadow::adoptable(lore, &target, binding.index.as_deref()).await?),
+        Role::Embedding if !adopted_already(lore, binding).await? => {
+            Some(shadow::adoptable(lore, target.as_ref(), binding.index.as_deref(), &binding.model).await?)
+        }
         _ => None,
     };
     Ok(Bindable { role: binding.role, target, adoption })
 }
 
+/// Whether an embedding binding's shadow index is the active one and its
+/// model the bound one (a version restored after another one that changed
+/// neither): there is nothing to adopt, and no reindex to queue.
+async fn adopted_already(lore: &Lore, binding: &Rebinding) -> Result<bool> {
+    let bound = providers::bound_target_id(lore, Role::Embedding).await?;
+    let active_table = shadow::active_table(&lore.db).await?;
+    Ok(bound == binding.target_id && binding.index.as_deref() == Some(active_table.as_str()))
+}
+
 /// What binding a model came to.
 #[derive(Clone, Debug)]
 pub enum Rebound {
-    /// The role is bound to the target; `version` is the candidate that
-    /// passed the eval gate and now serves (`None`: the gate did not apply).
-    Bound { target: Target, version: Option<Version> },
+    /// The role is bound as asked; `version` is the candidate that passed
+    /// the eval gate and now serves (`None`: the gate did not apply).
+    Bound { version: Option<Version> },
     /// The eval gate kept the candidate inactive: the role is unchanged
     /// until the candidate is activated anyway (see [`restore`]).
-    Held { target: Target, version: Version },
+    Held { version: Version },
 }
 
-/// Binds `role` to target `target_id`. With golden questions and a profile,
-/// a generation, escalation or embedding binding is a candidate version
-/// judged by the save gate with that target in the role: made only if it
-/// passes (or when the candidate is activated anyway). An embedding model
-/// is judged on a shadow index (see [`shadow`]) built first, and only when
-/// there is an indexed corpus to judge it on. The rerank role, and every role before
-/// there are golden questions, bind at once as `providers::bind` does.
-pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Result<Rebound> {
-    let gated = match role {
-        Role::Generation | Role::Escalation => true,
-        Role::Embedding => shadow::corpus_indexed(lore).await?,
-        Role::Rerank => false,
-    } && providers::bound_target_id(lore, role).await?.as_deref() != Some(target_id)
+/// Binds `role` to target `target_id`, or unbinds it (`None`). With golden
+/// questions and a profile, binding a generation or escalation model, and
+/// binding or unbinding the embedding model, is a candidate version judged
+/// by the save gate with that model in the role: made only if it passes
+/// (or when the candidate is activated anyway). An embedding model
+/// (a target's, or the on-node one when unbinding) is judged on a shadow
+/// index (see [`shadow`]) built first, and only when there is an indexed
+/// corpus to judge it on. The rerank role, unbinding the others, and every
+/// role before there are golden questions, change at once as
+/// `providers::bind` and `providers::unbind` do.
+pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: Option<&str>) -> Result<Rebound> {
+    let gated = match (role, target_id) {
+        (Role::Generation | Role::Escalation, Some(_)) => true,
+        (Role::Embedding, _) => shadow::corpus_indexed(lore).await?,
+        _ => false,
+    } && providers::bound_target_id(lore, role).await?.as_deref() != target_id
         && lore.save_gate.applies(lore).await?;
     let serving = if gated { active(lore).await? } else { None };
     let Some(serving) = serving else {
-        let target = providers::bind(lore, actor, role, target_id).await?;
-        return Ok(Rebound::Bound { target, version: None });
+        match target_id {
+            Some(id) => {
+                providers::bind(lore, actor, role, id).await?;
+            }
+            None => providers::unbind(lore, actor, role).await?,
+        }
+        return Ok(Rebound::Bound { version: None });
     };
-    let target = providers::target(lore, target_id).await?;
-    // Refused before anything is stored, as an ungated binding would be.
-    providers::check_bindable(role, &target, lore.settings.providers.probe_max_age_days)?;
+    let target = match target_id {
+        Some(id) => {
+            let target = providers::target(lore, id).await?;
+            // Refused before anything is stored, as an ungated binding would be.
+            providers::check_bindable(role, &target, lore.settings.providers.probe_max_age_days)?;
+            Some(target)
+        }
+        None => None,
+    };
+    let note = match &target {
+        Some(target) => format!("Binds the {} role to {}", role.key(), target.model),
+        None => format!(
+            "Returns the {} role to the on-node model ({})",
+            role.key(),
+            lore.settings.models.embedding
+        ),
+    };
+    let first = if role == Role::Embedding { Step::Shadow } else { Step::Candidate };
+    let (lore, actor) = (lore.clone(), actor.clone());
+    let version = to_the_end(async move {
+        let progress = judging::Tracker::start(&lore.db, &note, &actor.label(), first).await?;
+        let version = judge_binding(&lore, &actor, serving, role, target.as_ref(), note, &progress).await;
+        progress.finish().await;
+        version
+    })
+    .await?;
+    Ok(if version.active { Rebound::Bound { version: Some(version) } } else { Rebound::Held { version } })
+}
+
+/// Runs a judging to its end even when its caller stops waiting (a client
+/// that went away, a proxy's timeout): its verdict lands in the candidate
+/// version all the same, and its progress record shows it meanwhile,
+/// instead of leaving a candidate held as "not finished" for good.
+async fn to_the_end<T: Send + 'static>(
+    judging: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    tokio::spawn(judging)
+        .await
+        .map_err(|err| Error::Internal(format!("a judging stopped abnormally: {err}")))?
+}
+
+/// A gated binding of `role` to `target` (`None`: unbinding it) as a
+/// candidate version based on `serving`: the shadow index first for an
+/// embedding model, then the gate.
+async fn judge_binding(
+    lore: &Lore,
+    actor: &Actor,
+    serving: Version,
+    role: Role,
+    target: Option<&Target>,
+    note: String,
+    progress: &judging::Tracker,
+) -> Result<Version> {
     let index = match role {
         Role::Embedding => {
-            let bound = providers::resolve_target(lore, target_id).await?;
-            Some(shadow::build(lore, &bound).await?.table.clone())
+            let bound = match target {
+                Some(target) => Some(providers::resolve_target(lore, &target.id).await?),
+                None => None,
+            };
+            let report = |done, total| progress.report(Step::Shadow, done, total);
+            Some(shadow::build(lore, bound.as_ref(), &report).await?.table.clone())
         }
         _ => None,
     };
@@ -1023,16 +1140,14 @@ pub async fn bind_model(lore: &Lore, actor: &Actor, role: Role, target_id: &str)
         .await?
         .ok_or(ProfileError::UnknownVersion(serving.version))?;
     let expected = expected_active_id(lore, &base_row).await?;
-    let note = format!("Binds the {} role to {}", role.key(), target.model);
-    let binding = Rebinding { role, target_id: target.id.clone(), model: target.model.clone(), index };
-    let version =
-        save_gated(lore, actor, serving.version, expected, serving.snapshot, Some(note), Some(binding))
-            .await?;
-    Ok(if version.active {
-        Rebound::Bound { target, version: Some(version) }
-    } else {
-        Rebound::Held { target, version }
-    })
+    let binding = Rebinding {
+        role,
+        target_id: target.map(|t| t.id.clone()),
+        model: target.map_or_else(|| lore.settings.models.embedding.clone(), |t| t.model.clone()),
+        index,
+    };
+    let candidate = Candidate { snapshot: serving.snapshot, note: Some(note), binding: Some(binding) };
+    save_gated(lore, actor, serving.version, expected, candidate, progress).await
 }
 
 /// The quick add (account, generation target, probe) whose generation
@@ -1041,10 +1156,10 @@ pub async fn quick_add(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<(Acc
     let gated = lore.save_gate.applies(lore).await? && active(lore).await?.is_some();
     if !gated {
         let (account, target) = providers::add_generation_target(lore, actor, add, true).await?;
-        return Ok((account, target.clone(), Rebound::Bound { target, version: None }));
+        return Ok((account, target, Rebound::Bound { version: None }));
     }
     let (account, target) = providers::add_generation_target(lore, actor, add, false).await?;
-    let rebound = bind_model(lore, actor, Role::Generation, &target.id).await?;
+    let rebound = bind_model(lore, actor, Role::Generation, Some(&target.id)).await?;
     Ok((account, target, rebound))
 }
 

@@ -36,7 +36,8 @@ const STEP: usize = 256;
 
 /// A candidate embedding model with its shadow index, ready to answer.
 pub struct Shadow {
-    pub target_id: String,
+    /// The candidate's target; `None`: the on-node model.
+    pub target_id: Option<String>,
     pub table: String,
     pub embedder: Arc<dyn Embedder>,
     pub store: Arc<dyn ChunkStore>,
@@ -67,14 +68,19 @@ pub async fn corpus_indexed(lore: &Lore) -> Result<bool> {
     })
 }
 
-/// Embeds every chunk of the active index again with `bound`'s model, into
-/// a new table. On success, the tables of earlier candidates are dropped;
-/// on failure, the new table is, and nothing else has changed.
-pub async fn build(lore: &Lore, bound: &Resolved) -> Result<Arc<Shadow>> {
+/// Embeds every chunk of the active index again with `bound`'s model (the
+/// on-node model when `None`), into a new table. On success, the tables of
+/// earlier candidates are dropped; on failure, the new table is, and
+/// nothing else has changed.
+pub async fn build(
+    lore: &Lore,
+    bound: Option<&Resolved>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Arc<Shadow>> {
     let uri = lore.settings.vectors_uri();
     let active_name = active_table(&lore.db).await?;
     let table = new_table();
-    let built = fill(lore, bound, &uri, &table).await;
+    let built = fill(lore, bound, &uri, &table, progress).await;
     let succeeded = built.is_ok();
     let doomed = |name: &str| {
         if succeeded {
@@ -91,28 +97,35 @@ pub async fn build(lore: &Lore, bound: &Resolved) -> Result<Arc<Shadow>> {
         Err(err) => tracing::warn!(error = %err, "unused chunk tables could not be dropped"),
     }
     let (embedder, store) = built?;
-    let built =
-        Arc::new(Shadow { target_id: bound.target.id.clone(), table, embedder, store: Arc::new(store) });
+    let built = Arc::new(Shadow {
+        target_id: bound.map(|b| b.target.id.clone()),
+        table,
+        embedder,
+        store: Arc::new(store),
+    });
     *lore.shadow.lock().await = Some(built.clone());
     Ok(built)
 }
 
-/// The build itself: the candidate's embedder and `table`, once every chunk is in it.
+/// The build itself: the candidate's embedder and `table`, once every
+/// chunk is in it; `progress` hears of each step (chunks done, of all).
 async fn fill(
     lore: &Lore,
-    bound: &Resolved,
+    bound: Option<&Resolved>,
     uri: &str,
     table: &str,
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Arc<dyn Embedder>, LanceChunkStore)> {
+    let model = candidate_model(lore, bound);
     // The candidate's own failures refuse the binding; the provider's reply
     // stays in the log.
     let refused = |err: Error| match err {
         Error::Embedding(why) => {
-            tracing::warn!(model = %bound.target.model, error = %why, "a candidate embedding model could not embed the corpus");
+            tracing::warn!(model = %model, error = %why, "a candidate embedding model could not embed the corpus");
             providers::ProviderError::TargetNotReady {
                 role: providers::Role::Embedding.key(),
-                model: bound.target.model.clone(),
-                state: bound.state,
+                model: model.clone(),
+                state: bound.map_or(providers::TargetState::Ready, |b| b.state),
                 reason:
                     "it could not embed the corpus for its evaluation (the log says why); nothing changed"
                         .into(),
@@ -121,11 +134,15 @@ async fn fill(
         }
         other => other,
     };
-    let embedder = connect(lore, bound).await.map_err(refused)?;
+    let embedder = match bound {
+        Some(bound) => connect(lore, bound).await.map_err(refused)?,
+        None => lore.load_local_embedder().await?,
+    };
     let active = lore.chunks().await?;
     let total = active.count(None).await?;
     let shadow = LanceChunkStore::recreate(uri, table, embedder.dimensions()).await?;
-    tracing::info!(chunks = total, model = %bound.target.model, table, "building a shadow index");
+    tracing::info!(chunks = total, model = %model, table, "building a shadow index");
+    progress(0, total);
     let mut done = 0;
     let mut pending = Vec::new();
     let mut rows = active.scan().await?;
@@ -137,6 +154,7 @@ async fn fill(
             let step: Vec<_> = pending.drain(..STEP.min(pending.len())).collect();
             done += step.len();
             embed_into(&shadow, embedder.as_ref(), step).await.map_err(refused)?;
+            progress(done, total);
             tracing::debug!(done, total, table, "shadow index progress");
         }
         if last {
@@ -144,8 +162,13 @@ async fn fill(
         }
     }
     shadow.optimize().await?;
-    tracing::info!(chunks = done, model = %bound.target.model, table, "built a shadow index");
+    tracing::info!(chunks = done, model = %model, table, "built a shadow index");
     Ok((embedder, shadow))
+}
+
+/// The candidate's model, for messages: the target's, or the on-node one.
+fn candidate_model(lore: &Lore, bound: Option<&Resolved>) -> String {
+    bound.map_or_else(|| lore.settings.models.embedding.clone(), |b| b.target.model.clone())
 }
 
 async fn connect(lore: &Lore, bound: &Resolved) -> Result<Arc<dyn Embedder>> {
@@ -196,12 +219,14 @@ pub async fn for_candidate(lore: &Lore, binding: &crate::profile::Rebinding) -> 
     if let Some(shadow) = kept.as_ref().filter(|s| s.table == table && s.target_id == binding.target_id) {
         return Ok(shadow.clone());
     }
-    let bound = providers::resolve_target(lore, &binding.target_id).await?;
     let uri = lore.settings.vectors_uri();
     if lance::stored_dimensions(&uri, &table).await?.is_none() {
-        return Err(missing(&bound.target.model));
+        return Err(missing(&binding.model));
     }
-    let embedder = connect(lore, &bound).await?;
+    let embedder = match &binding.target_id {
+        Some(id) => connect(lore, &providers::resolve_target(lore, id).await?).await?,
+        None => lore.load_local_embedder().await?,
+    };
     let store = LanceChunkStore::open_table(&uri, &table, embedder.dimensions()).await?;
     let opened =
         Arc::new(Shadow { target_id: binding.target_id.clone(), table, embedder, store: Arc::new(store) });
@@ -229,16 +254,26 @@ pub struct Adoption {
 }
 
 /// Checks that the shadow `index` a candidate was judged on is there to
-/// adopt, before anything changes.
-pub async fn adoptable(lore: &Lore, target: &providers::Target, index: Option<&str>) -> Result<Adoption> {
-    let table = index.ok_or_else(|| missing(&target.model))?.to_owned();
+/// adopt, before anything changes. `target` is the candidate's model
+/// (`None`: the on-node model), `model` its name for messages.
+pub async fn adoptable(
+    lore: &Lore,
+    target: Option<&providers::Target>,
+    index: Option<&str>,
+    model: &str,
+) -> Result<Adoption> {
+    let table = index.ok_or_else(|| missing(model))?.to_owned();
     let dimensions = lance::stored_dimensions(&lore.settings.vectors_uri(), &table)
         .await?
-        .ok_or_else(|| missing(&target.model))?;
+        .ok_or_else(|| missing(model))?;
+    let embedding_model = match target {
+        Some(target) => remote::identity(&target.account_id, &target.model),
+        None => lore.settings.models.embedding.clone(),
+    };
     Ok(Adoption {
         table,
         fingerprint: Fingerprint {
-            embedding_model: remote::identity(&target.account_id, &target.model),
+            embedding_model,
             dimensions,
             chunking: crate::tuning::chunking(lore).await?,
         },

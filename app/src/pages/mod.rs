@@ -3,6 +3,7 @@
 mod access;
 mod dashboard;
 mod frame;
+mod judging;
 pub(crate) mod playground;
 mod prompt;
 mod providers;

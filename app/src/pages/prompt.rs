@@ -10,6 +10,7 @@
 
 use leptos::prelude::*;
 
+use super::judging::JudgingUnderWay;
 use crate::client;
 use crate::wire::{
     EvalReportView, EvalResultView, EvalRunView, GoldenRequest, GoldenView, PersonaRequest, PinView,
@@ -32,6 +33,7 @@ pub fn Prompt() -> impl IntoView {
         <section class="screen prompt">
             <h1>"Prompt"</h1>
             {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+            <JudgingUnderWay/>
             {move || match overview.get() {
                 None => view! { <p class="loading">"Loading the profile…"</p> }.into_any(),
                 Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),

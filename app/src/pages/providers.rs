@@ -5,6 +5,7 @@
 
 use leptos::prelude::*;
 
+use super::judging::JudgingUnderWay;
 use crate::client;
 use crate::wire::{
     BindRequest, NoBody, ProvidersOverview, QuickAddRequest, QuickAddResult, RoleView, TargetPatch,
@@ -31,6 +32,7 @@ pub fn Providers() -> impl IntoView {
                 "A provider account is an OpenAI-compatible endpoint. A model target is one model through one account for one job; roles say which target does which job. Keys are stored encrypted and never shown again."
             </p>
             {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+            <JudgingUnderWay/>
             {move || match overview.get() {
                 None => view! { <p class="loading">"Loading providers…"</p> }.into_any(),
                 Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),

@@ -10,6 +10,7 @@
 
 use leptos::prelude::*;
 
+use super::judging::JudgingUnderWay;
 use crate::client;
 use crate::wire::{EffectiveValue, SourceView, TuningApplied, TuningChange, TuningView, VolatilityRequest};
 
@@ -36,6 +37,7 @@ pub fn Tuning() -> impl IntoView {
                 "Leave a field blank to keep its value. Placeholders show the value in effect and whether it was set here (stored) or is the default. Retrieval and cache values are saved as a new profile version, which the Prompt screen can restore."
             </p>
             {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+            <JudgingUnderWay/>
             {move || match tuning.get() {
                 None => view! { <p class="loading">"Loading the tuning…"</p> }.into_any(),
                 Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),

@@ -143,6 +143,40 @@ pub struct GoldenRequest {
     pub origin: Option<String>,
 }
 
+/// `GET /admin/profile/judging`: a candidate being judged by the eval gate
+/// right now, with how far it got.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgingView {
+    pub id: String,
+    /// What is judged (the candidate's note).
+    pub what: String,
+    /// The candidate version, once stored (a shadow build comes first).
+    pub version: Option<i64>,
+    pub by: String,
+    /// `shadow` (embedding every chunk with a candidate embedding model),
+    /// `candidate` or `baseline` (the golden questions answered as the
+    /// candidate, then as the active version).
+    pub step: String,
+    pub done: u64,
+    /// `0` until the step knows its size.
+    pub total: u64,
+    pub started_at: String,
+}
+
+impl JudgingView {
+    /// The step in words, with its count.
+    pub fn describe(&self) -> String {
+        let count =
+            if self.total > 0 { format!("{} of {}", self.done, self.total) } else { "starting".to_owned() };
+        match self.step.as_str() {
+            "shadow" => format!("embedding the corpus with the new model: {count} chunks"),
+            "candidate" => format!("answering the golden questions as the candidate: {count}"),
+            "baseline" => format!("answering them as the active version, to compare: {count}"),
+            other => format!("{other}: {count}"),
+        }
+    }
+}
+
 /// One golden question's result at an eval (a version's `evals.results[]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvalResultView {
@@ -331,6 +365,26 @@ mod from_engine {
                 created_at: crate::wire::time(version.created_at),
                 evals: version.evals,
             })
+        }
+    }
+
+    impl From<engine::judging::Judging> for JudgingView {
+        fn from(j: engine::judging::Judging) -> Self {
+            let step = match j.step {
+                engine::judging::Step::Shadow => "shadow",
+                engine::judging::Step::Candidate => "candidate",
+                engine::judging::Step::Baseline => "baseline",
+            };
+            Self {
+                id: j.id,
+                what: j.what,
+                version: j.version.map(i64::from),
+                by: j.by,
+                step: step.to_owned(),
+                done: j.done as u64,
+                total: j.total as u64,
+                started_at: crate::wire::time(j.started_at),
+            }
         }
     }
 

@@ -81,13 +81,18 @@ pub struct ProvidersOverview {
     pub verdict: Option<BindingVerdictView>,
 }
 
-/// The eval gate's verdict on binding a model to the generation or
-/// escalation role: the candidate profile version that stands for it.
+/// The eval gate's verdict on binding a model to the generation,
+/// escalation or embedding role, or on unbinding the embedding role: the
+/// candidate profile version that stands for it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BindingVerdictView {
     pub version: i64,
     pub role: String,
+    /// The model judged (when unbinding: the on-node model).
     pub model: String,
+    /// The candidate unbinds the role (the on-node model embeds again).
+    #[serde(default)]
+    pub unbinds: bool,
     /// `true`: it passed and serves. `false`: kept inactive, the role
     /// unchanged until the version is activated anyway on the Prompt screen.
     pub bound: bool,
@@ -98,6 +103,11 @@ pub struct BindingVerdictView {
 impl BindingVerdictView {
     /// One sentence for the console's flash and the CLI.
     pub fn message(&self) -> String {
+        let change = if self.unbinds {
+            format!("the {} role is unbound and the on-node model {} embeds again", self.role, self.model)
+        } else {
+            format!("the {} role is bound to it", self.role)
+        };
         if self.bound {
             let index = if self.role == "embedding" {
                 " Its index, built beside the active one for the evaluation, serves now; a full reindex chunks the corpus again at its sizes."
@@ -105,12 +115,13 @@ impl BindingVerdictView {
                 ""
             };
             format!(
-                "{} answers the golden questions no worse than the active version: the {} role is bound to it (version {} serves).{index}",
-                self.model, self.role, self.version
+                "{} answers the golden questions no worse than the active version: {change} (version {} serves).{index}",
+                self.model, self.version
             )
         } else {
+            let which = if self.unbinds { "unbinds" } else { "binds" };
             format!(
-                "The golden questions went worse with {} ({}), so the {} role was not changed: version {}, which binds it, was kept inactive. Compare it on the Prompt screen, where it can be activated anyway.",
+                "The golden questions went worse with {} ({}), so the {} role was not changed: version {}, which {which} it, was kept inactive. Compare it on the Prompt screen, where it can be activated anyway.",
                 self.model,
                 self.regressions.join("; "),
                 self.role,
@@ -303,15 +314,16 @@ mod from_engine {
         pub fn of(rebound: &engine::profile::Rebound) -> Option<Self> {
             use engine::profile::Rebound;
             let (version, bound) = match rebound {
-                Rebound::Bound { version: None, .. } => return None,
-                Rebound::Bound { version: Some(version), .. } => (version, true),
-                Rebound::Held { version, .. } => (version, false),
+                Rebound::Bound { version: None } => return None,
+                Rebound::Bound { version: Some(version) } => (version, true),
+                Rebound::Held { version } => (version, false),
             };
             let binding = version.binding.as_ref()?;
             Some(Self {
                 version: version.version.into(),
                 role: binding.role.key().to_owned(),
                 model: binding.model.clone(),
+                unbinds: binding.target_id.is_none(),
                 bound,
                 regressions: engine::profile::held(version.evals.as_ref())
                     .map(|(_, regressions)| regressions)

@@ -528,8 +528,10 @@ async fn pipeline(
     // A candidate that stands for a model binding answers with that model
     // in its role; the active version with what is bound.
     let trial = match candidate.filter(|c| !c.active).and_then(|c| c.binding.as_ref()) {
-        Some(binding) => Some((binding.role, providers::resolve_target(lore, &binding.target_id).await?)),
-        None => None,
+        Some(profile::Rebinding { role, target_id: Some(id), .. }) => {
+            Some((*role, providers::resolve_target(lore, id).await?))
+        }
+        _ => None,
     };
     let trial_for = |role: Role| trial.as_ref().filter(|(r, _)| *r == role).map(|(_, resolved)| resolved);
 

@@ -990,11 +990,17 @@ pub fn check_bindable(role: Role, target: &Target, max_age_days: u32) -> Result<
 
 /// Unbinds a role (embedding falls back to the on-node CPU model).
 pub async fn unbind(lore: &Lore, actor: &Actor, role: Role) -> Result<()> {
-    role_binding::Entity::delete_by_id(role.key()).exec(&lore.db).await?;
-    audit::record(&lore.db, actor, "provider.role_unbound", Some(role.key()), serde_json::json!({})).await?;
+    unbind_in(&lore.db, actor, role).await?;
     if role == Role::Embedding {
         lore.forget_embedder().await;
     }
+    Ok(())
+}
+
+/// Unbinds `role` within `db` (a transaction of the caller's).
+pub(crate) async fn unbind_in(db: &impl sea_orm::ConnectionTrait, actor: &Actor, role: Role) -> Result<()> {
+    role_binding::Entity::delete_by_id(role.key()).exec(db).await?;
+    audit::record(db, actor, "provider.role_unbound", Some(role.key()), serde_json::json!({})).await?;
     Ok(())
 }
 

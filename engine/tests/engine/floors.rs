@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("profile", 3),
     ("search", 3),
     ("shadow", 3),
+    ("judging", 3),
     // 4. Answer.
     ("answer", 4),
     ("readiness", 4),

@@ -229,3 +229,72 @@ async fn an_unreadable_active_version_never_takes_answering_down_and_the_console
     assert_eq!(restored.version, 1);
     assert_eq!(profile::active(&lore).await.unwrap().unwrap().serving_instead_of, None);
 }
+
+/// Waits (up to 5 s) for the judgings listed to satisfy `ok`.
+async fn judgings_until(
+    lore: &Lore,
+    ok: impl Fn(&[engine::judging::Judging]) -> bool,
+) -> Vec<engine::judging::Judging> {
+    let mut listed = Vec::new();
+    for _ in 0..100 {
+        listed = engine::judging::list(&lore.db).await.unwrap();
+        if ok(&listed) {
+            return listed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the judgings never got there: {listed:#?}");
+}
+
+#[tokio::test]
+async fn a_judging_is_listed_with_its_progress_while_it_runs_and_gone_when_it_ends() {
+    use engine::judging::{self, Step, Tracker};
+    use entity::cluster_setting::{Column, Entity};
+    use sea_orm::sea_query::Expr;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+    let (lore, _dir) = support::open().await;
+    assert!(judging::list(&lore.db).await.unwrap().is_empty());
+    let what = "Binds the generation role to smollm2";
+    let tracker = Tracker::start(&lore.db, what, "ada", Step::Candidate).await.unwrap();
+    let listed = judging::list(&lore.db).await.unwrap();
+    assert_eq!(listed.len(), 1, "listed from its start");
+    assert_eq!((listed[0].what.as_str(), listed[0].by.as_str()), (what, "ada"));
+    assert_eq!(
+        (listed[0].step, listed[0].done, listed[0].total, listed[0].version),
+        (Step::Candidate, 0, 0, None)
+    );
+
+    // Progress is written behind the judging, for any process to read.
+    tracker.candidate(7);
+    tracker.report(Step::Candidate, 2, 5);
+    judgings_until(&lore, |l| {
+        l.len() == 1 && (l[0].step, l[0].done, l[0].total, l[0].version) == (Step::Candidate, 2, 5, Some(7))
+    })
+    .await;
+    tracker.report(Step::Baseline, 1, 5);
+    judgings_until(&lore, |l| l.len() == 1 && (l[0].step, l[0].done) == (Step::Baseline, 1)).await;
+    tracker.finish().await;
+    assert!(judging::list(&lore.db).await.unwrap().is_empty(), "gone as soon as it finished");
+
+    // A judging whose request was abandoned (its future dropped) goes too.
+    let abandoned = Tracker::start(&lore.db, what, "ada", Step::Shadow).await.unwrap();
+    drop(abandoned);
+    judgings_until(&lore, |l| l.is_empty()).await;
+
+    // A record no process has refreshed for a while is a dead process's:
+    // left out, and shown again once its judging moves.
+    let quiet = Tracker::start(&lore.db, what, "ada", Step::Candidate).await.unwrap();
+    let long_ago = chrono::Utc::now() - chrono::Duration::from_std(judging::STALE_AFTER).unwrap() * 2;
+    Entity::update_many()
+        .col_expr(Column::UpdatedAt, Expr::value(long_ago))
+        .filter(Column::Key.starts_with("judging."))
+        .exec(&lore.db)
+        .await
+        .unwrap();
+    assert!(judging::list(&lore.db).await.unwrap().is_empty(), "a stale record is left out");
+    quiet.report(Step::Candidate, 1, 3);
+    judgings_until(&lore, |l| l.len() == 1 && l[0].done == 1).await;
+    quiet.finish().await;
+    assert!(judging::list(&lore.db).await.unwrap().is_empty());
+}

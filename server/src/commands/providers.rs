@@ -1,11 +1,14 @@
 //! `lore providers add|list|probe`: the same engine calls as the Providers
 //! screen; `providers add` is the quick add.
 
-use app::wire::{AccountView, BindingVerdictView, ProvidersOverview, QuickAddResult, TargetView};
+use app::wire::{
+    AccountView, BindingVerdictView, JudgingView, ProvidersOverview, QuickAddResult, TargetView,
+};
 use engine::profile;
 use engine::providers::{self, QuickAdd};
 use engine::settings::Secret;
 use engine::Settings;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::{fail, invalid, print_json, CommandError};
 use super::{open, ACTOR};
@@ -24,10 +27,11 @@ pub async fn run(settings: Settings, command: ProvidersCommand) -> anyhow::Resul
                 None => None,
             };
             eprintln!("Probing {model} with a short chat completion…");
-            let (account, target, rebound) =
-                profile::quick_add(&lore, &ACTOR, QuickAdd { kind, endpoint, api_key, model, name })
-                    .await
-                    .map_err(fail)?;
+            let judging = follow_judging(&lore, json);
+            let added =
+                profile::quick_add(&lore, &ACTOR, QuickAdd { kind, endpoint, api_key, model, name }).await;
+            judging.stop();
+            let (account, target, rebound) = added.map_err(fail)?;
             let added = QuickAddResult {
                 account: AccountView::from(account),
                 target: TargetView::from(providers::TargetStatus::of(&lore, target)),
@@ -99,4 +103,44 @@ pub async fn run(settings: Settings, command: ProvidersCommand) -> anyhow::Resul
         }
     }
     Ok(())
+}
+
+/// The judging a quick add starts (with golden questions, the eval gate
+/// judges the new model before it is bound), shown as a progress bar on
+/// standard error, read from the judging records as any console reads them.
+struct FollowedJudging {
+    task: tokio::task::JoinHandle<()>,
+    bar: ProgressBar,
+}
+
+impl FollowedJudging {
+    fn stop(self) {
+        self.task.abort();
+        self.bar.finish_and_clear();
+    }
+}
+
+fn follow_judging(lore: &engine::Lore, quiet: bool) -> FollowedJudging {
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {msg} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let db = lore.db.clone();
+    let since = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let ours = ACTOR.label();
+    let shown = bar.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let under_way = engine::judging::list(&db).await.unwrap_or_default();
+            if let Some(judging) = under_way.into_iter().rfind(|j| j.by == ours && j.started_at >= since) {
+                let view = JudgingView::from(judging);
+                shown.set_length(view.total);
+                shown.set_position(view.done);
+                shown.set_message(format!("{}: {}", view.what, view.describe()));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+    });
+    FollowedJudging { task, bar }
 }

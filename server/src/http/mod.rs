@@ -88,6 +88,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/profile/versions/{version}", get(profile::get_version))
         .route("/admin/profile/versions/{version}/restore", post(profile::restore))
         .route("/admin/profile/evals", post(profile::run_evals))
+        .route("/admin/profile/judging", get(profile::judging))
         .route("/admin/golden", get(profile::golden).post(profile::add_golden))
         .route("/admin/golden/{id}", axum::routing::delete(profile::remove_golden))
         .route("/admin/pins", get(profile::pins).post(profile::pin))

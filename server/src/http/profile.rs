@@ -10,7 +10,7 @@ use engine::profile::{self, PersonaChoice, Snapshot};
 use engine::Lore;
 
 use app::wire::{
-    EvalRunView, GoldenRequest, GoldenView, PersonaRequest, PersonaView, PinRequest, PinView,
+    EvalRunView, GoldenRequest, GoldenView, JudgingView, PersonaRequest, PersonaView, PinRequest, PinView,
     ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest, RunEvalsRequest,
     SaveProfileRequest,
 };
@@ -72,6 +72,15 @@ pub async fn restore(
         profile::restore(&state.lore, &admin.actor(), number, request.expected_active, request.anyway)
             .await?;
     Ok(Json(restored.try_into()?))
+}
+
+/// `GET /admin/profile/judging`: every candidate being judged now, oldest first.
+pub async fn judging(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Json<Vec<JudgingView>>, ApiError> {
+    let under_way = engine::judging::list(&state.lore.db).await?;
+    Ok(Json(under_way.into_iter().map(JudgingView::from).collect()))
 }
 
 /// `GET /admin/golden`: the golden questions, oldest first.

@@ -99,16 +99,8 @@ pub async fn bind_role(
 ) -> Result<Json<ProvidersOverview>, ApiError> {
     let lore = &state.lore;
     let role = Role::parse(&role)?;
-    let verdict = match request.target_id {
-        Some(target_id) => {
-            let rebound = profile::bind_model(lore, &admin.actor(), role, &target_id).await?;
-            BindingVerdictView::of(&rebound)
-        }
-        None => {
-            providers::unbind(lore, &admin.actor(), role).await?;
-            None
-        }
-    };
+    let rebound = profile::bind_model(lore, &admin.actor(), role, request.target_id.as_deref()).await?;
+    let verdict = BindingVerdictView::of(&rebound);
     Ok(Json(ProvidersOverview { verdict, ..providers::overview(lore).await?.into() }))
 }
 

@@ -1336,8 +1336,8 @@ async fn binding_the_escalation_role_is_judged_by_the_golden_questions() {
     let judged = engine::profile::version(&s.app.lore, candidate).await.unwrap();
     let binding = judged.binding.clone().expect("the version names the binding");
     assert_eq!(
-        (binding.role, binding.target_id.as_str()),
-        (engine::providers::Role::Escalation, smollm.as_str())
+        (binding.role, binding.target_id.as_deref()),
+        (engine::providers::Role::Escalation, Some(smollm.as_str()))
     );
     assert_eq!(judged.note.as_deref(), Some("Binds the escalation role to smollm2-135m-instruct"));
     let evals = judged.evals.clone().unwrap();
@@ -1419,6 +1419,97 @@ async fn a_save_is_held_while_judged_and_leaves_nothing_when_another_version_act
     assert_eq!(lost.json::<Value>().await.unwrap()["error"]["code"], "profile_version_conflict");
     assert_eq!(s.app.get(&pending_path).await.status(), 404, "the losing candidate is gone");
     assert_eq!(engine::profile::active(&s.app.lore).await.unwrap().unwrap().version as i64, first);
+}
+
+#[tokio::test]
+async fn a_save_shows_its_judging_live_to_every_console_until_its_verdict() {
+    let s = setup().await;
+    let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let first = profile["active"]["version"].as_i64().unwrap();
+    let mut changed = profile["active"]["snapshot"].clone();
+    changed["cache"]["min_similarity"] = json!(0.93);
+    for n in [3, 4, 5, 6] {
+        let body = json!({"question": format!("What does guide {n} explain?")});
+        assert_eq!(s.app.post_json("/admin/golden", body).await.status(), 201);
+    }
+    assert_eq!(s.app.get("/admin/profile/judging").await.json::<Value>().await.unwrap(), json!([]));
+
+    let note = "A stricter cache gate";
+    let saving = tokio::spawn(
+        s.app
+            .client
+            .post(s.app.url("/admin/profile/versions"))
+            .json(&json!({"base_version": first, "snapshot": changed, "note": note}))
+            .send(),
+    );
+    // What another admin's console polls meanwhile.
+    let mut seen: Vec<(String, u64, u64)> = Vec::new();
+    let mut by = String::new();
+    while !saving.is_finished() {
+        let listed: Value = s.app.get("/admin/profile/judging").await.json().await.unwrap();
+        if let Some(judging) = listed.as_array().and_then(|l| l.first()) {
+            assert_eq!(judging["what"], note, "{judging:#}");
+            by = judging["by"].as_str().unwrap().to_owned();
+            let step = judging["step"].as_str().unwrap().to_owned();
+            let point = (step, judging["done"].as_u64().unwrap(), judging["total"].as_u64().unwrap());
+            if point.0 != "shadow" && point.2 > 0 {
+                assert_eq!(judging["version"], first + 1, "the candidate is named: {judging:#}");
+            }
+            if seen.last() != Some(&point) {
+                seen.push(point);
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let saved = saving.await.unwrap().unwrap();
+    assert_eq!(saved.status(), 201);
+    let saved: Value = saved.json().await.unwrap();
+    assert_eq!(saved["created_by"], by.as_str(), "the judging names who asked");
+    assert_eq!(
+        s.app.get("/admin/profile/judging").await.json::<Value>().await.unwrap(),
+        json!([]),
+        "the judging is gone with its verdict"
+    );
+    // Both halves were seen moving, each counted against the four questions.
+    for step in ["candidate", "baseline"] {
+        let points: Vec<u64> = seen.iter().filter(|p| p.0 == step && p.2 == 4).map(|p| p.1).collect();
+        assert!(points.iter().any(|done| (1..4).contains(done)), "{step} was seen part-way: {seen:?}");
+        assert!(points.windows(2).all(|w| w[0] <= w[1]), "{step} never went back: {seen:?}");
+    }
+    let first_baseline = seen.iter().position(|p| p.0 == "baseline").unwrap();
+    assert!(seen[first_baseline..].iter().all(|p| p.0 == "baseline"), "the candidate comes first: {seen:?}");
+
+    // A client that stops waiting (a proxy's timeout, a closed tab) does
+    // not stop the judging: its verdict lands in the candidate all the same.
+    let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    let base = profile["active"]["version"].as_i64().unwrap();
+    let newest = profile["versions"][0]["version"].as_i64().unwrap();
+    let mut stricter = profile["active"]["snapshot"].clone();
+    stricter["cache"]["min_similarity"] = json!(0.94);
+    let gave_up = s
+        .app
+        .client
+        .post(s.app.url("/admin/profile/versions"))
+        .json(&json!({"base_version": base, "snapshot": stricter}))
+        .timeout(std::time::Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(gave_up.unwrap_err().is_timeout());
+    let path = format!("/admin/profile/versions/{}", newest + 1);
+    let mut judged = Value::Null;
+    for _ in 0..1200 {
+        let response = s.app.get(&path).await;
+        if response.status() == 200 {
+            let version: Value = response.json().await.unwrap();
+            if version["evals"]["gate"]["regressions"] != json!(["its evals have not finished"]) {
+                judged = version;
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(judged["evals"]["totals"]["questions"] == 4, "judged to the end: {judged:#}");
+    assert_eq!(s.app.get("/admin/profile/judging").await.json::<Value>().await.unwrap(), json!([]));
 }
 
 #[tokio::test]

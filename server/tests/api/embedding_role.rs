@@ -1,7 +1,9 @@
 //! The embedding role bound to a provider target (llama.cpp's llama-server
-//! serving mean-pooled SmolLM2 embeddings): retrieval fails closed until a
-//! full reindex re-embeds the corpus with it, in the target's dimensions;
-//! unbinding returns to the on-node model, and fails closed again.
+//! serving mean-pooled SmolLM2 embeddings). Without golden questions,
+//! retrieval fails closed until a full reindex re-embeds the corpus with
+//! it, in the target's dimensions, and unbinding returns to the on-node
+//! model, failing closed again. With golden questions, binding and
+//! unbinding are judged on a shadow index first and never fail closed.
 
 use reqwest::multipart::{Form, Part};
 use sea_orm::TransactionTrait;
@@ -229,7 +231,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     }
     let serving = engine::profile::active(lore).await.unwrap().unwrap();
     assert_eq!(serving.version, candidate, "the candidate serves");
-    assert_eq!(serving.binding.as_ref().map(|b| b.target_id.as_str()), Some(smollm.as_str()));
+    assert_eq!(serving.binding.as_ref().and_then(|b| b.target_id.as_deref()), Some(smollm.as_str()));
     assert_eq!(bound_embedding().await.as_deref(), Some(smollm.as_str()));
     let stamp = engine::corpus::stamped(&lore.db).await.unwrap().unwrap();
     assert!(stamp.embedding_model.starts_with("smollm2-135m"), "{stamp:?}");
@@ -255,19 +257,83 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     assert_eq!(search(&app).await.status(), 200);
     assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().unwrap().dimensions, 576);
 
+    // Restoring an earlier version keeps the model (versions hold no
+    // binding of their own), and restoring the binding's version again
+    // finds its index active and its model bound: nothing to adopt, no
+    // second reindex.
+    let embedding_runs = || async {
+        engine::ingest::jobs::recent(lore, None, 50)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|job| job.trigger == "embedding")
+            .count()
+    };
+    let runs = embedding_runs().await;
+    for number in [first, candidate] {
+        let restored = app.post_json(&format!("/admin/profile/versions/{number}/restore"), json!({})).await;
+        assert_eq!(restored.status(), 200, "{:?}", restored.text().await);
+    }
+    assert_eq!(engine::profile::active(lore).await.unwrap().unwrap().version, candidate);
+    assert_eq!(bound_embedding().await.as_deref(), Some(smollm.as_str()));
+    assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), index);
+    assert_eq!(embedding_runs().await, runs, "no reindex queued by the restores");
+    assert_eq!(search(&app).await.status(), 200);
+
+    // Unbinding goes back to the on-node model the same way: its own
+    // shadow index, judged, then adopted with the unbinding; retrieval
+    // never fails closed on the way.
+    let unbound = bind_embedding(&app, None).await;
+    assert_eq!(unbound.status(), 200, "{:?}", unbound.text().await);
+    let unbound: Value = unbound.json().await.unwrap();
+    let verdict = &unbound["verdict"];
+    assert_eq!(verdict["unbinds"], true, "{verdict:#}");
+    assert_eq!(verdict["model"], local.embedding_model.as_str(), "{verdict:#}");
+    let back = verdict["version"].as_i64().unwrap() as i32;
+    if verdict["bound"] == false {
+        assert_eq!(bound_embedding().await.as_deref(), Some(smollm.as_str()), "held: still bound");
+        assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), index);
+        let anyway =
+            app.post_json(&format!("/admin/profile/versions/{back}/restore"), json!({"anyway": true})).await;
+        assert_eq!(anyway.status(), 200, "{:?}", anyway.text().await);
+    }
+    assert_eq!(engine::profile::active(lore).await.unwrap().unwrap().version, back);
+    assert_eq!(bound_embedding().await, None, "the role is unbound");
+    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local), "the on-node stamp");
+    let on_node = engine::shadow::active_table(&lore.db).await.unwrap();
+    assert_ne!(on_node, index, "a shadow of its own");
+    let found = search(&app).await;
+    assert_eq!(found.status(), 200, "no window where retrieval fails closed");
+    assert_eq!(found.json::<Value>().await.unwrap()["results"][0]["title"], "Restores");
+    let reindex = engine::ingest::jobs::recent(lore, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|job| job.trigger == "embedding" && job.full)
+        .expect("a full reindex was queued with the switch");
+    assert_eq!(finished(&app, &reindex.id).await["status"], "succeeded");
+    assert_eq!(search(&app).await.status(), 200);
+    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
+
     // A document deleted after a shadow was built is not answerable once
     // the shadow is adopted: its chunks go at the adoption (the reindex that
     // follows replaces only what still exists).
     let target = engine::providers::target(lore, &smollm).await.unwrap();
     let bound = engine::providers::resolve_target(lore, &smollm).await.unwrap();
-    let shadow = engine::shadow::build(lore, &bound).await.unwrap();
+    let heard = std::sync::Mutex::new(Vec::new());
+    let progress = |done: usize, total: usize| heard.lock().unwrap().push((done, total));
+    let shadow = engine::shadow::build(lore, Some(&bound), &progress).await.unwrap();
     let chunks = lore.chunks().await.unwrap().count(None).await.unwrap();
     assert!(chunks > 0);
+    let heard = heard.into_inner().unwrap();
+    assert_eq!(heard.first(), Some(&(0, chunks)), "the build says its size first");
+    assert_eq!(heard.last(), Some(&(chunks, chunks)), "and ends with every chunk done");
     assert_eq!(shadow.store.count(None).await.unwrap(), chunks, "every chunk embedded again");
     let deleted = app.client.delete(app.url(&format!("/admin/sources/{runbook}"))).send().await.unwrap();
     assert!(deleted.status().is_success());
     assert_eq!(shadow.store.count(None).await.unwrap(), chunks, "the shadow still holds them");
-    let adoption = engine::shadow::adoptable(lore, &target, Some(&shadow.table)).await.unwrap();
+    let adoption =
+        engine::shadow::adoptable(lore, Some(&target), Some(&shadow.table), &target.model).await.unwrap();
     let txn = lore.db.begin().await.unwrap();
     engine::shadow::adopt_in(&txn, "test", &adoption).await.unwrap();
     txn.commit().await.unwrap();
