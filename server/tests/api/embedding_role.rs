@@ -317,12 +317,11 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
 
     // A document deleted after a shadow was built is not answerable once
     // the shadow is adopted: its chunks go at the adoption (the reindex that
-    // follows replaces only what still exists).
-    let target = engine::providers::target(lore, &smollm).await.unwrap();
-    let bound = engine::providers::resolve_target(lore, &smollm).await.unwrap();
+    // follows replaces only what still exists). Built here by the on-node
+    // model, which embeds now.
     let heard = std::sync::Mutex::new(Vec::new());
     let progress = |done: usize, total: usize| heard.lock().unwrap().push((done, total));
-    let shadow = engine::shadow::build(lore, Some(&bound), &progress).await.unwrap();
+    let shadow = engine::shadow::build(lore, None, &progress).await.unwrap();
     let chunks = lore.chunks().await.unwrap().count(None).await.unwrap();
     assert!(chunks > 0);
     let heard = heard.into_inner().unwrap();
@@ -333,7 +332,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     assert!(deleted.status().is_success());
     assert_eq!(shadow.store.count(None).await.unwrap(), chunks, "the shadow still holds them");
     let adoption =
-        engine::shadow::adoptable(lore, Some(&target), Some(&shadow.table), &target.model).await.unwrap();
+        engine::shadow::adoptable(lore, None, Some(&shadow.table), &local.embedding_model).await.unwrap();
     let txn = lore.db.begin().await.unwrap();
     engine::shadow::adopt_in(&txn, "test", &adoption).await.unwrap();
     txn.commit().await.unwrap();
