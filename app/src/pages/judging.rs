@@ -24,15 +24,7 @@ pub(crate) fn JudgingUnderWay() -> impl IntoView {
             }
         });
     });
-    Effect::new(move |_| {
-        #[cfg(feature = "hydrate")]
-        if let Ok(handle) = set_interval_with_handle(
-            move || tick.update(|n| *n = n.wrapping_add(1)),
-            std::time::Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
+    super::tick_each_second(tick);
     move || {
         let list = under_way.get();
         (!list.is_empty()).then(|| {

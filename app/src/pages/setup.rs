@@ -389,15 +389,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             });
         }
     });
-    Effect::new(move |_| {
-        #[cfg(feature = "hydrate")]
-        if let Ok(handle) = set_interval_with_handle(
-            move || tick.update(|n| *n = n.wrapping_add(1)),
-            std::time::Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
+    super::tick_each_second(tick);
     let ask = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = AskRequest { question: question.get() };

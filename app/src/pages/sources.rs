@@ -30,15 +30,7 @@ pub fn Sources() -> impl IntoView {
             sources.set(Some(client::get::<Vec<SourceView>>("/admin/sources/").await));
         });
     });
-    Effect::new(move |_| {
-        #[cfg(feature = "hydrate")]
-        if let Ok(handle) = set_interval_with_handle(
-            move || reload.0.update(|n| *n = n.wrapping_add(1)),
-            std::time::Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
+    super::tick_each_second(reload.0);
 
     view! {
         <section class="screen sources">

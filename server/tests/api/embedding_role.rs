@@ -119,6 +119,18 @@ async fn binding_the_embedding_role_to_a_provider_reindexes_with_it() {
 /// for the golden question, so the candidate answers as the active one does.
 const RUNBOOK: &str = "# Restores\n\n## From a snapshot\n\nTo restore Lore from a snapshot, stop the service first. Copy the snapshot directory over the data directory, keeping its permissions, and start the service again. Lore reads the restored database and vectors at start, checks the corpus stamp, and answers from the restored index at once. A snapshot taken while Lore was running is consistent, because both the database and the vector store write atomically. Keep at least one snapshot a day, and test a restore on another machine every month so that you know the steps work before you need them.\n";
 
+/// Waits for the full reindex a switch of the embedding model queued (the
+/// newest), which must succeed.
+async fn embedding_reindex_succeeds(app: &TestApp) {
+    let reindex = engine::ingest::jobs::recent(&app.lore, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|job| job.trigger == "embedding" && job.full)
+        .expect("a full reindex was queued with the switch");
+    assert_eq!(finished(app, &reindex.id).await["status"], "succeeded");
+}
+
 /// An embedding target on `endpoint`, probed (ready): its id.
 async fn embedding_target(app: &TestApp, endpoint: &str, model: &str) -> String {
     let account: Value = app
@@ -247,13 +259,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
 
     // The full reindex queued with the switch chunks the corpus again for
     // the new model, and retrieval answers throughout and after it.
-    let reindex = engine::ingest::jobs::recent(lore, None, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|job| job.trigger == "embedding" && job.full)
-        .expect("a full reindex was queued with the switch");
-    assert_eq!(finished(&app, &reindex.id).await["status"], "succeeded");
+    embedding_reindex_succeeds(&app).await;
     assert_eq!(search(&app).await.status(), 200);
     assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().unwrap().dimensions, 576);
 
@@ -305,13 +311,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     let found = search(&app).await;
     assert_eq!(found.status(), 200, "no window where retrieval fails closed");
     assert_eq!(found.json::<Value>().await.unwrap()["results"][0]["title"], "Restores");
-    let reindex = engine::ingest::jobs::recent(lore, None, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|job| job.trigger == "embedding" && job.full)
-        .expect("a full reindex was queued with the switch");
-    assert_eq!(finished(&app, &reindex.id).await["status"], "succeeded");
+    embedding_reindex_succeeds(&app).await;
     assert_eq!(search(&app).await.status(), 200);
     assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
 
