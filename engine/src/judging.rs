@@ -12,8 +12,10 @@
 //! cheap (it only updates a watched value), and a task of the tracker's
 //! writes the record at most every [`FLUSH_EVERY`] and at least every
 //! [`HEARTBEAT`], and removes it when the tracker finishes or is dropped
-//! (a request abandoned half-way). A process that dies leaves its record
-//! behind; [`list`] leaves out a record not refreshed for [`STALE_AFTER`].
+//! (a judging that panicked). The profile runs each judging in a task of
+//! its own, so a caller that stops waiting does not end it. A process that
+//! dies leaves its record behind; [`list`] leaves out a record not
+//! refreshed for [`STALE_AFTER`].
 
 use std::time::Duration;
 
