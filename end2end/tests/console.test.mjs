@@ -22,8 +22,11 @@ test('an admin signs in through the identity provider and sees Readiness', async
   const { context, page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
 
+  // A fresh install lands on the setup wizard; the Dashboard is one click away.
   await hydrated(page);
-  assert.equal(new URL(page.url()).pathname, '/');
+  assert.equal(new URL(page.url()).pathname, '/setup');
+  await page.goto(`${lore.baseUrl}/dashboard`);
+  await hydrated(page);
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
   // The Readiness panel is fetched by the hydrated page from /admin/setup-state/.
   const verdict = page.locator('.readiness .verdict');
@@ -41,6 +44,7 @@ test('an admin signs in through the identity provider and sees Readiness', async
 test('the hydrated Readiness panel refreshes on click', async () => {
   const { context, page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/dashboard`);
   await hydrated(page);
   await page.locator('.readiness .verdict').waitFor();
 

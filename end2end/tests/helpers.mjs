@@ -168,6 +168,18 @@ const html = (title, body) => `<!doctype html><html><head><title>${title}</title
 <footer>Copyright Acme Corporation. All rights reserved. <a href="https://example.invalid/legal">Legal</a></footer>
 </body></html>`;
 
+/** The docs site's pages as files to upload: `guide-1.html` … `guide-12.html`. */
+export function docsFiles() {
+  return Array.from({ length: PAGES }, (_, i) => {
+    const n = i + 1;
+    return {
+      name: `guide-${n}.html`,
+      mimeType: 'text/html',
+      buffer: Buffer.from(html(`Guide ${n} · Acme Docs`, `<h1>Guide ${n}</h1><h2>Overview</h2><p>${pageText(n)}</p>`)),
+    };
+  });
+}
+
 /** The docs site on a free loopback port: `/sitemap.xml` and `/docs/page-1` … `/docs/page-12`. */
 export async function startDocsSite() {
   const server = http.createServer((req, res) => {

@@ -1,95 +1,165 @@
-// The setup wizard end to end, as a new admin on an empty install: sign in,
-// walk every step with a generated documentation site and the local
-// llama-server (SmolLM2), get a cited answer to the first question, resume
-// after a reload, then find the source ready on Sources and the question on
-// the Dashboard.
+// The setup wizard end to end, as a new admin on an empty install: signing
+// in lands on the wizard; walk every step with the embedded model (no key,
+// no other server) and uploaded files, see the documents and chunks counted
+// against their own totals, get a cited answer to the first question,
+// resume after a reload, then find the source ready on Sources and the
+// question on the Dashboard. Each step is photographed in a wide and a
+// narrow (phone) window, and the narrow one must not scroll sideways.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN, hydrated, launchBrowser, openPage, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
+import { mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ADMIN, docsFiles, hydrated, launchBrowser, openPage, signIn, startLore } from './helpers.mjs';
 
 let lore;
 let browser;
-let llama;
-let site;
+
+const WIDE = { width: 1280, height: 900 };
+const NARROW = { width: 390, height: 844 };
+const shots = process.env.LORE_SCREENSHOTS_DIR || path.join(os.tmpdir(), 'lore-screenshots');
 
 before(async () => {
-  llama = await startLlama();
-  site = await startDocsSite();
-  lore = await startLore({ LORE_INGEST__ALLOW_PRIVATE_ADDRESSES: 'true' });
+  lore = await startLore();
   browser = await launchBrowser();
+  mkdirSync(shots, { recursive: true });
 });
 
 after(async () => {
   await browser?.close();
   await lore?.stop();
-  await site?.close();
-  llama?.stop();
 });
 
 const atStep = (page, step) => page.locator(`.wizard-step[data-step="${step}"]`).waitFor({ timeout: 60_000 });
 
-test('a new admin walks the wizard to a cited first answer', async () => {
+/** Screenshots of the page as it is, wide then narrow; the narrow window must not scroll sideways. */
+async function photograph(page, name) {
+  await page.screenshot({ path: path.join(shots, `wizard-${name}-wide.png`), fullPage: true });
+  await page.setViewportSize(NARROW);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the ${name} step scrolls sideways by ${overflow}px in a narrow window`);
+  await page.screenshot({ path: path.join(shots, `wizard-${name}-narrow.png`), fullPage: true });
+  await page.setViewportSize(WIDE);
+}
+
+test('a new admin lands on the wizard and walks it with the embedded model to a cited first answer', async () => {
   // The blank source name below is refused on purpose.
   const { page, errors } = await openPage(browser, lore.baseUrl, ['422 /admin/setup/source']);
+  await page.setViewportSize(WIDE);
+  // A fresh install: signing in lands on the wizard, not on the Dashboard's "Not yet".
   await signIn(page, lore.baseUrl, ADMIN);
-  await page.goto(`${lore.baseUrl}/setup`);
+  await page.waitForURL(/\/setup$/);
   await hydrated(page);
 
-  // 1. Persona, with a detail.
+  // 1. Persona. The cards fill the product's name in as it is typed.
   await atStep(page, 'persona');
-  await page.locator('input[name=persona][value="documentation_assistant"]').check();
+  const stepper = page.locator('.wizard-steps');
+  assert.equal(await stepper.locator('li[aria-current="step"]').getAttribute('data-step'), 'persona');
+  const card = page.locator('label.persona', { has: page.locator('input[value="documentation_assistant"]') });
+  assert.ok(!(await card.innerText()).includes('{'), await card.innerText());
+  await card.locator('input').check();
   await page.fill('input[name=organisation]', 'Acme');
+  await page.fill('input[name=product]', 'Acme Cloud');
+  await card.filter({ hasText: 'Acme Cloud' }).waitFor();
+  await photograph(page, '1-persona');
   await page.getByRole('button', { name: 'Continue' }).click();
 
   // 2. The first source; a bad one is refused with a message and the wizard stays.
   await atStep(page, 'source');
+  assert.equal(await stepper.locator('li.done').count(), 1);
   await page.fill('input[name=name]', ' ');
-  await page.fill('input[name=start_url]', `${site.url}/docs/`);
+  await page.selectOption('select[name=kind]', 'upload');
   await page.getByRole('button', { name: 'Add the source' }).click();
-  const refused = page.locator('.flash.error', { hasText: 'invalid_source' });
-  await refused.waitFor();
+  await page.locator('.flash.error', { hasText: 'invalid_source' }).waitFor();
   await atStep(page, 'source');
   await page.fill('input[name=name]', 'Acme docs');
-  await page.fill('input[name=start_url]', `${site.url}/docs/`);
+  await photograph(page, '2-source');
   await page.getByRole('button', { name: 'Add the source' }).click();
 
-  // 3. The provider: stored, probed and bound in one action.
+  // 3. The provider: the embedded model is offered first and needs nothing typed.
   await atStep(page, 'provider');
-  await page.selectOption('select[name=kind]', 'llama_cpp');
-  await page.fill('input[name=endpoint]', llama.endpoint);
-  await page.fill('input[name=model]', 'smollm2-135m-instruct');
+  assert.equal(await page.locator('select[name=kind]').inputValue(), 'embedded');
+  await page.locator('.embedded-note', { hasText: 'No key needed' }).waitFor();
+  assert.equal(await page.locator('input[name=api_key]').count(), 0, 'no key field for the embedded model');
+  await photograph(page, '3-provider');
   await page.getByRole('button', { name: 'Add, probe and use it' }).click();
 
-  // 4. Advanced is optional. The wizard lives on the server: a reload resumes here.
+  // 4. Advanced is optional and shows the Providers screen's parts in place.
+  // The wizard lives on the server: a reload resumes here.
   await atStep(page, 'advanced');
+  await page.locator('.wizard-providers .roles').waitFor();
+  await page.locator('.wizard-providers', { hasText: 'SmolLM2-135M-Instruct' }).first().waitFor();
   await page.reload();
   await hydrated(page);
   await atStep(page, 'advanced');
+  await photograph(page, '4-advanced');
+  await page.locator('.wizard-step > .form-actions').getByRole('button', { name: 'Continue' }).click();
+
+  // 5. The first index: upload the files, which starts their indexing.
+  await atStep(page, 'index');
+  const files = docsFiles();
+  await page.setInputFiles('#setup-files', files);
+  await page.getByRole('button', { name: 'Upload' }).click();
+  await page.locator('.uploaded', { hasText: `${files.length} file(s) uploaded.` }).waitFor();
+  await photograph(page, '5-index');
   await page.getByRole('button', { name: 'Continue' }).click();
 
-  // 5. The first index (the profile is created as it starts).
-  await atStep(page, 'index');
-  await page.getByRole('button', { name: 'Start the first index' }).click();
-
-  // 6. The first question, once indexing is done; answered with citations.
+  // 6. Documents and chunks, each against its own total; then the first question.
   await atStep(page, 'question');
-  await page.locator('.index-progress[data-job-status="succeeded"]').waitFor({ timeout: 120_000 });
+  const progress = page.locator('.index-progress[data-job-status="succeeded"]');
+  await progress.waitFor({ timeout: 120_000 });
+  assert.equal(await progress.getAttribute('data-documents'), String(files.length));
+  assert.equal(await progress.getAttribute('data-documents-done'), String(files.length));
+  const chunks = Number(await progress.getAttribute('data-chunks'));
+  assert.ok(chunks >= files.length, `at least a chunk a document: ${chunks}`);
+  assert.equal(await progress.getAttribute('data-chunks-done'), String(chunks));
+  await progress.locator('.documents', { hasText: `${files.length} of ${files.length} documents` }).waitFor();
+  await progress.locator('.chunks', { hasText: `${chunks} of ${chunks} chunks embedded` }).waitFor();
   await page.fill('textarea[name=question]', 'What does guide 4 explain?');
   await page.getByRole('button', { name: 'Ask' }).click();
   const panel = page.locator('.panel.answer');
-  await panel.waitFor({ timeout: 120_000 });
+  await panel.waitFor({ timeout: 180_000 });
   assert.equal(await panel.getAttribute('data-refused'), 'false', await panel.innerText());
   await panel.locator('li.citation', { hasText: 'Guide 4' }).waitFor();
+  await photograph(page, '6-question');
   await page.getByRole('button', { name: 'Finish setup' }).click();
   await atStep(page, 'complete');
+  assert.equal(await stepper.locator('li.done').count(), 6);
+  await photograph(page, '7-done');
 
-  // The source is ready on Sources; the question is on the Dashboard.
+  // The source is ready on Sources; the question is on the Dashboard, which
+  // is now the home page.
   await page.goto(`${lore.baseUrl}/sources`);
   await hydrated(page);
   await page.locator('li.source[data-source="Acme docs"][data-status="ready"]').waitFor({ timeout: 30_000 });
+  await page.goto(`${lore.baseUrl}/`);
+  await hydrated(page);
+  assert.ok(!page.url().endsWith('/setup'), page.url());
   await page.goto(`${lore.baseUrl}/dashboard`);
   await hydrated(page);
   await page.locator('.top-queries li', { hasText: 'what does guide 4 explain' }).waitFor();
   assert.deepEqual(errors, []);
+  console.log(`screenshots: ${shots}`);
+});
+
+test('on a fresh install the Dashboard links each missing check to what fixes it', async () => {
+  const fresh = await startLore();
+  try {
+    const { page, errors } = await openPage(browser, fresh.baseUrl);
+    await signIn(page, fresh.baseUrl, ADMIN);
+    await page.waitForURL(/\/setup$/);
+    await page.goto(`${fresh.baseUrl}/dashboard`);
+    await hydrated(page);
+    await page.locator('.verdict[data-can-answer="no"]').waitFor();
+    const fix = (check) => page.locator(`li.check[data-check="${check}"] a.fix`);
+    assert.equal(await fix('provider').getAttribute('href'), '/setup');
+    assert.equal(await fix('content').getAttribute('href'), '/setup');
+    assert.equal(await fix('profile_version').getAttribute('href'), '/setup');
+    await fix('provider').click();
+    await page.waitForURL(/\/setup$/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await fresh.stop();
+  }
 });

@@ -15,6 +15,7 @@ pub mod embed;
 pub mod error;
 pub mod evals;
 pub mod extract;
+pub mod fetch;
 pub mod index;
 pub mod ingest;
 pub mod judging;
@@ -65,6 +66,9 @@ pub struct Lore {
     answer_cache: Arc<tokio::sync::Mutex<Option<Arc<answer::cache::AnswerCache>>>>,
     /// The OpenAI-compatible client every provider call goes through.
     pub(crate) provider_client: providers::client::Client,
+    /// The embedded generation models loaded in this process, and the
+    /// permits their generations run under.
+    pub(crate) embedded: Arc<providers::embedded::Models>,
     /// Per-node request counters of widget keys.
     pub(crate) rate_limiter: Arc<keys::RateLimiter>,
     /// Writes answer runs and key usage behind the requests that made them.
@@ -118,6 +122,7 @@ impl Lore {
         if db.get_database_backend() == sea_orm::DbBackend::Postgres {
             appdb_cache.watch_postgres(settings.database_url());
         }
+        let embedded = Arc::new(providers::embedded::Models::new(settings.providers.embedded_concurrency));
         let lore = Self {
             settings: Arc::new(settings),
             keys: Arc::new(keys),
@@ -127,6 +132,7 @@ impl Lore {
             shadow: Arc::new(tokio::sync::Mutex::new(None)),
             answer_cache: Arc::new(tokio::sync::Mutex::new(None)),
             provider_client,
+            embedded,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
             recorder: recorder::Recorder::start(db.clone()),
             appdb_events: tokio::sync::broadcast::channel(64).0,
@@ -178,17 +184,59 @@ impl Lore {
         Ok(embedder)
     }
 
+    /// Fetches the model files this machine lacks for the roles as bound:
+    /// the on-node embedding model while the embedding role is unbound, and
+    /// the embedded generation model of each role bound to one (with
+    /// `prefetch_embedded`, the default embedded model too while nothing
+    /// answers yet, so that the setup wizard's first choice is ready).
+    /// Files land once per machine, in `models.dir`. Returns what was
+    /// fetched; `progress` is told as each file comes in.
+    pub async fn fetch_missing_models(
+        &self,
+        prefetch_embedded: bool,
+        progress: fetch::Progress<'_>,
+    ) -> Result<Vec<String>> {
+        let mut fetched = Vec::new();
+        if providers::bound_target_id(self, providers::Role::Embedding).await?.is_none()
+            && embed::model_files::locate(&self.settings).is_none()
+        {
+            embed::model_files::resolve(&self.settings, progress).await?;
+            fetched.push(self.settings.models.embedding.clone());
+        }
+        let mut generation_models = Vec::new();
+        for role in [providers::Role::Generation, providers::Role::Escalation] {
+            if let Some(bound) = providers::resolve(self, role).await? {
+                if providers::embedded::is_embedded(&bound.endpoint.base) {
+                    generation_models.push(bound.target.model);
+                }
+            }
+        }
+        if prefetch_embedded && providers::bound_target_id(self, providers::Role::Generation).await?.is_none()
+        {
+            generation_models.push(providers::embedded::DEFAULT_MODEL.to_owned());
+        }
+        for model in generation_models {
+            let path =
+                providers::embedded::model_path(&self.settings, &model).map_err(Error::InvalidInput)?;
+            if !path.is_file() {
+                providers::embedded::ensure(&self.settings, &model, progress).await.map_err(|reason| {
+                    providers::ProviderError::Call(providers::client::CallError::Unusable {
+                        endpoint: format!("the embedded model {model}"),
+                        reason,
+                    })
+                })?;
+                fetched.push(model);
+            }
+        }
+        Ok(fetched)
+    }
+
     /// The on-node embedding model, loaded from its files (not cached: the
     /// embedder in use is [`Self::embedder`]).
     pub(crate) async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
         let settings = self.settings.clone();
-        let found = embed::model_files::locate(&settings).ok_or_else(|| {
-            embed::EmbedError::Model(format!(
-                "the files of {} are not in {}",
-                settings.models.embedding,
-                embed::model_files::cache_dir(&settings, &settings.models.embedding).display()
-            ))
-        })?;
+        let found =
+            embed::model_files::locate(&settings).ok_or_else(|| embed::model_files::missing(&settings))?;
         let (model, precisions) = (settings.models.embedding.clone(), settings.models.precisions());
         let loaded = tokio::task::spawn_blocking(move || {
             embed::local::LocalEmbedder::load(&found.dir, &model, precisions, 1)

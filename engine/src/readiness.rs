@@ -88,6 +88,11 @@ pub struct SetupState {
     pub active_profile_version: Option<i64>,
     /// The active version's last eval: right answers of golden questions.
     pub active_evals: Option<EvalScore>,
+    /// Whether the setup wizard has been walked to its end, so the console
+    /// can send each missing check to the wizard's step or to the screen
+    /// that fixes it. Read by [`assess`] only (the answer path's
+    /// assessment leaves it `false`).
+    pub wizard_complete: bool,
 }
 
 /// The active version's eval score, as Readiness shows it.
@@ -100,7 +105,10 @@ pub struct EvalScore {
 
 /// Assesses every concern and derives `can_answer` from them.
 pub async fn assess(lore: &Lore) -> Result<SetupState> {
-    Ok(Assessment::read(lore).await?.state)
+    let (assessment, wizard) = tokio::try_join!(Assessment::read(lore), crate::wizard::progress(lore))?;
+    let mut state = assessment.state;
+    state.wizard_complete = wizard.step == crate::wizard::Step::Complete;
+    Ok(state)
 }
 
 /// A verdict with the facts it was made on.
@@ -161,6 +169,7 @@ impl Assessment {
                 questions: r.totals.questions,
                 ran_at: r.ran_at,
             }),
+            wizard_complete: false,
         };
         Ok(Self { state, profile, sources, stamp, configured_model, generation: generation_binding })
     }
@@ -339,8 +348,9 @@ async fn embedding(lore: &Lore, bound: Option<&Resolved>) -> Result<Check> {
         (
             Status::Missing,
             format!(
-                "The files of {model} are missing from {}; Lore fetches them at start-up, or `scripts/run` does.",
-                embed::model_files::cache_dir(&lore.settings, model).display()
+                "The files of {model} are missing from {}; {} fetches them once for this machine.",
+                embed::model_files::cache_dir(&lore.settings, model).display(),
+                embed::model_files::FETCHED_BY
             ),
         )
     } else {

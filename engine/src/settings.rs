@@ -96,12 +96,26 @@ impl Settings {
         }
     }
 
-    /// `models.dir`, or `models/` in the data directory.
+    /// `models.dir`, or the machine's cache of model files, shared by
+    /// every data directory as the model hubs' own caches are:
+    /// `$XDG_CACHE_HOME/lore/models`, else `~/.cache/lore/models` (and
+    /// `models/` in the data directory only when there is no home).
     pub fn models_dir(&self) -> PathBuf {
         match &self.models.dir {
             Some(dir) => dir.clone(),
-            None => self.data_dir.join("models"),
+            None => machine_models_dir(
+                std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from),
+                std::env::var_os("HOME").map(PathBuf::from),
+            )
+            .unwrap_or_else(|| self.data_dir.join("models")),
         }
+    }
+
+    /// Where earlier versions kept model files: `models/` in the data
+    /// directory. Still looked in, so an install that fetched them there
+    /// does not fetch them again.
+    pub fn legacy_models_dir(&self) -> PathBuf {
+        self.data_dir.join("models")
     }
 
     /// Whether an identity provider is configured (otherwise the bootstrap link
@@ -436,6 +450,10 @@ pub struct ProvidersSettings {
     /// How long one provider call may take (probe, completion, embedding).
     #[serde(default = "default_provider_timeout_seconds")]
     pub request_timeout_seconds: u64,
+    /// How many generations the embedded model runs at once; the rest wait
+    /// for a permit (within the request timeout). Each one uses every core.
+    #[serde(default = "default_embedded_concurrency")]
+    pub embedded_concurrency: u32,
 }
 
 impl Default for ProvidersSettings {
@@ -443,8 +461,13 @@ impl Default for ProvidersSettings {
         Self {
             probe_max_age_days: default_probe_max_age_days(),
             request_timeout_seconds: default_provider_timeout_seconds(),
+            embedded_concurrency: default_embedded_concurrency(),
         }
     }
+}
+
+fn default_embedded_concurrency() -> u32 {
+    1
 }
 
 fn default_probe_max_age_days() -> u32 {
@@ -697,6 +720,15 @@ fn list_or_comma_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Ve
     Ok(items.into_iter().map(|item| item.trim().to_owned()).filter(|item| !item.is_empty()).collect())
 }
 
+/// The machine's model cache: below `$XDG_CACHE_HOME` when it is an
+/// absolute path (as the XDG rules ask), else below `~/.cache`.
+fn machine_models_dir(xdg_cache: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    let cache = xdg_cache
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.filter(|dir| dir.is_absolute()).map(|home| home.join(".cache")))?;
+    Some(cache.join("lore").join("models"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -707,8 +739,32 @@ mod tests {
         assert_eq!(settings.base_url(), "http://127.0.0.1:3000");
         assert_eq!(settings.database_url(), "sqlite:///srv/lore/lore.db?mode=rwc");
         assert_eq!(settings.vectors_uri(), "/srv/lore/lancedb");
-        assert_eq!(settings.models_dir(), PathBuf::from("/srv/lore/models"));
+        assert_eq!(settings.legacy_models_dir(), PathBuf::from("/srv/lore/models"));
         assert!(settings.integrity_problems().is_empty());
+    }
+
+    #[test]
+    fn model_files_are_kept_once_per_machine() {
+        let home = Some(PathBuf::from("/home/ada"));
+        assert_eq!(
+            machine_models_dir(None, home.clone()),
+            Some(PathBuf::from("/home/ada/.cache/lore/models"))
+        );
+        assert_eq!(
+            machine_models_dir(Some(PathBuf::from("/var/cache")), home.clone()),
+            Some(PathBuf::from("/var/cache/lore/models"))
+        );
+        // A relative XDG_CACHE_HOME is ignored, as the XDG rules say.
+        assert_eq!(
+            machine_models_dir(Some(PathBuf::from("cache")), home),
+            Some(PathBuf::from("/home/ada/.cache/lore/models"))
+        );
+        assert_eq!(machine_models_dir(None, None), None);
+        let configured = Settings {
+            models: ModelSettings { dir: Some(PathBuf::from("/srv/models")), ..ModelSettings::default() },
+            ..Settings::default()
+        };
+        assert_eq!(configured.models_dir(), PathBuf::from("/srv/models"));
     }
 
     #[test]

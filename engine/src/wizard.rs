@@ -119,6 +119,15 @@ pub async fn overview(lore: &Lore) -> Result<Overview> {
     Ok(Overview { progress, persona, source, generation_model, job })
 }
 
+/// Whether a signed-in admin's first page should be the wizard: a fresh
+/// install, with no profile yet and the wizard not walked to its end.
+pub async fn lands_here(lore: &Lore) -> Result<bool> {
+    if progress(lore).await?.step == Step::Complete {
+        return Ok(false);
+    }
+    Ok(profile::active(lore).await?.is_none())
+}
+
 pub async fn progress(lore: &Lore) -> Result<Progress> {
     let stored = crate::store::setting(&lore.db, PROGRESS).await?;
     Ok(stored

@@ -362,6 +362,28 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The embedded model's prompt and generation speed and its time to the
+    /// first token for a 1,500-token prompt, side by side with llama.cpp's
+    /// `llama-server` on the same GGUF file and the same number of threads
+    /// (`scripts/bench-generate`).
+    Generate {
+        /// The GGUF file (default: the embedded provider's default model,
+        /// fetched into the machine's model cache when missing).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// llama.cpp's `llama-server` binary, for the side-by-side run.
+        #[arg(long)]
+        llama_server: Option<PathBuf>,
+        /// Tokens generated per measurement.
+        #[arg(long, default_value_t = 128)]
+        tokens: u32,
+        /// Measurements of each kind (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the JSON record goes (default bench-results/generate.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -370,14 +392,17 @@ pub enum ProvidersCommand {
     /// short chat completion and points answering (the generation role) at
     /// it. Nothing is stored when the probe fails.
     Add {
-        /// openai, groq, together, mistral, deepseek, openrouter, ollama,
-        /// llama_cpp, vllm, lm_studio, localai or custom.
+        /// embedded (a model run inside Lore: no endpoint, no key), openai,
+        /// groq, together, mistral, deepseek, openrouter, ollama, llama_cpp,
+        /// vllm, lm_studio, localai or custom.
         #[arg(long)]
         kind: String,
         /// The API base (default: the type's usual one; required for custom).
         #[arg(long)]
         endpoint: Option<String>,
-        #[arg(long)]
+        /// The model (for embedded, a GGUF file in `models.dir` or an
+        /// absolute path; blank or absent: SmolLM2-135M-Instruct).
+        #[arg(long, default_value = "")]
         model: String,
         /// The name of an environment variable holding the API key (keeps
         /// the key out of the shell history and the process list).

@@ -103,5 +103,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let options = bench::QualityOptions { docs, llm_endpoint, llm_model, out };
             bench::quality(settings, options).await
         }
+        Command::Bench { command: BenchCommand::Generate { model, llama_server, tokens, runs, out } } => {
+            bench::generate(settings, bench::GenerateOptions { model, llama_server, tokens, runs, out }).await
+        }
     }
 }

@@ -123,20 +123,28 @@ async fn announce(lore: &Lore) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Fetches the embedding model's files in the background when they are not
-/// on disk; Readiness reports them missing until they arrive.
+/// Fetches, in the background, the model files this machine lacks: the
+/// embedding model's, each bound embedded generation model's, and on a
+/// fresh install the default embedded model, so the setup wizard's first
+/// provider choice is ready. Readiness reports them missing until they
+/// arrive; the progress bar draws on stderr when it is a terminal.
 fn fetch_model_files_if_missing(lore: &Lore) {
-    if engine::embed::model_files::locate(&lore.settings).is_some() {
-        return;
-    }
-    let settings = lore.settings.clone();
+    let lore = lore.clone();
     tokio::spawn(async move {
-        tracing::info!(model = %settings.models.embedding, "fetching the embedding model's files");
-        match engine::embed::model_files::resolve(&settings).await {
-            Ok(found) => {
-                tracing::info!(dir = %found.dir.display(), origin = ?found.origin, "the embedding model is ready")
-            }
-            Err(err) => tracing::warn!(error = %err, "the embedding model could not be fetched"),
+        let bar = crate::commands::models::fetch_bar(false);
+        let shown = bar.clone();
+        let progress =
+            move |fetching: &engine::fetch::Fetching| crate::commands::models::show(&shown, fetching);
+        let fetched = lore.fetch_missing_models(true, &progress).await;
+        bar.finish_and_clear();
+        match fetched {
+            Ok(fetched) if fetched.is_empty() => {}
+            Ok(fetched) => tracing::info!(
+                models = %fetched.join(", "),
+                dir = %lore.settings.models_dir().display(),
+                "fetched model files"
+            ),
+            Err(err) => tracing::warn!(error = %err, "model files could not be fetched"),
         }
     });
 }

@@ -292,6 +292,7 @@ fn Readiness() -> impl IntoView {
 #[component]
 fn ReadinessView(state: SetupState) -> impl IntoView {
     let verdict = if state.can_answer { "yes" } else { "no" };
+    let wizard_complete = state.wizard_complete;
     view! {
         <p class="verdict" data-can-answer=verdict>
             "Can answer questions: " <strong>{if state.can_answer { "Yes" } else { "Not yet" }}</strong>
@@ -301,11 +302,13 @@ fn ReadinessView(state: SetupState) -> impl IntoView {
                 .checks
                 .into_iter()
                 .map(|check| {
+                    let fix = (check.status != "ok").then(|| fix(&check.name, wizard_complete)).flatten();
                     view! {
                         <li class=format!("check {}", check.status) data-check=check.name.clone()>
                             <span class="status">{check.status.clone()}</span>
                             <span class="name">{label(&check.name)}</span>
                             <span class="detail">{check.detail}</span>
+                            {fix.map(|(href, text)| view! { <a class="fix" href=href>{text}</a> })}
                         </li>
                     }
                 })
@@ -318,6 +321,23 @@ fn ReadinessView(state: SetupState) -> impl IntoView {
                 </li>
             })}
         </ul>
+    }
+}
+
+/// Where a check that is not ok gets fixed: the wizard's step while the
+/// wizard is not finished, the screen that owns it after. Configuration is
+/// fixed in `lore.toml` or the environment, not in the console.
+fn fix(check: &str, wizard_complete: bool) -> Option<(&'static str, &'static str)> {
+    match (check, wizard_complete) {
+        ("embedding", _) => Some(("/providers", "Providers: the embedding role →")),
+        ("provider", false) => Some(("/setup", "Setup wizard: the provider step →")),
+        ("provider", true) => Some(("/providers", "Providers: bind a generation target →")),
+        ("indexing", _) => Some(("/sources", "Sources: indexing runs →")),
+        ("content", false) => Some(("/setup", "Setup wizard: the first source →")),
+        ("content", true) => Some(("/sources", "Sources: add or sync a source →")),
+        ("profile_version", false) => Some(("/setup", "Setup wizard: it creates the profile →")),
+        ("profile_version", true) => Some(("/prompt", "Prompt: activate a version →")),
+        _ => None,
     }
 }
 

@@ -14,6 +14,21 @@ use crate::wire::{
 
 #[component]
 pub fn Providers() -> impl IntoView {
+    view! {
+        <section class="screen providers">
+            <h1>"Providers"</h1>
+            <p class="lede">
+                "A provider account is an OpenAI-compatible endpoint, or the embedded model that runs inside Lore. A model target is one model through one account for one job; roles say which target does which job. Keys are stored encrypted and never shown again."
+            </p>
+            <ProviderPanels/>
+        </section>
+    }
+}
+
+/// The Providers screen's working parts (quick add, roles, accounts and
+/// targets), also shown in place by the setup wizard's Advanced step.
+#[component]
+pub(crate) fn ProviderPanels() -> impl IntoView {
     let overview = RwSignal::new(None::<Result<ProvidersOverview, String>>);
     let notice = RwSignal::new(None::<(bool, String)>);
     let reload = RwSignal::new(0u32);
@@ -26,24 +41,18 @@ pub fn Providers() -> impl IntoView {
     let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
 
     view! {
-        <section class="screen providers">
-            <h1>"Providers"</h1>
-            <p class="lede">
-                "A provider account is an OpenAI-compatible endpoint. A model target is one model through one account for one job; roles say which target does which job. Keys are stored encrypted and never shown again."
-            </p>
-            {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
-            <JudgingUnderWay/>
-            {move || match overview.get() {
-                None => view! { <p class="loading">"Loading providers…"</p> }.into_any(),
-                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
-                Some(Ok(data)) => view! {
-                    <QuickAdd data=data.clone() notice refresh/>
-                    <Roles data=data.clone() notice refresh/>
-                    <Targets data notice refresh/>
-                }
-                .into_any(),
-            }}
-        </section>
+        {move || notice.get().map(|(ok, text)| view! { <p class={if ok { "flash ok" } else { "flash error" }} role="status">{text}</p> })}
+        <JudgingUnderWay/>
+        {move || match overview.get() {
+            None => view! { <p class="loading">"Loading providers…"</p> }.into_any(),
+            Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+            Some(Ok(data)) => view! {
+                <QuickAdd data=data.clone() notice refresh/>
+                <Roles data=data.clone() notice refresh/>
+                <Targets data notice refresh/>
+            }
+            .into_any(),
+        }}
     }
 }
 
@@ -53,12 +62,13 @@ fn QuickAdd(
     notice: RwSignal<Option<(bool, String)>>,
     refresh: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
-    let kind = RwSignal::new("llama_cpp".to_owned());
+    let kind = RwSignal::new(EMBEDDED.to_owned());
     let endpoint = RwSignal::new(String::new());
     let api_key = RwSignal::new(String::new());
     let model = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let presets = data.presets.clone();
+    let remote = move || kind.get() != EMBEDDED;
     let placeholder = move || {
         presets
             .iter()
@@ -118,11 +128,28 @@ fn QuickAdd(
                     }).collect_view()}
                 </select>
             </label>
-            <label>"Endpoint" <input name="endpoint" bind:value=endpoint placeholder=placeholder/></label>
-            <label>"API key" <input name="api_key" type="password" autocomplete="off" bind:value=api_key placeholder="Not needed for most on-node servers"/></label>
-            <label>"Model" <input name="model" required bind:value=model placeholder="gpt-4o-mini"/></label>
+            <Show when=remote fallback=|| view! { <p class="hint embedded-note">{EMBEDDED_NOTE}</p> }>
+                <label>"Endpoint" <input name="endpoint" bind:value=endpoint placeholder=placeholder.clone()/></label>
+                <label>"API key" <input name="api_key" type="password" autocomplete="off" bind:value=api_key placeholder="Not needed for most on-node servers"/></label>
+            </Show>
+            <label>"Model" <input name="model" required=remote bind:value=model placeholder=move || model_placeholder(&kind.get())/></label>
             <button type="submit" disabled=move || busy.get()>"Add and probe"</button>
         </form>
+    }
+}
+
+/// The embedded provider's kind: a model run inside Lore, no key needed.
+pub(crate) const EMBEDDED: &str = "embedded";
+
+/// What choosing the embedded provider means, as the wizard and quick add say it.
+pub(crate) const EMBEDDED_NOTE: &str = "No key needed: a small model on this machine; answers are short and basic. Connect a stronger model any time, or bind one to escalation for what the small model cannot ground.";
+
+/// The model field's example for a provider type.
+pub(crate) fn model_placeholder(kind: &str) -> &'static str {
+    if kind == EMBEDDED {
+        "SmolLM2-135M-Instruct.Q4_1.gguf (the default)"
+    } else {
+        "gpt-4o-mini"
     }
 }
 

@@ -5,12 +5,13 @@
 
 use leptos::prelude::*;
 
+use super::providers::{model_placeholder, ProviderPanels, EMBEDDED, EMBEDDED_NOTE};
 use crate::client;
 use crate::pages::playground::AnswerPanel;
 use crate::wire::{
-    AnswerResponse, AskRequest, CreateSourceRequest, NoBody, PersonaRequest, ProfileDetails, ProfileOverview,
-    ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput, TableConfigInput, UploadReceipt,
-    WebsiteConfigInput,
+    AnswerResponse, AskRequest, CreateSourceRequest, JobView, NoBody, PersonaRequest, ProfileDetails,
+    ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput,
+    TableConfigInput, UploadReceipt, WebsiteConfigInput,
 };
 
 type Wizard = RwSignal<Option<SetupWizardView>>;
@@ -66,18 +67,7 @@ pub fn SetupWizard() -> impl IntoView {
         <section class="screen setup">
             <h1>"Setup"</h1>
             {move || load_error.get().map(|m| view! { <p class="error">{m}</p> })}
-            {move || wizard.get().map(|view| {
-                let current = view.step.clone();
-                let at = view.steps.iter().position(|s| *s == current).unwrap_or(0);
-                view! {
-                    <ol class="wizard-steps">
-                        {view.steps.iter().enumerate().map(|(i, step)| {
-                            let class = if i < at { "done" } else if i == at { "current" } else { "todo" };
-                            view! { <li class=class data-step=step.clone()>{title(step)}</li> }
-                        }).collect_view()}
-                    </ol>
-                }
-            })}
+            {move || wizard.get().map(|view| view! { <Stepper view/> })}
             {move || notice.get().map(|m| view! { <p class="flash error" role="alert">{m}</p> })}
             {move || wizard.get().map(|view| {
                 let step = view.step.clone();
@@ -107,6 +97,58 @@ pub fn SetupWizard() -> impl IntoView {
             })}
         </section>
     }
+}
+
+/// Where the wizard is: each step numbered, done ones ticked, the current
+/// one marked for the eye and for assistive technology.
+#[component]
+fn Stepper(view: SetupWizardView) -> impl IntoView {
+    let at = view.steps.iter().position(|s| *s == view.step).unwrap_or(0);
+    let shown: Vec<(usize, String)> =
+        view.steps.iter().cloned().enumerate().filter(|(_, step)| step != "complete").collect();
+    let total = shown.len();
+    let complete = view.step == "complete";
+    view! {
+        <nav class="stepper" aria-label="Setup steps">
+            <p class="stepper-summary">
+                {if complete {
+                    "All steps done".to_owned()
+                } else {
+                    format!("Step {} of {total}: {}", (at + 1).min(total), title(&view.step))
+                }}
+            </p>
+            <ol class="wizard-steps">
+                {shown.into_iter().map(|(i, step)| {
+                    let state = if i < at || complete { "done" } else if i == at { "current" } else { "todo" };
+                    let marker = if state == "done" { "✓".to_owned() } else { (i + 1).to_string() };
+                    view! {
+                        <li class=state data-step=step.clone() aria-current=(state == "current").then_some("step")>
+                            <span class="marker" aria-hidden="true">{marker}</span>
+                            <span class="label">{title(&step)}</span>
+                            <span class="visually-hidden">{match state { "done" => " (done)", "current" => " (current)", _ => "" }}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ol>
+        </nav>
+    }
+}
+
+/// A persona's summary with its placeholders filled from what the admin
+/// typed, or with neutral words until they type.
+fn filled(summary: &str, organisation: &str, product: &str) -> String {
+    let or = |typed: &str, neutral: &str| {
+        let typed = typed.trim();
+        if typed.is_empty() {
+            neutral.to_owned()
+        } else {
+            typed.to_owned()
+        }
+    };
+    summary
+        .replace("{product}", &or(product, "your product"))
+        .replace("{org}", &or(organisation, "your organisation"))
+        .replace("{organisation}", &or(organisation, "your organisation"))
 }
 
 #[component]
@@ -142,26 +184,29 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
         post_step("/admin/setup/persona", body, wizard, notice, busy);
     };
     view! {
-        <form class="persona-step" on:submit=submit>
+        <form class="wizard-form persona-step" on:submit=submit>
             <p class="hint">"Lore answers as one persona; it sets the default prompt and behaviour. The details tailor the prompt."</p>
             <fieldset class="personas">
                 <legend>"Persona"</legend>
                 {move || personas.get().into_iter().map(|p| {
                     let key = p.key.clone();
                     let checked = key == persona.get_untracked();
+                    let chosen = key.clone();
+                    let summary = p.summary.clone();
                     view! {
-                        <label class="persona">
+                        <label class="persona" class:chosen=move || persona.get() == chosen>
                             <input type="radio" name="persona" value=key.clone() checked=checked
                                 on:change=move |_| persona.set(key.clone())/>
-                            <strong>{p.name}</strong> " " <span class="summary">{p.summary}</span>
+                            <strong>{p.name}</strong>
+                            <span class="summary">{move || filled(&summary, &organisation.get(), &product.get())}</span>
                         </label>
                     }
                 }).collect_view()}
             </fieldset>
-            <label>"Organisation (optional) " <input name="organisation" bind:value=organisation placeholder="Acme"/></label>
-            <label>"Product (optional) " <input name="product" bind:value=product placeholder="Acme Cloud"/></label>
-            <label>"Audience (optional) " <input name="audience" bind:value=audience placeholder="administrators"/></label>
-            <button type="submit" disabled=move || busy.get()>"Continue"</button>
+            <label>"Organisation (optional)" <input name="organisation" bind:value=organisation placeholder="Acme"/></label>
+            <label>"Product (optional)" <input name="product" bind:value=product placeholder="Acme Cloud"/></label>
+            <label>"Audience (optional)" <input name="audience" bind:value=audience placeholder="administrators"/></label>
+            <div class="form-actions"><button type="submit" disabled=move || busy.get()>"Continue"</button></div>
         </form>
     }
 }
@@ -224,11 +269,11 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
     });
     view! {
         {keep}
-        <form class="source-step" on:submit=submit>
+        <form class="wizard-form source-step" on:submit=submit>
             <p class="hint">"Where Lore's knowledge comes from. It is indexed two steps from now."</p>
-            <label>"Name " <input name="name" required bind:value=name placeholder="Product docs"/></label>
+            <label>"Name" <input name="name" required bind:value=name placeholder="Product docs"/></label>
             <label>
-                "Kind "
+                "Kind"
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
                     <option value="website">"Website (sitemap or crawl)"</option>
                     <option value="upload">"Uploaded files (Markdown, text, HTML, PDF)"</option>
@@ -239,21 +284,21 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
                 <p class="warning" role="note">
                     "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions."
                 </p>
-                <label>"Table " <input name="table" required bind:value=table placeholder="faq"/></label>
-                <label>"Title attribute " <input name="title" required bind:value=title placeholder="question"/></label>
-                <label>"Text attributes " <input name="text" required bind:value=text placeholder="answer"/></label>
+                <label>"Table" <input name="table" required bind:value=table placeholder="faq"/></label>
+                <label>"Title attribute" <input name="title" required bind:value=title placeholder="question"/></label>
+                <label>"Text attributes" <input name="text" required bind:value=text placeholder="answer"/></label>
             </Show>
             <Show when=move || kind.get() == "website">
-                <label>"Start URL " <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
+                <label>"Start URL" <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
                 <label>
-                    "Discovery "
+                    "Discovery"
                     <select name="discovery" prop:value=move || discovery.get() on:change=move |ev| discovery.set(event_target_value(&ev))>
                         <option value="sitemap">"Sitemap"</option>
                         <option value="crawl">"Crawl links"</option>
                     </select>
                 </label>
             </Show>
-            <button type="submit" disabled=move || busy.get()>"Add the source"</button>
+            <div class="form-actions"><button type="submit" disabled=move || busy.get()>"Add the source"</button></div>
         </form>
     }
 }
@@ -268,18 +313,21 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             }
         });
     });
-    let kind = RwSignal::new("llama_cpp".to_owned());
+    // The embedded model first: answers with no key and no other server.
+    let kind = RwSignal::new(EMBEDDED.to_owned());
     let endpoint = RwSignal::new(String::new());
     let api_key = RwSignal::new(String::new());
     let model = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
+    let remote = move || kind.get() != EMBEDDED;
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let filled = |field: RwSignal<String>| Some(field.get().trim().to_owned()).filter(|v| !v.is_empty());
+        let embedded = kind.get() == EMBEDDED;
         let body = QuickAddRequest {
             kind: kind.get(),
-            endpoint: filled(endpoint),
-            api_key: filled(api_key),
+            endpoint: if embedded { None } else { filled(endpoint) },
+            api_key: if embedded { None } else { filled(api_key) },
             model: model.get().trim().to_owned(),
             name: None,
         };
@@ -300,18 +348,32 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     });
     view! {
         {keep}
-        <form class="provider-step" on:submit=submit>
-            <p class="hint">"The model that writes answers: Lore stores the account (the key encrypted), registers the model, probes that it answers, and points answering at it. Nothing is stored if the probe fails."</p>
+        <form class="wizard-form provider-step" on:submit=submit>
+            <p class="hint">"The model that writes answers: Lore stores the account (a key encrypted), registers the model, probes that it answers, and points answering at it. Nothing is stored if the probe fails."</p>
             <label>
-                "Type "
+                "Type"
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
-                    {move || presets.get().into_iter().map(|p| view! { <option value=p.key.clone()>{p.name}</option> }).collect_view()}
+                    {move || presets.get().into_iter().map(|p| {
+                        let label = match (p.key.as_str(), p.placement.as_deref()) {
+                            (EMBEDDED, _) => format!("{} — no key needed", p.name),
+                            (_, Some("on_node")) => format!("{} (on-node)", p.name),
+                            (_, Some(_)) => format!("{} (hosted)", p.name),
+                            _ => p.name.clone(),
+                        };
+                        view! { <option value=p.key.clone() selected=p.key == kind.get_untracked()>{label}</option> }
+                    }).collect_view()}
                 </select>
             </label>
-            <label>"Endpoint " <input name="endpoint" bind:value=endpoint placeholder="http://127.0.0.1:8080/v1"/></label>
-            <label>"API key " <input name="api_key" type="password" autocomplete="off" bind:value=api_key placeholder="Not needed for most on-node servers"/></label>
-            <label>"Model " <input name="model" required bind:value=model placeholder="gpt-4o-mini"/></label>
-            <button type="submit" disabled=move || busy.get()>"Add, probe and use it"</button>
+            <Show when=remote fallback=|| view! { <p class="hint embedded-note">{EMBEDDED_NOTE}</p> }>
+                <label>"Endpoint" <input name="endpoint" bind:value=endpoint placeholder="http://127.0.0.1:8080/v1"/></label>
+                <label>"API key" <input name="api_key" type="password" autocomplete="off" bind:value=api_key placeholder="Not needed for most on-node servers"/></label>
+            </Show>
+            <label>"Model" <input name="model" required=remote bind:value=model placeholder=move || model_placeholder(&kind.get())/></label>
+            <div class="form-actions">
+                <button type="submit" disabled=move || busy.get()>
+                    {move || if busy.get() { "Probing…" } else { "Add, probe and use it" }}
+                </button>
+            </div>
         </form>
     }
 }
@@ -321,14 +383,16 @@ fn AdvancedStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     let busy = RwSignal::new(false);
     view! {
         <p class="hint">
-            "Optional: more connections, model targets for other jobs (embedding, escalation) and role bindings are set on the "
-            <a href="/providers">"Providers"</a> " screen; the wizard waits here. Answers come from "
+            "Optional: more connections, model targets for other jobs (embedding, escalation, rerank) and the role bindings, here or later on the Providers screen. Answers come from "
             <strong>{view.generation_model.unwrap_or_else(|| "nothing yet".into())}</strong> "."
         </p>
-        <button type="button" class="continue"
-            on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
-            "Continue"
-        </button>
+        <div class="wizard-providers"><ProviderPanels/></div>
+        <div class="form-actions">
+            <button type="button" class="continue"
+                on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
+                "Continue"
+            </button>
+        </div>
     }
 }
 
@@ -352,20 +416,26 @@ fn IndexStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Into
             });
         };
         return view! {
-            <p class="hint">"Upload the first files to " <strong>{source.name}</strong> ": uploading starts their indexing."</p>
-            <input id="setup-files" type="file" multiple/>
-            <button type="button" class="upload" on:click=upload>"Upload"</button>
-            <p class="uploaded">{move || format!("{} file(s) uploaded.", uploaded.get())}</p>
-            <button type="button" class="start-index" disabled=move || busy.get() on:click=start>"Continue"</button>
+            <div class="wizard-form upload-step">
+                <p class="hint">"Upload the first files to " <strong>{source.name}</strong> " (Markdown, text, HTML or PDF): uploading starts their indexing."</p>
+                <label>"Files" <input id="setup-files" name="files" type="file" multiple/></label>
+                <p class="uploaded" aria-live="polite">{move || format!("{} file(s) uploaded.", uploaded.get())}</p>
+                <div class="form-actions">
+                    <button type="button" class="upload secondary" on:click=upload>"Upload"</button>
+                    <button type="button" class="start-index" disabled=move || busy.get() || uploaded.get() == 0 on:click=start>"Continue"</button>
+                </div>
+            </div>
         }
         .into_any();
     }
     view! {
         <p class="hint">
             "Index " <strong>{source.name}</strong>
-            ". The profile is created from your persona as it starts; indexing goes on in the background and its progress shows on the Sources screen."
+            ". The profile is created from your persona as it starts; indexing goes on in the background and its progress shows on the next step and on the Sources screen."
         </p>
-        <button type="button" class="start-index" disabled=move || busy.get() on:click=start>"Start the first index"</button>
+        <div class="form-actions">
+            <button type="button" class="start-index" disabled=move || busy.get() on:click=start>"Start the first index"</button>
+        </div>
     }
     .into_any()
 }
@@ -407,14 +477,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     };
     let finish = move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy);
     view! {
-        {move || job.get().map(|j| {
-            let done = j.progress.embedded + j.progress.unchanged + j.progress.failed;
-            view! {
-                <p class="index-progress" data-job-status=j.status.clone()>
-                    {format!("First index: {} — {} of {} documents done.", j.status, done, j.progress.discovered)}
-                </p>
-            }
-        })}
+        {move || job.get().map(|j| view! { <IndexProgress job=j/> })}
         <form class="question-step" on:submit=ask>
             <label>"Ask a question your content answers"
                 <textarea name="question" rows="2" required bind:value=question></textarea>
@@ -425,6 +488,29 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
         {move || answer.get().filter(|a| !a.refused).map(|_| view! {
             <button type="button" class="finish" disabled=move || busy.get() on:click=finish>"Finish setup"</button>
         })}
+    }
+}
+
+/// The first index's progress: documents against the documents found,
+/// chunks embedded against the chunks made, each with its own bar.
+#[component]
+fn IndexProgress(job: JobView) -> impl IntoView {
+    let p = job.progress;
+    let documents = p.discovered.max(p.done);
+    let chunks = p.chunked.max(p.embedded);
+    view! {
+        <div class="index-progress" data-job-status=job.status.clone()
+            data-documents-done=p.done data-documents=documents data-chunks-done=p.embedded data-chunks=chunks>
+            <p>{format!("First index: {}", job.status)}</p>
+            <label>
+                <span class="documents">{format!("{} of {} documents", p.done, documents)}</span>
+                <progress max=documents.max(1) value=p.done></progress>
+            </label>
+            <label>
+                <span class="chunks">{format!("{} of {} chunks embedded", p.embedded, chunks)}</span>
+                <progress max=chunks.max(1) value=p.embedded></progress>
+            </label>
+        </div>
     }
 }
 

@@ -26,6 +26,10 @@ pub struct SetupState {
     /// The active version's last eval over the golden questions, if it had one.
     #[serde(default)]
     pub active_evals: Option<EvalScoreView>,
+    /// The setup wizard was walked to its end (until then the console sends
+    /// missing checks to the wizard's steps).
+    #[serde(default)]
+    pub wizard_complete: bool,
 }
 
 /// Right answers out of golden questions at a version's last eval.
@@ -124,6 +128,7 @@ mod from_engine {
                     questions: e.questions as u64,
                     ran_at: crate::wire::time(e.ran_at),
                 }),
+                wizard_complete: state.wizard_complete,
             }
         }
     }

@@ -572,10 +572,15 @@ async fn pipeline(
     };
     let cost = first.cost(generation);
     usage.add(&first.completion, cost);
+    // The funnel tells on-node answers (no spend) from off-node ones.
+    let (decision, place) = match generation.account.placement {
+        providers::Placement::OnNode => ("answered_on_node", "on-node"),
+        providers::Placement::OffNode => ("answered", "off-node"),
+    };
     trace.stage_costing(
         StageName::Generation,
-        "answered",
-        format!("{} wrote {} tokens", generation.target.model, first.completion.output_tokens),
+        decision,
+        format!("{} ({place}) wrote {} tokens", generation.target.model, first.completion.output_tokens),
         Some(cost),
     );
     // The model saw each passage's title and heading too.
@@ -765,12 +770,17 @@ impl Run<'_> {
             Length::Standard => 320,
             Length::Detailed => 640,
         };
-        let completion = self
-            .lore
-            .provider_client
-            .chat(&target.endpoint, &target.target.model, messages, max_tokens, 0.0)
-            .await
-            .map_err(providers::ProviderError::from)?;
+        let completion = providers::chat(
+            self.lore,
+            &target.endpoint,
+            &target.target.model,
+            messages,
+            max_tokens,
+            0.0,
+            None,
+        )
+        .await
+        .map_err(providers::ProviderError::from)?;
         Ok(Generated { completion })
     }
 

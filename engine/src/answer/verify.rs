@@ -46,7 +46,7 @@ pub async fn second_opinion(
         let judged = &verdict.judged[*i];
         let Some(passage) = judged.passage.and_then(|n| passages.get(n - 1)) else { continue };
         let messages = question(&passage.full_text(), &judged.statement);
-        let reply = lore.provider_client.chat(&judge.endpoint, model, &messages, 4, 0.0).await;
+        let reply = crate::providers::chat(lore, &judge.endpoint, model, &messages, 4, 0.0, None).await;
         let judged = &mut verdict.judged[*i];
         match reply {
             Ok(completion) => {

@@ -39,6 +39,10 @@ pub enum CallError {
     Status { endpoint: String, status: u16, message: String },
     #[error("{endpoint} answered something that is not the OpenAI-compatible format: {reason}")]
     Protocol { endpoint: String, reason: String },
+    /// The embedded model cannot run: its file is missing, unreadable or
+    /// not a model Lore runs, or the generation failed.
+    #[error("{endpoint} cannot run: {reason}")]
+    Unusable { endpoint: String, reason: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

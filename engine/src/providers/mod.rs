@@ -1,7 +1,8 @@
 //! Model providers: accounts, model targets, execution roles and quick add.
 //!
 //! - An **account** is an OpenAI-compatible endpoint: a hosted preset (always
-//!   off-node), an on-node server product, or a custom endpoint. Its API key is
+//!   off-node), an on-node server product, or a custom endpoint; or the
+//!   [`embedded`] provider, a GGUF model run inside the `lore` process. Its API key is
 //!   sealed with AES-256-GCM ([`crate::secrets`]); it is opened only to make a
 //!   call and never leaves the server. On edit a blank key keeps the stored
 //!   one; a new value rotates it.
@@ -20,6 +21,8 @@
 //!   stored `probe_error`s, log lines and responses never carry a key.
 
 pub mod client;
+pub mod embedded;
+pub mod gguf;
 pub mod redact;
 
 use std::time::Instant;
@@ -87,7 +90,14 @@ pub struct Preset {
     pub needs_key: bool,
 }
 
-pub static PRESETS: [Preset; 12] = [
+pub static PRESETS: [Preset; 13] = [
+    Preset {
+        key: embedded::KIND,
+        name: "Embedded (on this machine)",
+        endpoint: Some(embedded::ENDPOINT),
+        placement: Some(Placement::OnNode),
+        needs_key: false,
+    },
     Preset {
         key: "openai",
         name: "OpenAI",
@@ -328,6 +338,13 @@ fn is_loopback_or_private(host: &url::Host<&str>) -> bool {
 fn resolve_account(input: &AccountInput) -> Result<(&'static Preset, String, Placement)> {
     check_api_key(&input.api_key)?;
     let preset = preset(input.kind.trim())?;
+    if preset.key == embedded::KIND {
+        // Nothing to reach: the model runs in this process.
+        if input.placement.as_deref().is_some_and(|p| !p.trim().is_empty() && p.trim() != "on_node") {
+            return Err(invalid(format!("{} is on-node only", preset.name)));
+        }
+        return Ok((preset, embedded::ENDPOINT.to_owned(), Placement::OnNode));
+    }
     let endpoint = match input.endpoint.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
         Some(given) => given.trim_end_matches('/').to_owned(),
         None => preset
@@ -526,8 +543,36 @@ pub fn endpoint_of(lore: &Lore, account: &Account) -> Result<Endpoint> {
 /// The models the provider lists, where it can list them.
 pub async fn list_models(lore: &Lore, id: &str) -> Result<Vec<String>> {
     let account = account(lore, id).await?;
+    if account.kind == embedded::KIND {
+        return Ok(embedded::available(&lore.settings));
+    }
     let endpoint = endpoint_of(lore, &account)?;
     Ok(lore.provider_client.models(&endpoint).await.map_err(ProviderError::from)?)
+}
+
+/// One chat completion from the target at `endpoint`: the embedded model
+/// in this process, or the provider's server. `tokens`, when given, gets
+/// the reply's text piece by piece as the embedded model generates it (a
+/// server's reply arrives whole, as one piece).
+pub async fn chat(
+    lore: &Lore,
+    endpoint: &Endpoint,
+    model: &str,
+    messages: &[Message],
+    max_tokens: u32,
+    temperature: f32,
+    tokens: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) -> Result<client::Completion, CallError> {
+    if embedded::is_embedded(&endpoint.base) {
+        let timeout = std::time::Duration::from_secs(lore.settings.providers.request_timeout_seconds.max(1));
+        return embedded::chat(&lore.settings, &lore.embedded, model, messages, max_tokens, timeout, tokens)
+            .await;
+    }
+    let completion = lore.provider_client.chat(endpoint, model, messages, max_tokens, temperature).await?;
+    if let Some(tokens) = tokens {
+        let _ = tokens.send(completion.text.clone());
+    }
+    Ok(completion)
 }
 
 /// A new target to register.
@@ -564,8 +609,15 @@ async fn register_target_in(
     if model.is_empty() || model.chars().count() > 200 {
         return Err(invalid("a model name needs 1 to 200 characters".into()));
     }
-    if provider_account::Entity::find_by_id(input.account_id.clone()).one(db).await?.is_none() {
+    let Some(account) = provider_account::Entity::find_by_id(input.account_id.clone()).one(db).await? else {
         return Err(ProviderError::AccountNotFound(input.account_id).into());
+    };
+    if account.kind == embedded::KIND && capability != Capability::Generation {
+        return Err(invalid(format!(
+            "the embedded provider generates only; embedding on this machine is the embedding role left unbound, \
+             and it has no {} model",
+            capability.key()
+        )));
     }
     let exists = model_target::Entity::find()
         .filter(model_target::Column::AccountId.eq(input.account_id.clone()))
@@ -690,6 +742,18 @@ pub struct Probe {
 /// The minimal real call for the target's capability.
 async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &Target) -> Result<(), CallError> {
     let client = &lore.provider_client;
+    if embedded::is_embedded(&endpoint.base) {
+        if target.capability != Capability::Generation {
+            return Err(CallError::Protocol {
+                endpoint: endpoint.base.clone(),
+                reason: "the embedded provider generates only".into(),
+            });
+        }
+        // A known model missing from this machine is fetched first.
+        embedded::ensure(&lore.settings, &target.model, &crate::fetch::quietly).await.map_err(|reason| {
+            CallError::Unusable { endpoint: format!("the embedded model {}", target.model), reason }
+        })?;
+    }
     match target.capability {
         Capability::Embedding => {
             let vectors = client.embeddings(endpoint, &target.model, &["probe".to_owned()]).await?;
@@ -708,9 +772,8 @@ async fn probe_call(lore: &Lore, endpoint: &Endpoint, target: &Target) -> Result
             Ok(())
         }
         Capability::Generation => {
-            client
-                .chat(endpoint, &target.model, &[Message::user("Reply with the single word: ok")], 8, 0.0)
-                .await?;
+            let probe = [Message::user("Reply with the single word: ok")];
+            chat(lore, endpoint, &target.model, &probe, 8, 0.0, None).await?;
             Ok(())
         }
     }
@@ -1078,10 +1141,11 @@ pub async fn add_generation_target(
     if preset.needs_key && non_blank(&add.api_key).is_none() {
         return Err(invalid(format!("{} needs an API key", preset.name)));
     }
-    let model = add.model.trim().to_owned();
-    if model.is_empty() {
-        return Err(invalid("name the model to answer with".into()));
-    }
+    let model = match add.model.trim() {
+        "" if preset.key == embedded::KIND => embedded::DEFAULT_MODEL.to_owned(),
+        "" => return Err(invalid("name the model to answer with".into())),
+        named => named.to_owned(),
+    };
     // Probe first, on an unsaved target.
     let call =
         Endpoint { base: endpoint, api_key: non_blank(&add.api_key).map(|k| Secret::new(k.expose().trim())) };

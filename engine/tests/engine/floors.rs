@@ -20,6 +20,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("extract", 1),
     ("appdb", 1),
     ("logbook", 1),
+    ("fetch", 1),
     // 2. Models, corpus and index.
     ("providers", 2),
     ("embed", 2),

@@ -220,6 +220,7 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     settings.database.url = None;
     settings.ingest.allow_private_addresses = true;
     let lore = Lore::open(settings).await?;
+    crate::commands::models::ensure(&lore, false).await?;
     let embedder = lore.embedder().await?;
     let source = index_site(&lore, &site, options.pages).await?;
 

@@ -197,6 +197,7 @@ pub async fn mcp(mut settings: Settings, options: McpOptions) -> anyhow::Result<
     settings.mcp.operations = Some(Default::default());
     settings.mcp.tool_calls_per_minute = u32::MAX;
     let lore = Lore::open(settings).await?;
+    crate::commands::models::ensure(&lore, false).await?;
     let measured = run(&lore, &site, &options).await;
     let _ = std::fs::remove_dir_all(&data);
     let record = measured?;

@@ -25,12 +25,14 @@
 
 mod answer;
 mod dashboard;
+mod generate;
 mod mcp;
 mod operations;
 mod quality;
 mod table;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
+pub use generate::{generate, GenerateOptions};
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions};
@@ -133,9 +135,10 @@ fn write_record(
     Ok(path)
 }
 
-fn load_embedder(settings: &Settings) -> anyhow::Result<LocalEmbedder> {
-    let found = engine::embed::model_files::locate(settings)
-        .context("the embedding model's files are missing: run `scripts/run` once or set models.dir")?;
+/// The on-node embedding model, its files fetched first when this machine
+/// lacks them (with a progress bar).
+async fn load_embedder(settings: &Settings) -> anyhow::Result<LocalEmbedder> {
+    let found = crate::commands::models::embedding_files(settings).await?;
     Ok(LocalEmbedder::load(&found.dir, &settings.models.embedding, settings.models.precisions(), 1)?)
 }
 
@@ -161,7 +164,7 @@ pub async fn embed(
         let mut settings = settings.clone();
         settings.models.embedding_precision = precision;
         settings.models.query_precision = precision;
-        let embedder = load_embedder(&settings)?;
+        let embedder = load_embedder(&settings).await?;
         tokens = texts.iter().map(|t| (embedder.count_tokens(t) + 2).min(embedder.max_tokens())).sum();
         println!("Embedding {} chunks ({tokens} tokens) with {} weights …", texts.len(), precision.key());
         embedder.embed(&texts[..8.min(texts.len())]).await?; // warm-up
@@ -198,7 +201,7 @@ pub async fn embed(
             &input,
             serde_json::to_vec(&json!({"texts": texts, "queries": queries, "lore_runs": runs}))?,
         )?;
-        let found = engine::embed::model_files::locate(&settings).context("model files")?;
+        let found = crate::commands::models::embedding_files(&settings).await?;
         let output = tokio::process::Command::new(&peers.python)
             .arg(&peers.script)
             .arg("--input")
@@ -512,6 +515,7 @@ pub async fn index(
     settings.database.url = None;
     settings.ingest.allow_private_addresses = true;
     let lore = engine::Lore::open(settings.clone()).await?;
+    crate::commands::models::ensure(&lore, false).await?;
     let source = engine::sources::create(
         &lore,
         &engine::audit::Actor::System,
@@ -537,7 +541,7 @@ pub async fn index(
     );
 
     // 2. Retrieval latency at each size, flat and with the vector index.
-    let embedder = load_embedder(&settings)?;
+    let embedder = load_embedder(&settings).await?;
     let base_texts = chunk_texts(2000);
     let base_vectors = embedder.embed(&base_texts).await?;
     let base: Vec<(String, Vec<f32>)> = base_texts.into_iter().zip(base_vectors).collect();

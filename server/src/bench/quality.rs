@@ -136,6 +136,7 @@ pub async fn quality(mut settings: Settings, options: QualityOptions) -> anyhow:
     let data = tempfile_dir()?;
     settings.data_dir = data.clone();
     let lore = Lore::open(settings).await?;
+    crate::commands::models::ensure(&lore, false).await?;
     let measured = measure(&lore, &set, &options).await;
     lore.flush_writes().await;
     drop(lore);

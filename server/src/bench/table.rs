@@ -76,6 +76,7 @@ pub async fn table(mut settings: Settings, options: TableOptions) -> anyhow::Res
     settings.vectors.uri = None;
     settings.database.url = None;
     let lore = Lore::open(settings).await?;
+    crate::commands::models::ensure(&lore, false).await?;
     let rows = options.rows;
 
     println!("Writing {rows} rows to data.product …");

@@ -7,6 +7,7 @@ use super::output::{fail, print_json};
 
 pub async fn run(settings: Settings, question: &str, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
+    super::models::ensure(&lore, json).await?;
     let ask = engine::answer::Ask {
         question: question.to_owned(),
         surface: engine::answer::Surface::Cli,

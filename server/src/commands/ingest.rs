@@ -14,6 +14,7 @@ use super::{open, ACTOR};
 
 pub async fn run(settings: Settings, target: &str, name: Option<String>, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
+    super::models::ensure(&lore, json).await?;
     let is_url = target.starts_with("http://") || target.starts_with("https://");
     let queued = if is_url {
         let found = lifecycle::website_at(&lore, &ACTOR, target, name, "cli").await.map_err(fail)?;

@@ -9,6 +9,7 @@ pub mod evals;
 pub mod ingest;
 pub mod jobs;
 pub mod keys;
+pub mod models;
 pub mod output;
 pub mod providers;
 pub mod rollups;

@@ -7,6 +7,7 @@ use super::output::{fail, print_json};
 
 pub async fn run(settings: Settings, query: &str, top_k: usize, json: bool) -> anyhow::Result<()> {
     let lore = open(settings).await?;
+    super::models::ensure(&lore, json).await?;
     let found = engine::search::diagnose(&lore, query, Some(top_k), false).await.map_err(fail)?;
     let found = app::wire::SearchResults::from(found);
     if json {

@@ -20,6 +20,21 @@ use super::auth::{clear_session_cookie, session_cookie, SESSION_COOKIE};
 use super::error::ApiError;
 use crate::AppState;
 
+/// Sends a signed-in admin who opens the console's home (`/`) on a fresh
+/// install (no profile yet, the wizard not finished) to the setup wizard.
+pub async fn land_on_wizard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let home = request.method() == Method::GET && request.uri().path() == "/";
+    let admin = request.extensions().get::<Viewer>().is_some_and(|viewer| viewer.is_admin);
+    if home && admin {
+        match engine::wizard::lands_here(&state.lore).await {
+            Ok(true) => return Redirect::to("/setup").into_response(),
+            Ok(false) => {}
+            Err(err) => return ApiError::from(err).into_response(),
+        }
+    }
+    next.run(request).await
+}
+
 /// Adds request logging. Only the path is logged, never the query string:
 /// sign-in links and OIDC callbacks carry secrets there. The orchestrator's
 /// probes (`/healthz`, `/readyz`) are logged at DEBUG: they come every few

@@ -130,7 +130,10 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed);
 
     let app = api
-        .merge(crate::console::routes(&state))
+        .merge(
+            crate::console::routes(&state)
+                .layer(middleware::from_fn_with_state(state.clone(), layers::land_on_wizard)),
+        )
         .layer(middleware::from_fn(layers::reject_cross_origin))
         .layer(middleware::from_fn_with_state(state.clone(), layers::session))
         .merge(public)

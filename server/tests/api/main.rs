@@ -10,6 +10,7 @@ mod auth;
 mod cli;
 mod cli_admin;
 mod data;
+mod embedded;
 mod embedding_role;
 mod health;
 mod helpers;

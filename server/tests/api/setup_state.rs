@@ -35,6 +35,16 @@ async fn an_empty_install_cannot_answer_and_says_why() {
         assert!(reason.starts_with(&format!("{concern}: ")), "{reason}");
     }
     assert_eq!(state["active_profile_version"], serde_json::Value::Null);
+    assert_eq!(state["wizard_complete"], false);
+
+    // A fresh install's home is the setup wizard...
+    let home = app.get("/").await;
+    assert_eq!(home.status(), 303);
+    assert_eq!(home.headers()["location"], "/setup");
+    assert_eq!(app.get("/dashboard").await.status(), 200, "the Dashboard stays one click away");
+    // ...until there is a profile: then it is the Dashboard.
+    engine::profile::ensure_on_first_index(&app.lore, &engine::audit::Actor::System).await.unwrap();
+    assert_eq!(app.get("/").await.status(), 200);
 }
 
 #[tokio::test]
