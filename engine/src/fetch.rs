@@ -90,6 +90,16 @@ async fn download(
 ) -> Result<PathBuf, String> {
     let name = url.rsplit('/').next().filter(|n| n.ends_with(".whl")).unwrap_or("package.whl");
     let path = dir.join(name);
+    // pip may resolve to a wheel on disk (`--find-links`, a local index).
+    let local =
+        url::Url::parse(url).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok());
+    if let Some(local) = local {
+        std::fs::copy(&local, &path).map_err(|err| format!("cannot copy {}: {err}", local.display()))?;
+        let bytes = std::fs::read(&path).map_err(|err| err.to_string())?;
+        let size = bytes.len() as u64;
+        progress(&Fetching { what: what.to_owned(), done_bytes: size, total_bytes: Some(size) });
+        return check(Sha256::digest(&bytes).as_slice(), sha256).map(|()| path);
+    }
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .read_timeout(Duration::from_secs(60))
@@ -117,11 +127,17 @@ async fn download(
     }
     file.flush().map_err(|err| err.to_string())?;
     progress(&Fetching { what: what.to_owned(), done_bytes: done, total_bytes: total.or(Some(done)) });
-    let got: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
-    if got != sha256 {
-        return Err(format!("the downloaded wheel's SHA-256 is {got}, the registry says {sha256}"));
+    check(hasher.finalize().as_slice(), sha256).map(|()| path)
+}
+
+/// Whether `digest` is the SHA-256 (lower-case hex) pip reported.
+fn check(digest: &[u8], sha256: &str) -> Result<(), String> {
+    let got: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    if got == sha256 {
+        Ok(())
+    } else {
+        Err(format!("the wheel's SHA-256 is {got}, the registry says {sha256}"))
     }
-    Ok(path)
 }
 
 async fn pip_download(requirement: &str, dir: &Path) -> Result<PathBuf, String> {
@@ -198,4 +214,37 @@ pub fn publish(staged: &Path, dest: &Path) -> Result<(), String> {
         std::fs::remove_dir_all(dest).map_err(|err| err.to_string())?;
     }
     std::fs::rename(staged, dest).map_err(|err| err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wheel_whose_hash_differs_from_the_registrys_is_refused() {
+        let digest = Sha256::digest(b"a wheel");
+        let right: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert!(check(&digest, &right).is_ok());
+        assert!(check(&digest, &"0".repeat(64)).unwrap_err().contains("SHA-256"));
+    }
+
+    #[test]
+    fn unpacking_copies_the_members_below_the_prefix_and_nothing_that_climbs_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let wheel = dir.path().join("w.whl");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+        let stored =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        for (name, body) in
+            [("pkg/model/a.txt", "a"), ("pkg/model/../evil.txt", "evil"), ("pkg/other.txt", "o")]
+        {
+            zip.start_file(name, stored).unwrap();
+            zip.write_all(body.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap();
+        let target = dir.path().join("out");
+        assert_eq!(unpack(&wheel, "pkg/model/", &target).unwrap(), 1);
+        assert_eq!(std::fs::read_to_string(target.join("a.txt")).unwrap(), "a");
+        assert!(!dir.path().join("evil.txt").exists() && !target.join("other.txt").exists());
+    }
 }

@@ -10,7 +10,7 @@ use crate::client;
 use crate::pages::playground::AnswerPanel;
 use crate::wire::{
     AnswerResponse, AskRequest, CreateSourceRequest, JobView, NoBody, PersonaRequest, ProfileDetails,
-    ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput,
+    ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput, SourceView,
     TableConfigInput, UploadReceipt, WebsiteConfigInput,
 };
 
@@ -447,6 +447,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     let asking = RwSignal::new(false);
     let busy = RwSignal::new(false);
     let job = RwSignal::new(view.job.clone());
+    let source = RwSignal::new(view.source.clone());
     // Live indexing progress, polled each second while the run goes on.
     let tick = RwSignal::new(0u32);
     Effect::new(move |_| {
@@ -455,6 +456,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             leptos::task::spawn_local(async move {
                 if let Ok(now) = client::get::<SetupWizardView>("/admin/setup/").await {
                     job.set(now.job);
+                    source.set(now.source);
                 }
             });
         }
@@ -477,7 +479,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     };
     let finish = move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy);
     view! {
-        {move || job.get().map(|j| view! { <IndexProgress job=j/> })}
+        {move || job.get().map(|j| view! { <IndexProgress job=j source=source.get()/> })}
         <form class="question-step" on:submit=ask>
             <label>"Ask a question your content answers"
                 <textarea name="question" rows="2" required bind:value=question></textarea>
@@ -494,13 +496,15 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
 /// The first index's progress: documents against the documents found,
 /// chunks embedded against the chunks made, each with its own bar.
 #[component]
-fn IndexProgress(job: JobView) -> impl IntoView {
+fn IndexProgress(job: JobView, source: Option<SourceView>) -> impl IntoView {
     let p = job.progress;
     let documents = p.discovered.max(p.done);
     let chunks = p.chunked.max(p.embedded);
+    let (in_source, chunks_in_source) = source.as_ref().map_or((0, 0), |s| (s.document_count, s.chunk_count));
     view! {
         <div class="index-progress" data-job-status=job.status.clone()
-            data-documents-done=p.done data-documents=documents data-chunks-done=p.embedded data-chunks=chunks>
+            data-documents-done=p.done data-documents=documents data-chunks-done=p.embedded data-chunks=chunks
+            data-source-documents=in_source data-source-chunks=chunks_in_source>
             <p>{format!("First index: {}", job.status)}</p>
             <label>
                 <span class="documents">{format!("{} of {} documents", p.done, documents)}</span>
@@ -510,6 +514,11 @@ fn IndexProgress(job: JobView) -> impl IntoView {
                 <span class="chunks">{format!("{} of {} chunks embedded", p.embedded, chunks)}</span>
                 <progress max=chunks.max(1) value=p.embedded></progress>
             </label>
+            {source.filter(|_| job.status == "succeeded").map(|s| view! {
+                <p class="meta source-totals">
+                    {format!("{} now holds {} documents in {} chunks.", s.name, s.document_count, s.chunk_count)}
+                </p>
+            })}
         </div>
     }
 }

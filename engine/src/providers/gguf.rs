@@ -136,7 +136,7 @@ impl Model {
     }
 
     /// Generates a reply to `messages`: greedy (temperature 0: the same
-    /// question gets the same answer) with a mild repeat penalty, at most
+    /// question gets the same answer), at most
     /// `max_tokens`, stopping at the end-of-turn token. Each piece of text
     /// goes to `on_text` as soon as it decodes. Checks `deadline` and
     /// `cancel` between tokens.
@@ -173,7 +173,7 @@ impl Model {
             if Instant::now() >= deadline {
                 return Err(GenerateError::Deadline);
             }
-            let next = self.pick(&logits, &reply)?;
+            let next = self.pick(&logits)?;
             if step == 0 {
                 first_token_ms = started.elapsed().as_millis() as u64;
             }
@@ -208,15 +208,11 @@ impl Model {
         })
     }
 
-    /// The most likely next token, after a repeat penalty over the last 64
-    /// tokens of the reply (not the prompt's: words copied from a passage
-    /// are what a grounded answer is made of).
-    fn pick(&self, logits: &Tensor, reply: &[u32]) -> Result<u32, GenerateError> {
-        let logits = logits.squeeze(0).map_err(model_error)?;
-        let recent = &reply[reply.len().saturating_sub(REPEAT_WINDOW)..];
-        let logits = candle_transformers::utils::apply_repeat_penalty(&logits, REPEAT_PENALTY, recent)
-            .map_err(model_error)?;
-        let values: Vec<f32> = logits.to_vec1().map_err(model_error)?;
+    /// The most likely next token (greedy decoding, as an OpenAI-compatible
+    /// server does at temperature 0; no repeat penalty: it pushes a small
+    /// model off the passage's own words, which a grounded answer is made of).
+    fn pick(&self, logits: &Tensor) -> Result<u32, GenerateError> {
+        let values: Vec<f32> = logits.squeeze(0).and_then(|l| l.to_vec1()).map_err(model_error)?;
         values
             .iter()
             .enumerate()
@@ -232,9 +228,6 @@ impl Model {
 pub fn threads() -> usize {
     candle_core::utils::get_num_threads()
 }
-
-const REPEAT_PENALTY: f32 = 1.1;
-const REPEAT_WINDOW: usize = 64;
 
 fn string_array(content: &gguf_file::Content, key: &str) -> Result<Vec<String>, String> {
     let values = content
