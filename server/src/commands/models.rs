@@ -6,7 +6,8 @@ use engine::fetch::Fetching;
 use engine::Lore;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::output::fail;
+use super::output::{fail, CommandError};
+use crate::http::codes;
 
 /// A progress bar for file fetches (hidden under `--json`, and when stderr
 /// is not a terminal).
@@ -36,7 +37,7 @@ pub(crate) async fn ensure(lore: &Lore, json: bool) -> anyhow::Result<()> {
     let progress = move |fetching: &Fetching| show(&shown, fetching);
     let fetched = lore.fetch_missing_models(false, &progress).await;
     bar.finish_and_clear();
-    let fetched = fetched.map_err(fail)?;
+    let fetched = fetched.map_err(fetch_failed)?;
     if !fetched.is_empty() {
         eprintln!("Fetched {} into {}", fetched.join(", "), lore.settings.models_dir().display());
     }
@@ -53,5 +54,17 @@ pub(crate) async fn embedding_files(
     let progress = move |fetching: &Fetching| show(&shown, fetching);
     let found = engine::embed::model_files::resolve(settings, &progress).await;
     bar.finish_and_clear();
-    Ok(found?)
+    found.map_err(|err| fetch_failed(err.into()))
+}
+
+/// A failed fetch, told in full: the API hides where model files are kept
+/// from its callers, but the operator running the command is the one who
+/// must put them there.
+fn fetch_failed(err: engine::Error) -> anyhow::Error {
+    match err {
+        engine::Error::Embedding(why) => {
+            CommandError::new(codes::EMBEDDING_UNAVAILABLE.key, why.to_string()).into()
+        }
+        other => fail(other),
+    }
 }

