@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 
 /// How far a fetch has come, for a progress bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,8 +95,10 @@ async fn download(
     let local =
         url::Url::parse(url).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok());
     if let Some(local) = local {
-        std::fs::copy(&local, &path).map_err(|err| format!("cannot copy {}: {err}", local.display()))?;
-        let bytes = std::fs::read(&path).map_err(|err| err.to_string())?;
+        tokio::fs::copy(&local, &path)
+            .await
+            .map_err(|err| format!("cannot copy {}: {err}", local.display()))?;
+        let bytes = tokio::fs::read(&path).await.map_err(|err| err.to_string())?;
         let size = bytes.len() as u64;
         progress(&Fetching { what: what.to_owned(), done_bytes: size, total_bytes: Some(size) });
         return check(Sha256::digest(&bytes).as_slice(), sha256).map(|()| path);
@@ -110,7 +113,7 @@ async fn download(
         return Err(format!("the registry answered HTTP {}", response.status()));
     }
     let total = response.content_length();
-    let mut file = std::fs::File::create(&path).map_err(|err| err.to_string())?;
+    let mut file = tokio::fs::File::create(&path).await.map_err(|err| err.to_string())?;
     let mut hasher = Sha256::new();
     let mut done = 0u64;
     let mut told = std::time::Instant::now();
@@ -118,14 +121,14 @@ async fn download(
     while let Some(piece) = body.next().await {
         let piece = piece.map_err(|err| root_cause(&err))?;
         hasher.update(&piece);
-        file.write_all(&piece).map_err(|err| err.to_string())?;
+        file.write_all(&piece).await.map_err(|err| err.to_string())?;
         done += piece.len() as u64;
         if told.elapsed() >= Duration::from_millis(200) {
             told = std::time::Instant::now();
             progress(&Fetching { what: what.to_owned(), done_bytes: done, total_bytes: total });
         }
     }
-    file.flush().map_err(|err| err.to_string())?;
+    file.flush().await.map_err(|err| err.to_string())?;
     progress(&Fetching { what: what.to_owned(), done_bytes: done, total_bytes: total.or(Some(done)) });
     check(hasher.finalize().as_slice(), sha256).map(|()| path)
 }
