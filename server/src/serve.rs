@@ -131,12 +131,9 @@ async fn announce(lore: &Lore) -> anyhow::Result<()> {
 fn fetch_model_files_if_missing(lore: &Lore) {
     let lore = lore.clone();
     tokio::spawn(async move {
-        let bar = crate::commands::models::fetch_bar(false);
-        let shown = bar.clone();
-        let progress =
-            move |fetching: &engine::fetch::Fetching| crate::commands::models::show(&shown, fetching);
-        let fetched = lore.fetch_missing_models(true, &progress).await;
-        bar.finish_and_clear();
+        let bar = crate::commands::models::FetchBar::new(false);
+        let fetched = lore.fetch_missing_models(true, &|fetching| bar.show(fetching)).await;
+        drop(bar);
         match fetched {
             Ok(fetched) if fetched.is_empty() => {}
             Ok(fetched) => tracing::info!(

@@ -8,8 +8,8 @@ use leptos::prelude::*;
 use super::judging::JudgingUnderWay;
 use crate::client;
 use crate::wire::{
-    BindRequest, NoBody, ProvidersOverview, QuickAddRequest, QuickAddResult, RoleView, TargetPatch,
-    TargetRequest, TargetView,
+    BindRequest, NoBody, ProviderPresetView, ProvidersOverview, QuickAddRequest, QuickAddResult, RoleView,
+    TargetPatch, TargetRequest, TargetView,
 };
 
 #[component]
@@ -119,12 +119,7 @@ fn QuickAdd(
                 "Type"
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
                     {data.presets.iter().map(|p| {
-                        let label = match p.placement.as_deref() {
-                            Some("on_node") => format!("{} (on-node)", p.name),
-                            Some(_) => format!("{} (hosted)", p.name),
-                            None => p.name.clone(),
-                        };
-                        view! { <option value=p.key.clone()>{label}</option> }
+                        view! { <option value=p.key.clone()>{preset_label(p)}</option> }
                     }).collect_view()}
                 </select>
             </label>
@@ -143,6 +138,17 @@ pub(crate) const EMBEDDED: &str = "embedded";
 
 /// What choosing the embedded provider means, as the wizard and quick add say it.
 pub(crate) const EMBEDDED_NOTE: &str = "No key needed: a small model on this machine; answers are short and basic. Connect a stronger model any time, or bind one to escalation for what the small model cannot ground.";
+
+/// A provider type as the type selects name it: where it runs, and that
+/// the embedded one needs nothing.
+pub(crate) fn preset_label(preset: &ProviderPresetView) -> String {
+    match (preset.key.as_str(), preset.placement.as_deref()) {
+        (EMBEDDED, _) => format!("{} — no key needed", preset.name),
+        (_, Some("on_node")) => format!("{} (on-node)", preset.name),
+        (_, Some(_)) => format!("{} (hosted)", preset.name),
+        _ => preset.name.clone(),
+    }
+}
 
 /// The model field's example for a provider type.
 pub(crate) fn model_placeholder(kind: &str) -> &'static str {

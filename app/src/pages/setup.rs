@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use super::providers::{model_placeholder, ProviderPanels, EMBEDDED, EMBEDDED_NOTE};
+use super::providers::{model_placeholder, preset_label, ProviderPanels, EMBEDDED, EMBEDDED_NOTE};
 use crate::client;
 use crate::pages::playground::AnswerPanel;
 use crate::wire::{
@@ -354,13 +354,7 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
                 "Type"
                 <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
                     {move || presets.get().into_iter().map(|p| {
-                        let label = match (p.key.as_str(), p.placement.as_deref()) {
-                            (EMBEDDED, _) => format!("{} — no key needed", p.name),
-                            (_, Some("on_node")) => format!("{} (on-node)", p.name),
-                            (_, Some(_)) => format!("{} (hosted)", p.name),
-                            _ => p.name.clone(),
-                        };
-                        view! { <option value=p.key.clone() selected=p.key == kind.get_untracked()>{label}</option> }
+                        view! { <option value=p.key.clone() selected=p.key == kind.get_untracked()>{preset_label(&p)}</option> }
                     }).collect_view()}
                 </select>
             </label>

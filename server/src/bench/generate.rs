@@ -91,11 +91,9 @@ pub async fn generate(settings: Settings, options: GenerateOptions) -> anyhow::R
     let path = match &options.model {
         Some(path) => path.clone(),
         None => {
-            let bar = crate::commands::models::fetch_bar(false);
-            let shown = bar.clone();
-            let progress = move |f: &engine::fetch::Fetching| crate::commands::models::show(&shown, f);
-            let found = embedded::ensure(&settings, embedded::DEFAULT_MODEL, &progress).await;
-            bar.finish_and_clear();
+            let bar = crate::commands::models::FetchBar::new(false);
+            let found = embedded::ensure(&settings, embedded::DEFAULT_MODEL, &|f| bar.show(f)).await;
+            drop(bar);
             found.map_err(anyhow::Error::msg)?
         }
     };

@@ -9,34 +9,42 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::output::{fail, CommandError};
 use crate::http::codes;
 
-/// A progress bar for file fetches (hidden under `--json`, and when stderr
-/// is not a terminal).
-pub(crate) fn fetch_bar(json: bool) -> ProgressBar {
-    let bar = if json { ProgressBar::hidden() } else { ProgressBar::new(0) };
-    bar.set_style(
-        ProgressStyle::with_template("{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
+/// A progress bar for file fetches on stderr (hidden under `--json`, and
+/// when stderr is not a terminal), cleared when dropped.
+pub(crate) struct FetchBar(ProgressBar);
+
+impl FetchBar {
+    pub(crate) fn new(json: bool) -> Self {
+        let bar = if json { ProgressBar::hidden() } else { ProgressBar::new(0) };
+        bar.set_style(
+            ProgressStyle::with_template("{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Self(bar)
+    }
+
+    /// What a fetch tells the bar: pass `&|f| bar.show(f)` as the progress.
+    pub(crate) fn show(&self, fetching: &Fetching) {
+        self.0.set_message(format!("Fetching {} (once for this machine)", fetching.what));
+        if let Some(total) = fetching.total_bytes {
+            self.0.set_length(total);
+        }
+        self.0.set_position(fetching.done_bytes);
+    }
 }
 
-/// What a fetch tells the bar.
-pub(crate) fn show(bar: &ProgressBar, fetching: &Fetching) {
-    bar.set_message(format!("Fetching {} (once for this machine)", fetching.what));
-    if let Some(total) = fetching.total_bytes {
-        bar.set_length(total);
+impl Drop for FetchBar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
     }
-    bar.set_position(fetching.done_bytes);
 }
 
 /// Fetches the model files the roles as bound need and this machine lacks;
 /// says on stderr what it fetched and where it keeps them.
 pub(crate) async fn ensure(lore: &Lore, json: bool) -> anyhow::Result<()> {
-    let bar = fetch_bar(json);
-    let shown = bar.clone();
-    let progress = move |fetching: &Fetching| show(&shown, fetching);
-    let fetched = lore.fetch_missing_models(false, &progress).await;
-    bar.finish_and_clear();
+    let bar = FetchBar::new(json);
+    let fetched = lore.fetch_missing_models(false, &|fetching| bar.show(fetching)).await;
+    drop(bar);
     let fetched = fetched.map_err(fetch_failed)?;
     if !fetched.is_empty() {
         eprintln!("Fetched {} into {}", fetched.join(", "), lore.settings.models_dir().display());
@@ -49,11 +57,9 @@ pub(crate) async fn ensure(lore: &Lore, json: bool) -> anyhow::Result<()> {
 pub(crate) async fn embedding_files(
     settings: &engine::Settings,
 ) -> anyhow::Result<engine::embed::model_files::Resolved> {
-    let bar = fetch_bar(false);
-    let shown = bar.clone();
-    let progress = move |fetching: &Fetching| show(&shown, fetching);
-    let found = engine::embed::model_files::resolve(settings, &progress).await;
-    bar.finish_and_clear();
+    let bar = FetchBar::new(false);
+    let found = engine::embed::model_files::resolve(settings, &|fetching| bar.show(fetching)).await;
+    drop(bar);
     found.map_err(|err| fetch_failed(err.into()))
 }
 
