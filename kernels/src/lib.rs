@@ -1,5 +1,9 @@
-//! The arithmetic of Lore's BERT encoder (`engine::embed::bert`) that candle
-//! does not do well: the 8-bit dense products ([`int8`]), and between the
+//! The arithmetic of Lore's models that candle does not do well.
+//!
+//! For the embedded chat model (`engine::providers::gguf`): block-quantised
+//! products ([`quant`]) and the whole Llama forward pass ([`llama`]).
+//!
+//! For the BERT encoder (`engine::embed::bert`): the 8-bit dense products ([`int8`]), and between the
 //! products, on plain f32 slices, bias and activation, residual and layer
 //! norm, attention, pooling.
 //!
@@ -26,6 +30,8 @@
 use rayon::prelude::*;
 
 pub mod int8;
+pub mod llama;
+pub mod quant;
 
 /// The activation after the intermediate dense layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

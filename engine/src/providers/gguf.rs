@@ -1,32 +1,43 @@
-//! A GGUF chat model run by candle on the CPU: the embedded provider's
-//! engine room.
+//! A GGUF chat model run on the CPU: the embedded provider's engine room.
 //!
 //! Supported: the `llama` architecture (SmolLM2, Llama and their
 //! fine-tunes) with a byte-level BPE tokenizer (`tokenizer.ggml.model =
-//! gpt2`) and a ChatML chat template (`<|im_start|>role … <|im_end|>`),
-//! with any quantisation candle reads. Anything else is refused at load
-//! time, with the reason: that is what a probe reports.
+//! gpt2`) and a ChatML chat template (`<|im_start|>role … <|im_end|>`).
+//! Anything else is refused at load time, with the reason: that is what a
+//! probe reports.
+//!
+//! candle reads the file (metadata, tensor layout, and any quantisation it
+//! knows); the forward pass is `kernels::llama`, which keeps `Q4_1` and
+//! `Q8_0` weights in the file's own blocks and stores every other type as
+//! `Q8_0`. candle's own quantised llama costs hundreds of tensor operations
+//! per generated token, each with its allocation, and ran at a third of
+//! llama.cpp's speed on the default model; `bench-results/README.md` has
+//! the figures.
 //!
 //! The tokenizer is rebuilt from the file's own vocabulary and merges. The
 //! chat markers are inserted as token ids, never parsed out of text: a
 //! passage or question that contains `<|im_start|>` stays plain text to
 //! the model.
 
-use std::io::{Cursor, Read, Seek};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::{ModelWeights, MAX_SEQ_LEN};
+use candle_core::quantized::{gguf_file, GgmlDType};
+use candle_core::Device;
+use kernels::llama::{Config, Layer, Llama};
+use kernels::quant::QMatrix;
 
 use super::client::Message;
 
-/// A loaded model: weights with an empty cache, cloned for each generation
-/// (the tensors are shared, the key-value cache is each generation's own).
+/// The longest context Lore runs, whatever the file says it was trained
+/// for: the key-value cache of a generation is allocated whole.
+pub const MAX_CONTEXT: usize = 4096;
+
+/// A loaded model. Each generation has its own key-value cache.
 pub struct Model {
-    weights: ModelWeights,
+    llama: Llama,
     tokenizer: tokenizers::Tokenizer,
     im_start: u32,
     im_end: u32,
@@ -109,11 +120,9 @@ impl Model {
         let mut stops = vec![im_end];
         stops.extend(number("tokenizer.ggml.eos_token_id"));
         stops.extend(id("<|endoftext|>").ok());
-        let trained = number("llama.context_length").map_or(MAX_SEQ_LEN, |n| n as usize);
-        let (content, mut weights_file) = with_fast_kernels(content, reader)?;
-        let weights = ModelWeights::from_gguf(content, &mut weights_file, &Device::Cpu)
-            .map_err(|err| format!("its weights: {err}"))?;
-        Ok(Model { weights, tokenizer, im_start, im_end, stops, context: trained.min(MAX_SEQ_LEN) })
+        let trained = number("llama.context_length").map_or(MAX_CONTEXT, |n| n as usize);
+        let llama = read_llama(&content, reader)?;
+        Ok(Model { llama, tokenizer, im_start, im_end, stops, context: trained.min(MAX_CONTEXT) })
     }
 
     /// The prompt's token ids: each message in ChatML, then the assistant's
@@ -136,6 +145,17 @@ impl Model {
         Ok(self.tokenizer.encode(text, false).map_err(model_error)?.get_ids().to_vec())
     }
 
+    /// The logits for the token after `ids`, from an empty cache.
+    pub fn logits(&self, ids: &[u32]) -> Result<Vec<f32>, GenerateError> {
+        let mut cache = self.llama.cache(ids.len());
+        rayon::scope(|_| self.llama.forward(ids, &mut cache)).map_err(GenerateError::Model)
+    }
+
+    /// The text of `ids`.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, GenerateError> {
+        self.tokenizer.decode(ids, true).map_err(model_error)
+    }
+
     /// Generates a reply to `messages`: greedy (temperature 0: the same
     /// question gets the same answer), at most
     /// `max_tokens`, stopping at the end-of-turn token. Each piece of text
@@ -147,7 +167,23 @@ impl Model {
         max_tokens: u32,
         deadline: Instant,
         cancel: &AtomicBool,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Generated, GenerateError> {
+        // The loop runs on one of rayon's threads: each product then
+        // splits with a worker that is still awake from the last one,
+        // instead of being handed over from outside the pool and waited
+        // for on a lock (two context switches per product, 120 products
+        // per token).
+        rayon::scope(|_| self.generate_on_pool(messages, max_tokens, deadline, cancel, on_text))
+    }
+
+    fn generate_on_pool(
+        &self,
+        messages: &[Message],
+        max_tokens: u32,
+        deadline: Instant,
+        cancel: &AtomicBool,
+        on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Generated, GenerateError> {
         let started = Instant::now();
         let prompt = self.prompt(messages)?;
@@ -159,10 +195,8 @@ impl Model {
                 self.context
             )));
         }
-        let mut weights = self.weights.clone();
-        let input =
-            Tensor::new(prompt.as_slice(), &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(model_error)?;
-        let mut logits = weights.forward(&input, 0).map_err(model_error)?;
+        let mut cache = self.llama.cache(prompt.len() + max_tokens);
+        let mut logits = self.llama.forward(&prompt, &mut cache).map_err(GenerateError::Model)?;
         let prompt_ms = started.elapsed().as_millis() as u64;
         let mut first_token_ms = 0;
         let mut reply: Vec<u32> = Vec::new();
@@ -184,7 +218,7 @@ impl Model {
             reply.push(next);
             // Decode the whole reply and send what is new: a character
             // split over two tokens is sent once it is whole.
-            let text = self.tokenizer.decode(&reply, true).map_err(model_error)?;
+            let text = self.decode(&reply)?;
             if text.len() > sent && !text.ends_with('\u{FFFD}') && text.is_char_boundary(sent) {
                 on_text(&text[sent..]);
                 sent = text.len();
@@ -192,11 +226,9 @@ impl Model {
             if step + 1 == max_tokens {
                 break;
             }
-            let input =
-                Tensor::new(&[next], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(model_error)?;
-            logits = weights.forward(&input, prompt.len() + step).map_err(model_error)?;
+            logits = self.llama.forward(&[next], &mut cache).map_err(GenerateError::Model)?;
         }
-        let text = self.tokenizer.decode(&reply, true).map_err(model_error)?;
+        let text = self.decode(&reply)?;
         if text.len() > sent && text.is_char_boundary(sent) {
             on_text(&text[sent..]);
         }
@@ -212,9 +244,8 @@ impl Model {
     /// The most likely next token (greedy decoding, as an OpenAI-compatible
     /// server does at temperature 0; no repeat penalty: it pushes a small
     /// model off the passage's own words, which a grounded answer is made of).
-    fn pick(&self, logits: &Tensor) -> Result<u32, GenerateError> {
-        let values: Vec<f32> = logits.squeeze(0).and_then(|l| l.to_vec1()).map_err(model_error)?;
-        values
+    fn pick(&self, logits: &[f32]) -> Result<u32, GenerateError> {
+        logits
             .iter()
             .enumerate()
             .filter(|(_, v)| v.is_finite())
@@ -224,50 +255,121 @@ impl Model {
     }
 }
 
-/// The threads a generation computes on: candle's pool, one per physical
-/// core unless `RAYON_NUM_THREADS` says otherwise.
+/// The threads a generation computes on: rayon's pool (the one the
+/// embedding model uses too), one per logical CPU unless
+/// `RAYON_NUM_THREADS` says otherwise.
 pub fn threads() -> usize {
-    candle_core::utils::get_num_threads()
+    rayon::current_num_threads()
 }
 
-/// The file's tensors, with each one candle has no vectorised CPU kernel
-/// for (Q4_1, Q5_0, Q5_1: SmolLM2's default file is Q4_1) quantised again
-/// as Q8_0, which it has (AVX2). Q8_0 holds a 4- or 5-bit weight within
-/// half a step of 1/254 of its block's largest value, for about 1.7 times
-/// the 4-bit weights' memory. Returns the rewritten file, in memory, and
-/// its description.
-fn with_fast_kernels<R: Read + Seek>(
-    content: gguf_file::Content,
-    reader: &mut R,
-) -> Result<(gguf_file::Content, Cursor<Vec<u8>>), String> {
-    use candle_core::quantized::{GgmlDType, QTensor};
-    let slow = |dtype: GgmlDType| matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
-    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
-    names.sort();
-    let mut tensors = Vec::with_capacity(names.len());
-    for name in names {
-        let tensor =
-            content.tensor(reader, name, &Device::Cpu).map_err(|err| format!("its tensor {name}: {err}"))?;
-        let tensor = if slow(tensor.dtype()) {
-            tensor
-                .dequantize(&Device::Cpu)
-                .and_then(|weights| QTensor::quantize(&weights, GgmlDType::Q8_0))
-                .map_err(|err| format!("its tensor {name} cannot be quantised again: {err}"))?
-        } else {
-            tensor
-        };
-        tensors.push((name.as_str(), tensor));
+/// The decoder the file describes: its shape from the metadata, its
+/// weights as `kernels` stores them.
+fn read_llama<R: Read + Seek>(content: &gguf_file::Content, reader: &mut R) -> Result<Llama, String> {
+    let number = |key: &str| -> Result<usize, String> {
+        content
+            .metadata
+            .get(key)
+            .and_then(|v| v.to_u32().ok())
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("its metadata has no {key}"))
+    };
+    let float =
+        |key: &str, default: f32| content.metadata.get(key).and_then(|v| v.to_f32().ok()).unwrap_or(default);
+    let config = Config {
+        hidden: number("llama.embedding_length")?,
+        heads: number("llama.attention.head_count")?,
+        kv_heads: number("llama.attention.head_count_kv")?,
+        ffn: number("llama.feed_forward_length")?,
+        rope_theta: float("llama.rope.freq_base", 10_000.0),
+        eps: float("llama.attention.layer_norm_rms_epsilon", 1e-5),
+    };
+    if number("llama.expert_count").unwrap_or(0) > 0 {
+        return Err("it is a mixture of experts, which the embedded provider does not run".into());
     }
-    let metadata: Vec<(&str, &gguf_file::Value)> =
-        content.metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(name, tensor)| (*name, tensor)).collect();
-    let mut file = Cursor::new(Vec::new());
-    gguf_file::write(&mut file, &metadata, &refs)
-        .map_err(|err| format!("its weights cannot be rewritten: {err}"))?;
-    file.set_position(0);
-    let rewritten =
-        gguf_file::Content::read(&mut file).map_err(|err| format!("its rewritten weights: {err}"))?;
-    Ok((rewritten, file))
+    if config.heads == 0 {
+        return Err("its metadata says it has no attention heads".into());
+    }
+    let rotated = number("llama.rope.dimension_count").unwrap_or(config.head_dim());
+    if rotated != config.head_dim() {
+        return Err(format!(
+            "it rotates {rotated} of each head's {} dimensions; the embedded provider rotates them all",
+            config.head_dim()
+        ));
+    }
+    let mut tensors = Tensors { content, reader };
+    let mut layers = Vec::new();
+    for n in 0..number("llama.block_count")? {
+        let name = |part: &str| format!("blk.{n}.{part}.weight");
+        let qkv = [name("attn_q"), name("attn_k"), name("attn_v")]
+            .iter()
+            .map(|name| tensors.matrix(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let gate_up = [name("ffn_gate"), name("ffn_up")]
+            .iter()
+            .map(|name| tensors.matrix(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        layers.push(Layer {
+            attn_norm: tensors.vector(&name("attn_norm"))?,
+            qkv: QMatrix::stack(&qkv)?,
+            output: tensors.matrix(&name("attn_output"))?,
+            ffn_norm: tensors.vector(&name("ffn_norm"))?,
+            gate_up: QMatrix::stack(&gate_up)?,
+            down: tensors.matrix(&name("ffn_down"))?,
+        });
+    }
+    let embedding = tensors.matrix("token_embd.weight")?;
+    let head = match content.tensor_infos.contains_key("output.weight") {
+        true => Some(tensors.matrix("output.weight")?),
+        false => None,
+    };
+    let norm = tensors.vector("output_norm.weight")?;
+    Llama::new(config, embedding, layers, norm, head).map_err(|why| format!("its weights do not fit: {why}"))
+}
+
+/// Reads the file's tensors for `kernels`.
+struct Tensors<'a, R> {
+    content: &'a gguf_file::Content,
+    reader: &'a mut R,
+}
+
+impl<R: Read + Seek> Tensors<'_, R> {
+    /// A weight matrix: `Q4_1` and `Q8_0` blocks as they are in the file,
+    /// any other type dequantised by candle and stored as `Q8_0`.
+    fn matrix(&mut self, name: &str) -> Result<QMatrix, String> {
+        let info = self.content.tensor_infos.get(name).ok_or_else(|| format!("it has no tensor {name}"))?;
+        let (rows, cols) = info.shape.dims2().map_err(|_| format!("its tensor {name} is not a matrix"))?;
+        let failed = |err: String| format!("its tensor {name}: {err}");
+        match info.ggml_dtype {
+            GgmlDType::Q4_1 | GgmlDType::Q8_0 => {
+                let size = rows * cols / info.ggml_dtype.block_size() * info.ggml_dtype.type_size();
+                let mut bytes = vec![0_u8; size];
+                self.reader
+                    .seek(SeekFrom::Start(self.content.tensor_data_offset + info.offset))
+                    .and_then(|_| self.reader.read_exact(&mut bytes))
+                    .map_err(|err| failed(err.to_string()))?;
+                match info.ggml_dtype {
+                    GgmlDType::Q4_1 => QMatrix::from_q4_1(&bytes, rows, cols),
+                    _ => QMatrix::from_q8_0(&bytes, rows, cols),
+                }
+                .map_err(failed)
+            }
+            _ => QMatrix::quantise(&self.values(name)?, rows, cols).map_err(failed),
+        }
+    }
+
+    /// A norm's weights.
+    fn vector(&mut self, name: &str) -> Result<Vec<f32>, String> {
+        self.values(name)
+    }
+
+    fn values(&mut self, name: &str) -> Result<Vec<f32>, String> {
+        self.content
+            .tensor(self.reader, name, &Device::Cpu)
+            .and_then(|tensor| tensor.dequantize(&Device::Cpu))
+            .and_then(|tensor| tensor.flatten_all())
+            .and_then(|tensor| tensor.to_vec1::<f32>())
+            .map_err(|err| format!("its tensor {name}: {err}"))
+    }
 }
 
 fn string_array(content: &gguf_file::Content, key: &str) -> Result<Vec<String>, String> {

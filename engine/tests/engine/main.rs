@@ -13,6 +13,7 @@ mod appdb;
 mod crawl;
 mod embedding;
 mod floors;
+mod generation;
 mod ingest;
 mod keys;
 mod model_files;

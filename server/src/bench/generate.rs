@@ -145,7 +145,7 @@ pub async fn generate(settings: Settings, options: GenerateOptions) -> anyhow::R
     })
     .await??;
     drop(loaded);
-    print_row("Lore (embedded, candle)", &lore);
+    print_row("Lore (embedded)", &lore);
 
     let peer = match &options.llama_server {
         Some(binary) => {
