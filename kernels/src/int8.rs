@@ -354,17 +354,7 @@ fn tile_product_portable(pairs: &[[i32; TILE]], blocks: &[Block]) -> [[i32; PANE
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A deterministic pseudo-random stream in [-1, 1).
-    fn noise(seed: u64, n: usize) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::noise;
 
     fn reference(x: &[f32], w: &[f32], inputs: usize) -> Vec<f64> {
         x.chunks_exact(inputs)

@@ -48,6 +48,18 @@ const LANES: usize = 8;
 /// Rows per parallel task: enough work to be worth a hand-off.
 const ROWS_PER_TASK: usize = 16;
 
+/// A deterministic pseudo-random stream in [-1, 1), for tests.
+#[cfg(test)]
+pub(crate) fn noise(seed: u64, n: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 /// `e^x` for f32, branch-free: `2^n · e^r` with `|r| ≤ ln2/2` and a
 /// degree-6 polynomial (Cephes' `expf` coefficients). Inputs are clamped to
 /// `[-87, 88]`, where `e^x` stays a normal f32.

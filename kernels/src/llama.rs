@@ -341,16 +341,7 @@ fn silu_times(gate_up: &[f32], ffn: usize, out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn noise(seed: u64, n: usize) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 33) as f32 / (1_u64 << 31) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::noise;
 
     fn matrix(seed: u64, rows: usize, cols: usize) -> QMatrix {
         let values: Vec<f32> = noise(seed, rows * cols).iter().map(|v| v * 0.2).collect();

@@ -447,16 +447,7 @@ fn dot_q4_portable<const T: usize>(weights: &[Q4Block], tokens: [&[ActBlock]; T]
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn noise(seed: u64, n: usize) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 33) as f32 / (1_u64 << 31) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::noise;
 
     fn f32_to_f16(v: f32) -> u16 {
         // Exact for the values the tests use (normal, 10-bit mantissas).
