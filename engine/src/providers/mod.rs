@@ -50,6 +50,13 @@ pub enum ProviderError {
     TargetNotReady { role: &'static str, model: String, state: TargetState, reason: String },
     #[error("the probe of {model} failed: {error}")]
     ProbeFailed { model: String, error: CallError },
+    /// An account whose targets serve roles: deleting it would leave them
+    /// with nothing.
+    #[error(
+        "the provider {account} serves the {} role(s); bind them to another target, or unbind them, first",
+        roles.join(", ")
+    )]
+    InUse { account: String, roles: Vec<String> },
     #[error(transparent)]
     Call(#[from] CallError),
 }
@@ -510,27 +517,33 @@ pub async fn accounts(lore: &Lore) -> Result<Vec<Account>> {
 pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     let account = account_row(lore, id).await?;
     let txn = crate::store::begin_write(&lore.db).await?;
-    delete_account_in(&txn, &account.id).await?;
-    audit::record(&txn, actor, "provider.account_deleted", Some(id), serde_json::json!({})).await?;
-    txn.commit().await?;
-    Ok(())
-}
-
-/// Children first: not every database enforces the cascades.
-async fn delete_account_in(db: &impl sea_orm::ConnectionTrait, id: &str) -> Result<()> {
+    // Checked in the write transaction: a role bound meanwhile is seen.
     let targets: Vec<String> = model_target::Entity::find()
-        .filter(model_target::Column::AccountId.eq(id))
-        .all(db)
+        .filter(model_target::Column::AccountId.eq(&account.id))
+        .all(&txn)
         .await?
         .into_iter()
         .map(|t| t.id)
         .collect();
-    role_binding::Entity::delete_many()
+    let mut roles: Vec<String> = role_binding::Entity::find()
         .filter(role_binding::Column::TargetId.is_in(targets))
-        .exec(db)
+        .all(&txn)
+        .await?
+        .into_iter()
+        .map(|binding| binding.role)
+        .collect();
+    if !roles.is_empty() {
+        roles.sort();
+        return Err(ProviderError::InUse { account: account.name, roles }.into());
+    }
+    // Children first: not every database enforces the cascades.
+    model_target::Entity::delete_many()
+        .filter(model_target::Column::AccountId.eq(&account.id))
+        .exec(&txn)
         .await?;
-    model_target::Entity::delete_many().filter(model_target::Column::AccountId.eq(id)).exec(db).await?;
-    provider_account::Entity::delete_by_id(id).exec(db).await?;
+    provider_account::Entity::delete_by_id(&account.id).exec(&txn).await?;
+    audit::record(&txn, actor, "provider.account_deleted", Some(id), serde_json::json!({})).await?;
+    txn.commit().await?;
     Ok(())
 }
 

@@ -64,6 +64,7 @@ codes! {
     RATE_LIMITED = TOO_MANY_REQUESTS "rate_limited" "a widget key over its requests per minute";
     INVALID_KEY_REQUEST = UNPROCESSABLE_ENTITY "invalid_key_request" "a key's name, kind, scopes or origins are not valid";
     KEY_NOT_FOUND = NOT_FOUND "key_not_found" "no such record";
+    PROVIDER_IN_USE = CONFLICT "provider_in_use" "the provider account's models serve roles; bind them elsewhere or unbind them first (the message names them)";
     PROVIDER_NOT_FOUND = NOT_FOUND "provider_not_found" "no such record";
     TARGET_NOT_FOUND = NOT_FOUND "target_not_found" "no such record";
     PROFILE_NOT_FOUND = NOT_FOUND "profile_not_found" "no such record";

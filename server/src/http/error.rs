@@ -99,7 +99,8 @@ impl ApiError {
                 | ProviderError::AccountNotFound(_)
                 | ProviderError::TargetNotFound(_)
                 | ProviderError::TargetNotReady { .. }
-                | ProviderError::ProbeFailed { .. },
+                | ProviderError::ProbeFailed { .. }
+                | ProviderError::InUse { .. },
             )
             | engine::Error::Profile(_)
             | engine::Error::InvalidInput(_)
@@ -312,6 +313,7 @@ fn provider_parts(err: &ProviderError) -> (Code, String) {
         ProviderError::TargetNotFound(_) => codes::TARGET_NOT_FOUND,
         ProviderError::TargetNotReady { .. } => codes::TARGET_NOT_READY,
         ProviderError::ProbeFailed { .. } => codes::PROBE_FAILED,
+        ProviderError::InUse { .. } => codes::PROVIDER_IN_USE,
         ProviderError::Call(_) => codes::PROVIDER_UNAVAILABLE,
     };
     (code, capitalise(&err.to_string()))

@@ -237,3 +237,41 @@ async fn the_provider_key_never_appears_in_plain_text() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_account_whose_target_serves_a_role_is_not_deleted_until_the_role_is_unbound() {
+    let app = spawn_app().await;
+    app.sign_in_with_bootstrap_link().await;
+    // The embedded model: a ready target bound to generation, with no server to start.
+    let added = app.post_json("/admin/providers/quick-add", json!({"kind": "embedded", "model": ""})).await;
+    assert_eq!(added.status(), 201, "{:?}", added.text().await);
+    let added: Value = added.json().await.unwrap();
+    let id = added["account"]["id"].as_str().unwrap().to_owned();
+    let target = added["target"]["id"].as_str().unwrap().to_owned();
+    let delete = || app.client.delete(app.url(&format!("/admin/providers/accounts/{id}"))).send();
+
+    let refused = delete().await.unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "provider_in_use", "{body:#}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("generation role"), "{body:#}");
+    // The refusal changed nothing: the account, its target and the binding stay.
+    engine::providers::account(&app.lore, &id).await.unwrap();
+    engine::providers::target(&app.lore, &target).await.unwrap();
+    let bindings = engine::providers::bindings(&app.lore).await.unwrap();
+    let generation = bindings.iter().find(|b| b.role == engine::providers::Role::Generation).unwrap();
+    assert_eq!(generation.target.as_ref().map(|t| t.id.as_str()), Some(target.as_str()));
+
+    let unbound = app
+        .client
+        .put(app.url("/admin/roles/generation"))
+        .json(&json!({"target_id": null}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unbound.status(), 200, "{:?}", unbound.text().await);
+    let deleted = delete().await.unwrap();
+    assert!(deleted.status().is_success(), "{:?}", deleted.text().await);
+    assert!(engine::providers::account(&app.lore, &id).await.is_err());
+    assert!(engine::providers::target(&app.lore, &target).await.is_err(), "its targets go with it");
+}
