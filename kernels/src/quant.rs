@@ -178,28 +178,18 @@ impl QMatrix {
             return Err("stacked matrices need the same number of columns".into());
         }
         let rows = parts.iter().map(|p| p.rows).sum();
-        let blocks = match &first.blocks {
-            Blocks::Q8(_) if parts.iter().all(|p| matches!(p.blocks, Blocks::Q8(_))) => Blocks::Q8(
-                parts
-                    .iter()
-                    .flat_map(|p| match &p.blocks {
-                        Blocks::Q8(b) => b.as_slice(),
-                        Blocks::Q4(_) => &[],
-                    })
-                    .copied()
-                    .collect(),
-            ),
-            Blocks::Q4(_) if parts.iter().all(|p| matches!(p.blocks, Blocks::Q4(_))) => Blocks::Q4(
-                parts
-                    .iter()
-                    .flat_map(|p| match &p.blocks {
-                        Blocks::Q4(b) => b.as_slice(),
-                        Blocks::Q8(_) => &[],
-                    })
-                    .copied()
-                    .collect(),
-            ),
-            _ => {
+        let q8 = gather(parts, |b| match b {
+            Blocks::Q8(blocks) => Some(blocks),
+            Blocks::Q4(_) => None,
+        });
+        let q4 = gather(parts, |b| match b {
+            Blocks::Q4(blocks) => Some(blocks),
+            Blocks::Q8(_) => None,
+        });
+        let blocks = match (q8, q4) {
+            (Some(q8), _) => Blocks::Q8(q8),
+            (_, Some(q4)) => Blocks::Q4(q4),
+            (None, None) => {
                 let values: Vec<f32> = parts.iter().flat_map(|p| p.values()).collect();
                 return Self::quantise(&values, rows, cols);
             }
@@ -311,6 +301,15 @@ impl QMatrix {
             Blocks::Q4(blocks) => dot_q4(&blocks[range], tokens),
         }
     }
+}
+
+/// Every part's blocks one after another, when `pick` finds them in each.
+fn gather<T: Copy>(parts: &[QMatrix], pick: impl Fn(&Blocks) -> Option<&Vec<T>>) -> Option<Vec<T>> {
+    let mut all = Vec::new();
+    for part in parts {
+        all.extend_from_slice(pick(&part.blocks)?);
+    }
+    Some(all)
 }
 
 /// `x` (`[n, cols]`) quantised to 8-bit blocks.
