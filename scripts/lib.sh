@@ -95,6 +95,23 @@ ensure_openapi_validator() {
   fi
 }
 
+# A reranking model for `scripts/bench-rerank` (not the tests): nanoranker
+# ships its ONNX weights in its wheel, where no cross-encoder's install from
+# the registries here. Pinned with its runtime.
+RERANKER_VENV="$LORE_CACHE/reranker"
+RERANKER_VERSION=1.2
+ensure_reranker() {
+  local installed
+  installed="$("$RERANKER_VENV/bin/pip" show nanoranker 2>/dev/null | sed -n 's/^Version: //p' || true)"
+  if [ "$installed" != "$RERANKER_VERSION" ]; then
+    step "Installing nanoranker $RERANKER_VERSION, a reranking model for the rerank benchmark (once)"
+    rm -rf "$RERANKER_VENV"
+    python3 -m venv "$RERANKER_VENV"
+    "$RERANKER_VENV/bin/pip" install --quiet "nanoranker==$RERANKER_VERSION" \
+      "onnxruntime==1.32.0" "onnxruntime-extensions==0.15.2" "numpy==2.4.6"
+  fi
+}
+
 # The official Python MCP SDK, in both of its lines: 1.x speaks the
 # session-era revisions, 2.x the sessionless 2026-07-28 one as well. The
 # tool-server tests connect with each (end2end/tests/mcp.test.mjs).

@@ -63,6 +63,79 @@ test('quick add binds a real on-node model, and a dead endpoint is refused with 
   assert.deepEqual(errors, []);
 });
 
+test('an account is added, edited with its key kept and then rotated, and deleted only once no role uses it', async () => {
+  // The refused delete's 409 is expected; its path is known once the account exists.
+  const expected = [];
+  const { page, errors } = await openPage(browser, lore.baseUrl, expected);
+  await signIn(page, lore.baseUrl, ADMIN);
+  await page.goto(`${lore.baseUrl}/providers`);
+  await hydrated(page);
+  await page.getByRole('heading', { name: 'Add an account' }).waitFor();
+
+  // An account on its own, then a model of it, probed.
+  const firstKey = 'sk-e2e-account-first-9a8b7c6d5e4f';
+  await page.selectOption('select[name=account_kind]', 'llama_cpp');
+  await page.fill('input[name=account_name]', 'Side llama');
+  await page.fill('input[name=account_endpoint]', llama.endpoint);
+  await page.fill('input[name=account_api_key]', firstKey);
+  await page.getByRole('button', { name: 'Add account' }).click();
+  await page.locator('.flash.ok', { hasText: 'Side llama is stored' }).waitFor();
+  const account = page.locator('li.account[data-account="Side llama"]');
+  await account.locator('input[name=target_model]').fill('smollm2-side');
+  await account.getByRole('button', { name: 'Add model' }).click();
+  const target = account.locator('li.target[data-model=smollm2-side]');
+  await target.waitFor();
+  await target.getByRole('button', { name: 'Probe' }).click();
+  await target.locator('.badge', { hasText: 'ready' }).waitFor({ timeout: 60_000 });
+  // Its probe history: one probe, which answered.
+  await target.getByRole('button', { name: 'Probe history' }).click();
+  await target.locator('ol.probe-history li[data-ok=true]').waitFor();
+  assert.equal(await target.locator('ol.probe-history li').count(), 1);
+
+  // Edited with a blank key: renamed, the key kept.
+  await account.locator('button.edit-account').click();
+  await account.locator('input[name=edit_name]').fill('Side llama (edited)');
+  await account.getByRole('button', { name: 'Save account' }).click();
+  await page.locator('.flash.ok', { hasText: 'its key is kept' }).waitFor();
+  const edited = page.locator('li.account[data-account="Side llama (edited)"]');
+  await edited.waitFor();
+  assert.match(await edited.innerText(), /key stored/);
+  // A new value rotates it.
+  const rotatedKey = 'sk-e2e-account-rotated-1f2e3d4c5b6a';
+  await edited.locator('button.edit-account').click();
+  await edited.locator('input[name=edit_api_key]').fill(rotatedKey);
+  await edited.getByRole('button', { name: 'Save account' }).click();
+  await page.locator('.flash.ok', { hasText: 'its key is replaced' }).waitFor();
+
+  // Bound to the escalation role, the account cannot be deleted: the
+  // message names the role, and the account stays.
+  const escalation = page.locator('tr[data-role=escalation]');
+  await escalation.locator('select[name=target]').selectOption({ label: 'smollm2-side (ready)' });
+  await escalation.getByRole('button', { name: 'Bind' }).click();
+  await page.locator('.flash.ok', { hasText: 'escalation role was updated' }).waitFor();
+  const overview = await (await page.request.get(`${lore.baseUrl}/admin/providers/`)).json();
+  const id = overview.accounts.find((a) => a.name === 'Side llama (edited)').id;
+  expected.push(`409 /admin/providers/accounts/${id}`);
+  await page.locator('li.account[data-account="Side llama (edited)"] button.delete-account').click();
+  await page.locator('.flash.error', { hasText: 'escalation' }).waitFor();
+  assert.match(await page.locator('.flash.error').innerText(), /provider_in_use|serves the escalation/);
+  assert.equal(await page.locator('li.account[data-account="Side llama (edited)"]').count(), 1);
+
+  // Unbound, it is deleted with its model.
+  await page.locator('tr[data-role=escalation] select[name=target]').selectOption('');
+  await page.locator('tr[data-role=escalation]').getByRole('button', { name: 'Bind' }).click();
+  await page.locator('.flash.ok', { hasText: 'escalation role was updated' }).waitFor();
+  await page.locator('li.account[data-account="Side llama (edited)"] button.delete-account').click();
+  await page.locator('.flash.ok', { hasText: 'deleted' }).waitFor();
+  await page.locator('li.account[data-account="Side llama (edited)"]').waitFor({ state: 'detached' });
+
+  for (const key of [firstKey, rotatedKey]) {
+    assert.equal((await page.content()).includes(key), false, 'the key is not on the page');
+    assert.equal(lore.logs().includes(key), false, 'nor in the server log');
+  }
+  assert.deepEqual(errors, []);
+});
+
 test('a new key is shown once, with a copy button, and never again', async () => {
   const { page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);

@@ -28,6 +28,7 @@ pub mod profile;
 pub mod providers;
 pub mod readiness;
 pub mod recorder;
+pub mod rerank;
 pub mod resources;
 pub mod retrieve;
 pub mod search;

@@ -338,6 +338,12 @@ pub fn validate(snapshot: &Snapshot) -> Result<()> {
     {
         return invalid("the fusion weights must each be between 0 and 1, and not both zero");
     }
+    if !(1..=crate::retrieve::MAX_RERANK_CANDIDATES).contains(&r.rerank_candidates) {
+        return invalid(&format!(
+            "the rerank candidates must be between 1 and {}",
+            crate::retrieve::MAX_RERANK_CANDIDATES
+        ));
+    }
     Ok(())
 }
 

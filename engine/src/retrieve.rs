@@ -19,6 +19,9 @@ use crate::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
 /// `/retrieve` request's).
 pub const MAX_TOP_K: usize = 50;
 
+/// The most candidates a reranker may be given.
+pub const MAX_RERANK_CANDIDATES: usize = 100;
+
 /// Answer-time retrieval settings (a ProfileVersion carries its own copy).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalSettings {
@@ -27,11 +30,36 @@ pub struct RetrievalSettings {
     pub score_cutoff: f32,
     pub vector_weight: f32,
     pub text_weight: f32,
+    /// While a reranker is bound: how many of the best candidates past the
+    /// cutoff it reorders before the top k is taken (at least top k).
+    #[serde(default = "default_rerank_candidates")]
+    pub rerank_candidates: usize,
+}
+
+fn default_rerank_candidates() -> usize {
+    20
 }
 
 impl Default for RetrievalSettings {
     fn default() -> Self {
-        Self { top_k: 5, score_cutoff: 0.3, vector_weight: 0.7, text_weight: 0.3 }
+        Self {
+            top_k: 5,
+            score_cutoff: 0.3,
+            vector_weight: 0.7,
+            text_weight: 0.3,
+            rerank_candidates: default_rerank_candidates(),
+        }
+    }
+}
+
+impl RetrievalSettings {
+    /// These settings keeping the rerank pool instead of the top k: what a
+    /// retrieval whose candidates a reranker will reorder asks for.
+    pub fn widened_for_rerank(&self) -> RetrievalSettings {
+        RetrievalSettings {
+            top_k: self.rerank_candidates.clamp(self.top_k, MAX_RERANK_CANDIDATES.max(self.top_k)),
+            ..*self
+        }
     }
 }
 
@@ -50,6 +78,8 @@ pub struct Retrieved {
     /// 1-based rank in each mode's candidate list.
     pub vector_rank: Option<usize>,
     pub text_rank: Option<usize>,
+    /// The reranker's relevance score, when one reordered the results.
+    pub rerank_score: Option<f32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -131,6 +161,7 @@ fn fuse(
                 text_score: None,
                 vector_rank: Some(rank + 1),
                 text_rank: None,
+                rerank_score: None,
             },
         );
     }
@@ -142,6 +173,7 @@ fn fuse(
             text_score: None,
             vector_rank: None,
             text_rank: None,
+            rerank_score: None,
         });
         entry.text_score = Some(hit.score);
         entry.text_rank = Some(rank + 1);
@@ -163,6 +195,20 @@ fn fuse(
     let kept = results.iter().filter(|r| r.score >= settings.score_cutoff).count();
     results.truncate(kept.min(settings.top_k));
     Retrieval { results, candidates, below_cutoff: candidates - kept }
+}
+
+/// Reorders `results` by the reranker's `scores` (one per result, in the
+/// results' order), highest first; equal scores keep the fused order. The
+/// fused score stays what it was: the cutoff has already been applied.
+pub fn reorder(results: &mut [Retrieved], scores: &[f32]) {
+    for (result, score) in results.iter_mut().zip(scores) {
+        result.rerank_score = Some(*score);
+    }
+    // A stable sort: ties keep the fused order.
+    results.sort_by(|a, b| {
+        let (a, b) = (a.rerank_score.unwrap_or(f32::MIN), b.rerank_score.unwrap_or(f32::MIN));
+        b.total_cmp(&a)
+    });
 }
 
 impl From<RetrieveError> for crate::Error {

@@ -60,7 +60,23 @@ pub async fn search(
     settings: &RetrievalSettings,
     reach: Reach,
 ) -> Result<Retrieval> {
-    Ok(search_with(lore, query, async { Ok::<_, Error>(*settings) }, reach).await?.0)
+    Ok(search_with(lore, query, async { Ok::<_, Error>(*settings) }, reach, Rerank::No).await?.found)
+}
+
+/// Whether a search goes through the rerank stage (answers, `/retrieve`
+/// and the Playground's retrieval do; the corpus diagnostic shows the fused
+/// order as it is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rerank {
+    IfBound,
+    No,
+}
+
+/// What one search found, with the rerank stage's outcome when it ran.
+struct Searched {
+    found: Retrieval,
+    settings: RetrievalSettings,
+    reranked: Option<crate::rerank::Outcome>,
 }
 
 /// [`search`] with the active profile version's retrieval settings (the
@@ -72,6 +88,11 @@ pub async fn search_active(
     query: &str,
     top_k: Option<usize>,
 ) -> Result<(Retrieval, RetrievalSettings)> {
+    let searched = search_active_traced(lore, query, top_k).await?;
+    Ok((searched.found, searched.settings))
+}
+
+async fn search_active_traced(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<Searched> {
     if let Some(k) = top_k.filter(|k| !(1..=retrieve::MAX_TOP_K).contains(k)) {
         return Err(Error::InvalidInput(format!(
             "top_k must be between 1 and {}, not {k}",
@@ -86,7 +107,7 @@ pub async fn search_active(
         }
         Ok::<_, Error>(settings)
     };
-    search_with(lore, query, settings, Reach::Enabled).await
+    search_with(lore, query, settings, Reach::Enabled, Rerank::IfBound).await
 }
 
 /// The corpus diagnostic (the Playground's Corpus mode and `lore search`):
@@ -133,7 +154,8 @@ pub async fn profile_retrieval(lore: &Lore, query: &str) -> Result<ProfileRetrie
     let scope = crate::sources::scope_of(&every);
     let sources =
         every.into_iter().filter(|source| source.enabled).map(|source| (source.name, source.id)).collect();
-    let found = search(lore, query, &settings, Reach::Within(scope)).await?;
+    let settings_now = async { Ok::<_, Error>(settings) };
+    let found = search_with(lore, query, settings_now, Reach::Within(scope), Rerank::IfBound).await?.found;
     Ok(ProfileRetrieval { profile_version: active.map(|v| v.version), settings, sources, found })
 }
 
@@ -153,10 +175,11 @@ pub struct RetrievalTrace {
 
 /// [`search_active`] with the trace a caller of `/retrieve` reads: the
 /// retrieval stage's decision (`results` or `empty`), what it considered
-/// and how long it took.
+/// and how long it took, then the rerank stage while a reranker is bound.
 pub async fn retrieve(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<Traced> {
     let started = Instant::now();
-    let (found, settings) = search_active(lore, query, top_k).await?;
+    let Searched { found, settings, reranked } = search_active_traced(lore, query, top_k).await?;
+    let rerank_ms = reranked.as_ref().map_or(0.0, |r| r.duration_ms);
     let stage = Stage {
         stage: StageName::Retrieval,
         decision: if found.results.is_empty() { "empty".into() } else { "results".into() },
@@ -164,10 +187,12 @@ pub async fn retrieve(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<
             "{} candidates, {} below the cutoff {:.2}, top {}",
             found.candidates, found.below_cutoff, settings.score_cutoff, settings.top_k
         ),
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0 - rerank_ms,
         cost_usd: None,
     };
-    let trace = RetrievalTrace { id: uuid::Uuid::new_v4().to_string(), stages: vec![stage] };
+    let mut stages = vec![stage];
+    stages.extend(reranked.map(|r| r.stage()));
+    let trace = RetrievalTrace { id: uuid::Uuid::new_v4().to_string(), stages };
     Ok(Traced { found, trace })
 }
 
@@ -176,7 +201,8 @@ async fn search_with(
     query: &str,
     settings: impl Future<Output = Result<RetrievalSettings>>,
     reach: Reach,
-) -> Result<(Retrieval, RetrievalSettings)> {
+    rerank: Rerank,
+) -> Result<Searched> {
     let query = query.trim();
     if query.is_empty() {
         return Err(Error::InvalidInput("the query is empty".into()));
@@ -197,6 +223,15 @@ async fn search_with(
     }
     let embedder = lore.embedder().await?;
     let store = lore.chunks().await?;
-    let found = retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &scope, &settings).await?;
-    Ok((found, settings))
+    let reranker = match rerank {
+        Rerank::IfBound => crate::rerank::reranker(lore).await?,
+        Rerank::No => None,
+    };
+    let widened = crate::rerank::settings_for(&settings, reranker.as_ref());
+    let mut found = retrieve::hybrid(store.as_ref(), embedder.as_ref(), query, &scope, &widened).await?;
+    let reranked = match &reranker {
+        Some(reranker) => Some(crate::rerank::apply(lore, reranker, query, &mut found, settings.top_k).await),
+        None => None,
+    };
+    Ok(Searched { found, settings, reranked })
 }

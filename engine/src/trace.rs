@@ -20,6 +20,9 @@ pub enum StageName {
     ExactCache,
     SemanticCache,
     Retrieval,
+    /// The reranker's reordering of the retrieved candidates (only while a
+    /// rerank target is bound).
+    Rerank,
     Refusal,
     Prompt,
     Generation,
@@ -32,13 +35,14 @@ pub enum StageName {
 
 impl StageName {
     /// Every stage, in pipeline order.
-    pub const ALL: [StageName; 13] = [
+    pub const ALL: [StageName; 14] = [
         StageName::Normalise,
         StageName::Readiness,
         StageName::Pinned,
         StageName::ExactCache,
         StageName::SemanticCache,
         StageName::Retrieval,
+        StageName::Rerank,
         StageName::Refusal,
         StageName::Prompt,
         StageName::Generation,
@@ -57,6 +61,7 @@ impl StageName {
             StageName::ExactCache => "exact_cache",
             StageName::SemanticCache => "semantic_cache",
             StageName::Retrieval => "retrieval",
+            StageName::Rerank => "rerank",
             StageName::Refusal => "refusal",
             StageName::Prompt => "prompt",
             StageName::Generation => "generation",

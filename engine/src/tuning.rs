@@ -95,6 +95,8 @@ pub struct Overview {
     pub score_cutoff: Effective<f32>,
     pub vector_weight: Effective<f32>,
     pub text_weight: Effective<f32>,
+    /// How many candidates a bound reranker reorders.
+    pub rerank_candidates: Effective<usize>,
     pub cache_enabled: Effective<bool>,
     pub cache_min_similarity: Effective<f32>,
     pub cache_max_age_seconds: Effective<u64>,
@@ -131,6 +133,7 @@ pub async fn overview(lore: &Lore) -> Result<Overview> {
         score_cutoff: Effective::against(r.score_cutoff, &d.score_cutoff),
         vector_weight: Effective::against(r.vector_weight, &d.vector_weight),
         text_weight: Effective::against(r.text_weight, &d.text_weight),
+        rerank_candidates: Effective::against(r.rerank_candidates, &d.rerank_candidates),
         cache_enabled: Effective::against(c.enabled, &dc.enabled),
         cache_min_similarity: Effective::against(c.min_similarity, &dc.min_similarity),
         cache_max_age_seconds: Effective::against(c.max_age_seconds, &dc.max_age_seconds),
@@ -146,6 +149,7 @@ pub struct Change {
     pub score_cutoff: Option<f32>,
     pub vector_weight: Option<f32>,
     pub text_weight: Option<f32>,
+    pub rerank_candidates: Option<usize>,
     pub cache_enabled: Option<bool>,
     pub cache_min_similarity: Option<f32>,
     pub cache_max_age_seconds: Option<u64>,
@@ -184,6 +188,7 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
         || change.score_cutoff.is_some()
         || change.vector_weight.is_some()
         || change.text_weight.is_some()
+        || change.rerank_candidates.is_some()
         || change.cache_enabled.is_some()
         || change.cache_min_similarity.is_some()
         || change.cache_max_age_seconds.is_some();
@@ -200,6 +205,7 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
         r.score_cutoff = change.score_cutoff.unwrap_or(r.score_cutoff);
         r.vector_weight = change.vector_weight.unwrap_or(r.vector_weight);
         r.text_weight = change.text_weight.unwrap_or(r.text_weight);
+        r.rerank_candidates = change.rerank_candidates.unwrap_or(r.rerank_candidates);
         let c = &mut snapshot.cache;
         c.enabled = change.cache_enabled.unwrap_or(c.enabled);
         c.min_similarity = change.cache_min_similarity.unwrap_or(c.min_similarity);

@@ -362,6 +362,25 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Retrieval recall with and without a reranker over SQLite's
+    /// documentation (`scripts/bench-rerank`).
+    Rerank {
+        /// A `/rerank` endpoint's API base (`http://127.0.0.1:PORT/v1`).
+        #[arg(long)]
+        rerank_endpoint: String,
+        /// The model name to ask the endpoint for.
+        #[arg(long, default_value = "nanoranker")]
+        rerank_model: String,
+        /// How many of the best candidates the reranker reorders.
+        #[arg(long, default_value_t = 20)]
+        candidates: usize,
+        /// Where SQLite's documentation pages are (Debian's sqlite3-doc).
+        #[arg(long, default_value = "/usr/share/doc/sqlite3")]
+        docs: PathBuf,
+        /// Where the JSON record goes (default bench-results/rerank.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The embedded model's prompt and generation speed and its time to the
     /// first token for a 1,500-token prompt, side by side with llama.cpp's
     /// `llama-server` on the same GGUF file and the same number of threads

@@ -103,6 +103,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let options = bench::QualityOptions { docs, llm_endpoint, llm_model, out };
             bench::quality(settings, options).await
         }
+        Command::Bench {
+            command: BenchCommand::Rerank { rerank_endpoint, rerank_model, candidates, docs, out },
+        } => {
+            let options = bench::RerankOptions { docs, rerank_endpoint, rerank_model, candidates, out };
+            bench::rerank(settings, options).await
+        }
         Command::Bench { command: BenchCommand::Generate { model, llama_server, tokens, runs, out } } => {
             bench::generate(settings, bench::GenerateOptions { model, llama_server, tokens, runs, out }).await
         }

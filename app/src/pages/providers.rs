@@ -1,15 +1,17 @@
-//! The Providers screen: quick add (type, key, model in one action), the
-//! accounts, their model targets with probe state and re-probe, and the
-//! execution roles with the role-binding validator's messages. API keys go
-//! in through a password field and never come back.
+//! The Providers screen: quick add (type, key, model in one action), an
+//! account added on its own, the accounts (edit, rotate the key, delete),
+//! their model targets with probe state, re-probe and probe history, the
+//! execution roles with the role-binding validator's messages, and the
+//! escalation chain's further tiers. API keys go in through a password field
+//! and never come back.
 
 use leptos::prelude::*;
 
 use super::judging::JudgingUnderWay;
 use crate::client;
 use crate::wire::{
-    BindRequest, NoBody, ProviderPresetView, ProvidersOverview, QuickAddRequest, QuickAddResult, RoleView,
-    TargetPatch, TargetRequest, TargetView,
+    AccountRequest, AccountView, BindRequest, NoBody, ProbeView, ProviderPresetView, ProvidersOverview,
+    QuickAddRequest, QuickAddResult, RoleView, TargetPatch, TargetRequest, TargetView, TiersRequest,
 };
 
 #[component]
@@ -18,7 +20,7 @@ pub fn Providers() -> impl IntoView {
         <section class="screen providers">
             <h1>"Providers"</h1>
             <p class="lede">
-                "A provider account is an OpenAI-compatible endpoint, or the embedded model that runs inside Lore. A model target is one model through one account for one job; roles say which target does which job. Keys are stored encrypted and never shown again."
+                "A provider account is an endpoint (OpenAI-compatible, or Anthropic's or Google's own API), or the embedded model that runs inside Lore. A model target is one model through one account for one job; roles say which target does which job. Keys are stored encrypted and never shown again."
             </p>
             <ProviderPanels/>
         </section>
@@ -49,7 +51,9 @@ pub(crate) fn ProviderPanels() -> impl IntoView {
             Some(Ok(data)) => view! {
                 <QuickAdd data=data.clone() notice refresh/>
                 <Roles data=data.clone() notice refresh/>
-                <Targets data notice refresh/>
+                <EscalationChain data=data.clone() notice refresh/>
+                <Targets data=data.clone() notice refresh/>
+                <AddAccount presets=data.presets notice refresh/>
             }
             .into_any(),
         }}
@@ -152,10 +156,11 @@ pub(crate) fn preset_label(preset: &ProviderPresetView) -> String {
 
 /// The model field's example for a provider type.
 pub(crate) fn model_placeholder(kind: &str) -> &'static str {
-    if kind == EMBEDDED {
-        "SmolLM2-135M-Instruct.Q4_1.gguf (the default)"
-    } else {
-        "gpt-4o-mini"
+    match kind {
+        EMBEDDED => "SmolLM2-135M-Instruct.Q4_1.gguf (the default)",
+        "anthropic" => "claude-sonnet-4-5",
+        "gemini" => "gemini-2.5-flash",
+        _ => "gpt-4o-mini",
     }
 }
 
@@ -247,17 +252,18 @@ fn Targets(
         <div class="panel targets">
             <h2>"Accounts and model targets"</h2>
             {if data.accounts.is_empty() {
-                view! { <p class="empty">"No provider yet: use quick add above."</p> }.into_any()
+                view! { <p class="empty">"No provider yet: use quick add above, or add an account below."</p> }.into_any()
             } else {
                 view! {
                     <ul class="accounts">
                         {accounts.into_iter().map(|account| {
                             let targets: Vec<TargetView> = data.targets.iter().filter(|t| t.account_id == account.id).cloned().collect();
                             view! {
-                                <li class="account">
+                                <li class="account" data-account=account.name.clone()>
                                     <strong>{account.name.clone()}</strong>
                                     <span class="meta">{format!(" {} · {} · {}", account.kind, account.placement.replace('_', "-"), account.endpoint)}</span>
                                     <span class="meta">{if account.has_api_key { " · key stored" } else { " · no key" }}</span>
+                                    <EditAccount account=account.clone() notice refresh/>
                                     <ul class="target-list">
                                         {targets.into_iter().map(|target| view! { <TargetRow target notice refresh/> }).collect_view()}
                                     </ul>
@@ -347,6 +353,7 @@ fn TargetRow(
             {target.state_reason.clone().map(|r| view! { <span class="reason">{r}</span> })}
             <button type="button" on:click=probe disabled=move || busy.get()>"Probe"</button>
             <button type="button" on:click=toggle>{if target.enabled { "Disable" } else { "Enable" }}</button>
+            <ProbeHistory target_id=target.id.clone()/>
             <form class="prices" on:submit=save_prices>
                 <label>"$ / M input tokens" <input name="input_price" inputmode="decimal" bind:value=input_price/></label>
                 <label>"$ / M output tokens" <input name="output_price" inputmode="decimal" bind:value=output_price/></label>
@@ -425,5 +432,234 @@ fn AddTarget(
             <button type="button" on:click=list>"List models"</button>
             <button type="submit">"Add model"</button>
         </form>
+    }
+}
+
+/// An account added on its own (quick add also registers, probes and binds
+/// a model): type, name, endpoint and key.
+#[component]
+fn AddAccount(
+    presets: Vec<ProviderPresetView>,
+    notice: RwSignal<Option<(bool, String)>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let kind = RwSignal::new("custom".to_owned());
+    let name = RwSignal::new(String::new());
+    let endpoint = RwSignal::new(String::new());
+    let api_key = RwSignal::new(String::new());
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let filled = |field: RwSignal<String>| Some(field.get().trim().to_owned()).filter(|v| !v.is_empty());
+        let body = AccountRequest {
+            name: filled(name),
+            kind: kind.get(),
+            placement: None,
+            endpoint: filled(endpoint),
+            api_key: filled(api_key),
+        };
+        leptos::task::spawn_local(async move {
+            match client::send::<_, AccountView>("POST", "/admin/providers/accounts", &body).await {
+                Ok(account) => {
+                    api_key.set(String::new());
+                    name.set(String::new());
+                    endpoint.set(String::new());
+                    notice.set(Some((
+                        true,
+                        format!("{} is stored; add its models below, then probe them.", account.name),
+                    )));
+                    refresh();
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    view! {
+        <form class="panel add-account" on:submit=submit>
+            <h2>"Add an account"</h2>
+            <p class="hint">"Stores the connection only; register its models afterwards, one per job."</p>
+            <label>
+                "Type"
+                <select name="account_kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
+                    {presets.iter().map(|p| view! { <option value=p.key.clone()>{preset_label(p)}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Name" <input name="account_name" bind:value=name placeholder="the type's name"/></label>
+            <label>"Endpoint" <input name="account_endpoint" bind:value=endpoint placeholder="the type's default"/></label>
+            <label>"API key" <input name="account_api_key" type="password" autocomplete="off" bind:value=api_key/></label>
+            <button type="submit">"Add account"</button>
+        </form>
+    }
+}
+
+/// An account's edit form (a blank key keeps the stored one; a value
+/// rotates it) and its delete button, which the engine refuses while a role
+/// is bound to one of its models.
+#[component]
+fn EditAccount(
+    account: AccountView,
+    notice: RwSignal<Option<(bool, String)>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let name = RwSignal::new(account.name.clone());
+    let endpoint = RwSignal::new(account.endpoint.clone());
+    let api_key = RwSignal::new(String::new());
+    let (id, kind) = (account.id.clone(), account.kind.clone());
+    let save = {
+        let id = id.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            let key = api_key.get().trim().to_owned();
+            let body = AccountRequest {
+                name: Some(name.get()),
+                kind: kind.clone(),
+                placement: None,
+                endpoint: Some(endpoint.get()),
+                api_key: (!key.is_empty()).then_some(key),
+            };
+            let url = format!("/admin/providers/accounts/{id}");
+            leptos::task::spawn_local(async move {
+                match client::send::<_, AccountView>("PUT", &url, &body).await {
+                    Ok(saved) => {
+                        api_key.set(String::new());
+                        open.set(false);
+                        let said =
+                            if body.api_key.is_some() { "its key is replaced" } else { "its key is kept" };
+                        notice.set(Some((true, format!("{} is saved; {said}.", saved.name))));
+                        refresh();
+                    }
+                    Err(message) => notice.set(Some((false, message))),
+                }
+            });
+        }
+    };
+    let delete = move |_| {
+        let url = format!("/admin/providers/accounts/{id}");
+        leptos::task::spawn_local(async move {
+            match client::delete(&url).await {
+                Ok(()) => {
+                    notice.set(Some((true, "The account and its models are deleted.".to_owned())));
+                    refresh();
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    view! {
+        <span class="account-actions">
+            <button type="button" class="edit-account" on:click=move |_| open.update(|o| *o = !*o)>"Edit"</button>
+            <button type="button" class="delete-account" on:click=delete>"Delete"</button>
+        </span>
+        <Show when=move || open.get()>
+            <form class="edit-account-form" on:submit=save.clone()>
+                <label>"Name" <input name="edit_name" bind:value=name/></label>
+                <label>"Endpoint" <input name="edit_endpoint" bind:value=endpoint/></label>
+                <label>"New API key" <input name="edit_api_key" type="password" autocomplete="off" bind:value=api_key placeholder="blank keeps the stored key"/></label>
+                <button type="submit">"Save account"</button>
+            </form>
+        </Show>
+    }
+}
+
+/// A target's recent probes, newest first, read when opened.
+#[component]
+fn ProbeHistory(target_id: String) -> impl IntoView {
+    let probes = RwSignal::new(None::<Result<Vec<ProbeView>, String>>);
+    let show = move |_| {
+        if probes.get().is_some() {
+            probes.set(None);
+            return;
+        }
+        let url = format!("/admin/targets/{target_id}/probes");
+        leptos::task::spawn_local(async move {
+            probes.set(Some(client::get::<Vec<ProbeView>>(&url).await));
+        });
+    };
+    view! {
+        <button type="button" class="probe-history-toggle" on:click=show>"Probe history"</button>
+        {move || probes.get().map(|loaded| match loaded {
+            Err(message) => view! { <p class="error">{message}</p> }.into_any(),
+            Ok(list) if list.is_empty() => view! { <p class="empty probe-history">"Never probed."</p> }.into_any(),
+            Ok(list) => view! {
+                <ol class="probe-history">
+                    {list.into_iter().map(|probe| view! {
+                        <li data-ok=probe.ok.to_string()>
+                            <span class={if probe.ok { "badge ok" } else { "badge bad" }}>{if probe.ok { "ok" } else { "failed" }}</span>
+                            {format!(" {} · {} ms", probe.probed_at, probe.latency_ms)}
+                            {probe.error.map(|e| view! { <span class="reason">{e}</span> })}
+                        </li>
+                    }).collect_view()}
+                </ol>
+            }.into_any(),
+        })}
+    }
+}
+
+/// The escalation chain: tier 1 is the escalation role's target (Roles
+/// above); further tiers are tried in order while every answer before was
+/// not grounded.
+#[component]
+fn EscalationChain(
+    data: ProvidersOverview,
+    notice: RwSignal<Option<(bool, String)>>,
+    refresh: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let tier1 = data.roles.iter().find(|r| r.role == "escalation").and_then(|r| r.model.clone());
+    let model_of = {
+        let targets = data.targets.clone();
+        move |id: &str| targets.iter().find(|t| t.id == id).map(|t| format!("{} ({})", t.model, t.state))
+    };
+    let candidates: Vec<TargetView> =
+        data.targets.iter().filter(|t| t.capability == "generation").cloned().collect();
+    let tiers = data.further_tiers.clone();
+    let choice = RwSignal::new(String::new());
+    let set = move |ids: Vec<String>| {
+        leptos::task::spawn_local(async move {
+            let body = TiersRequest { target_ids: ids };
+            match client::send::<_, ProvidersOverview>("PUT", "/admin/providers/escalation-tiers", &body)
+                .await
+            {
+                Ok(_) => {
+                    notice.set(Some((true, "The escalation chain is saved.".to_owned())));
+                    refresh();
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    let add = {
+        let tiers = tiers.clone();
+        move |_| {
+            let picked = choice.get();
+            if picked.is_empty() {
+                return;
+            }
+            let mut ids = tiers.clone();
+            ids.push(picked);
+            set(ids);
+        }
+    };
+    view! {
+        <div class="panel escalation-chain">
+            <h2>"Escalation chain"</h2>
+            <p class="hint">"When an answer is not grounded, the escalation role's model tries (tier 1), then each further tier in turn, until one grounds its answer; if none does, the question is refused."</p>
+            <ol class="tiers">
+                <li>{format!("Tier 1: {}", tier1.unwrap_or_else(|| "the escalation role is unbound".to_owned()))}</li>
+                {tiers.iter().enumerate().map(|(i, id)| {
+                    let rest: Vec<String> = tiers.iter().filter(|t| *t != id).cloned().collect();
+                    view! {
+                        <li class="tier" data-tier=(i + 2).to_string()>
+                            {format!("Tier {}: {}", i + 2, model_of(id).unwrap_or_else(|| id.clone()))}
+                            <button type="button" on:click=move |_| set(rest.clone())>"Remove"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ol>
+            <select name="tier_target" prop:value=move || choice.get() on:change=move |ev| choice.set(event_target_value(&ev))>
+                <option value="">"(choose a generation model)"</option>
+                {candidates.into_iter().map(|t| view! { <option value=t.id.clone()>{format!("{} ({})", t.model, t.state)}</option> }).collect_view()}
+            </select>
+            <button type="button" on:click=add>"Add tier"</button>
+        </div>
     }
 }

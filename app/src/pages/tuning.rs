@@ -76,6 +76,7 @@ fn TuningForm(
     let cutoff = RwSignal::new(String::new());
     let vector_weight = RwSignal::new(String::new());
     let text_weight = RwSignal::new(String::new());
+    let rerank_candidates = RwSignal::new(String::new());
     let cache = RwSignal::new(String::new());
     let similarity = RwSignal::new(String::new());
     let max_age = RwSignal::new(String::new());
@@ -102,6 +103,7 @@ fn TuningForm(
                         cutoff,
                         vector_weight,
                         text_weight,
+                        rerank_candidates,
                         cache,
                         similarity,
                         max_age,
@@ -128,6 +130,7 @@ fn TuningForm(
                 score_cutoff: field("The score cutoff", &cutoff.get())?,
                 vector_weight: field("The vector weight", &vector_weight.get())?,
                 text_weight: field("The text weight", &text_weight.get())?,
+                rerank_candidates: field("Rerank candidates", &rerank_candidates.get())?,
                 cache_enabled: match cache.get().as_str() {
                     "on" => Some(true),
                     "off" => Some(false),
@@ -180,6 +183,8 @@ fn TuningForm(
             <label>"Score cutoff " <input name="score_cutoff" inputmode="decimal" bind:value=cutoff placeholder=hint(&view.score_cutoff)/></label>
             <label>"Vector weight " <input name="vector_weight" inputmode="decimal" bind:value=vector_weight placeholder=hint(&view.vector_weight)/></label>
             <label>"Text weight " <input name="text_weight" inputmode="decimal" bind:value=text_weight placeholder=hint(&view.text_weight)/></label>
+            <label>"Rerank candidates " <input name="rerank_candidates" inputmode="numeric" bind:value=rerank_candidates placeholder=hint(&view.rerank_candidates)/></label>
+            <p class="note">"While a rerank target is bound (Providers), it reorders this many of the best candidates past the cutoff before the top-k is taken."</p>
             <h2>"Semantic cache"</h2>
             <label>
                 "Cache "

@@ -250,6 +250,10 @@ pub struct ResultScores {
     pub vector_score: f32,
     /// BM25 score of the full-text search, when the chunk matched it.
     pub text_score: Option<f32>,
+    /// The reranker's relevance score, when a bound reranker ordered the
+    /// results (its scale is the reranker's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -383,6 +387,7 @@ mod from_engine {
                     score: r.score,
                     vector_score: r.vector_score,
                     text_score: r.text_score,
+                    rerank_score: r.rerank_score.filter(|score| *score > f32::MIN),
                 })
                 .collect();
             let results = found

@@ -51,6 +51,13 @@ pub struct RetrievalSettingsView {
     pub score_cutoff: f32,
     pub vector_weight: f32,
     pub text_weight: f32,
+    /// How many candidates a bound reranker reorders before the top k.
+    #[serde(default = "default_rerank_candidates")]
+    pub rerank_candidates: usize,
+}
+
+fn default_rerank_candidates() -> usize {
+    20
 }
 
 /// A complete serving snapshot (what one profile version holds).
@@ -323,6 +330,7 @@ mod from_engine {
                 score_cutoff: s.score_cutoff,
                 vector_weight: s.vector_weight,
                 text_weight: s.text_weight,
+                rerank_candidates: s.rerank_candidates,
             }
         }
     }

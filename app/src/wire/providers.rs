@@ -18,6 +18,12 @@ pub struct ProviderPresetView {
     /// `on_node`, `off_node`, or `None` (custom: either).
     pub placement: Option<String>,
     pub needs_key: bool,
+    /// The wire protocol: `openai` (OpenAI-compatible), `anthropic` or
+    /// `gemini`.
+    pub protocol: String,
+    /// The capabilities its targets may have (`generation`, `embedding`,
+    /// `rerank`).
+    pub capabilities: Vec<String>,
 }
 
 /// A provider account. The API key itself never crosses the wire.
@@ -75,6 +81,10 @@ pub struct ProvidersOverview {
     pub accounts: Vec<AccountView>,
     pub targets: Vec<TargetView>,
     pub roles: Vec<RoleView>,
+    /// The escalation chain's further tiers (target ids, tier 2 first): tried
+    /// in order after the escalation role's target (tier 1) was not grounded.
+    #[serde(default)]
+    pub further_tiers: Vec<String>,
     /// After a binding the eval gate judged (golden questions exist): what
     /// it decided. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,6 +213,25 @@ pub struct BindRequest {
     pub target_id: Option<String>,
 }
 
+/// `PUT /admin/providers/escalation-tiers`: the escalation chain's further
+/// tiers, in the order they are tried after the escalation role's target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TiersRequest {
+    /// Target ids, tier 2 first; empty leaves the chain at one tier.
+    pub target_ids: Vec<String>,
+}
+
+/// One probe of a target (`GET /admin/targets/{id}/probes`, newest first).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeView {
+    pub ok: bool,
+    pub latency_ms: u64,
+    /// Why it failed (the provider's text, scrubbed of keys).
+    pub error: Option<String>,
+    pub probed_at: String,
+}
+
 /// `POST /admin/providers/quick-add` and the wizard's
 /// `POST /admin/setup/provider`: account, target, probe and generation role
 /// in one action.
@@ -237,6 +266,12 @@ mod from_engine {
     use super::*;
     use crate::wire::time;
     use engine::settings::Secret;
+
+    impl From<engine::providers::Probe> for ProbeView {
+        fn from(probe: engine::providers::Probe) -> Self {
+            Self { ok: probe.ok, latency_ms: probe.latency_ms, error: probe.error, probed_at: time(probe.at) }
+        }
+    }
 
     impl From<engine::providers::Account> for AccountView {
         fn from(account: engine::providers::Account) -> Self {
@@ -284,6 +319,8 @@ mod from_engine {
                     endpoint: p.endpoint.map(str::to_owned),
                     placement: p.placement.map(|pl| pl.key().to_owned()),
                     needs_key: p.needs_key,
+                    protocol: p.protocol.key().to_owned(),
+                    capabilities: p.capabilities.iter().map(|c| c.key().to_owned()).collect(),
                 })
                 .collect();
             let roles = overview
@@ -304,6 +341,7 @@ mod from_engine {
                 accounts: overview.accounts.into_iter().map(AccountView::from).collect(),
                 targets: overview.targets.into_iter().map(TargetView::from).collect(),
                 roles,
+                further_tiers: overview.further_tiers,
                 verdict: None,
             }
         }

@@ -26,6 +26,8 @@ pub struct TuningView {
     pub score_cutoff: EffectiveValue<f32>,
     pub vector_weight: EffectiveValue<f32>,
     pub text_weight: EffectiveValue<f32>,
+    /// How many candidates a bound reranker reorders before the top k.
+    pub rerank_candidates: EffectiveValue<usize>,
     pub cache_enabled: EffectiveValue<bool>,
     pub cache_min_similarity: EffectiveValue<f32>,
     pub cache_max_age_seconds: EffectiveValue<u64>,
@@ -47,6 +49,8 @@ pub struct TuningChange {
     pub vector_weight: Option<f32>,
     #[serde(default)]
     pub text_weight: Option<f32>,
+    #[serde(default)]
+    pub rerank_candidates: Option<usize>,
     #[serde(default)]
     pub cache_enabled: Option<bool>,
     #[serde(default)]
@@ -109,6 +113,7 @@ mod from_engine {
                 score_cutoff: o.score_cutoff.into(),
                 vector_weight: o.vector_weight.into(),
                 text_weight: o.text_weight.into(),
+                rerank_candidates: o.rerank_candidates.into(),
                 cache_enabled: o.cache_enabled.into(),
                 cache_min_similarity: o.cache_min_similarity.into(),
                 cache_max_age_seconds: o.cache_max_age_seconds.into(),
@@ -125,6 +130,7 @@ mod from_engine {
                 score_cutoff: c.score_cutoff,
                 vector_weight: c.vector_weight,
                 text_weight: c.text_weight,
+                rerank_candidates: c.rerank_candidates,
                 cache_enabled: c.cache_enabled,
                 cache_min_similarity: c.cache_min_similarity,
                 cache_max_age_seconds: c.cache_max_age_seconds,

@@ -493,8 +493,16 @@ async fn pipeline(
         None => lore.chunks().await?,
     };
     let settings = version.snapshot.retrieval;
-    let retrieval =
-        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &scope, &settings).await?;
+    let reranker = crate::rerank::reranker(lore).await?;
+    let widened = crate::rerank::settings_for(&settings, reranker.as_ref());
+    let mut retrieval =
+        retrieve::hybrid_with_vector(store.as_ref(), &vector, &question.text, &scope, &widened).await?;
+    let reranked = match &reranker {
+        Some(reranker) if !retrieval.results.is_empty() => {
+            Some(crate::rerank::apply(lore, reranker, &question.text, &mut retrieval, settings.top_k).await)
+        }
+        _ => None,
+    };
     let passages = retrieval.results;
     let trace_passages: Vec<TracePassage> =
         passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
@@ -524,6 +532,10 @@ async fn pipeline(
             settings.score_cutoff
         ),
     );
+    let rerank_cost = reranked.as_ref().and_then(|r| r.cost_usd).unwrap_or(0.0);
+    if let Some(reranked) = reranked {
+        trace.stage_costing(StageName::Rerank, reranked.decision, reranked.reason, reranked.cost_usd);
+    }
 
     // A candidate that stands for a model binding answers with that model
     // in its role; the active version with what is bound.
@@ -547,7 +559,7 @@ async fn pipeline(
     let generation = trial_for(Role::Generation)
         .or(assessment.generation())
         .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
-    let mut usage = Usage::default();
+    let mut usage = Usage { estimated_cost_usd: rerank_cost, ..Usage::default() };
     let first = match run.generate(generation, &messages).await {
         Ok(first) => first,
         Err(err) => {
@@ -636,44 +648,62 @@ async fn pipeline(
     if !verdict.grounded && !declined {
         match escalation {
             None => trace.stage(StageName::Escalation, "unbound", "no escalation target is bound"),
-            Some(escalation) if escalation.state != TargetState::Ready => trace.stage(
-                StageName::Escalation,
-                "disabled",
-                format!("the escalation target {} is {}", escalation.target.model, escalation.state.key()),
-            ),
-            Some(escalation) => match run.generate(&escalation, &messages).await {
-                Ok(second) => {
-                    let cost = second.cost(&escalation);
-                    usage.add(&second.completion, cost);
-                    let mut again = grounding::check(
-                        &question.text,
-                        &second.completion.text,
-                        &passage_texts,
-                        min_support,
-                    );
-                    trace.stage_costing(
-                        StageName::Escalation,
-                        if again.grounded { "grounded" } else { "ungrounded" },
-                        format!("{}: {}", escalation.target.model, again.reason),
-                        Some(cost),
-                    );
-                    if again.grounded && margin > 0.0 {
-                        run.verify(&escalation, &mut again, &passage_texts, &mut usage, &mut trace).await;
+            Some(first) => {
+                // The chain: the escalation role's target, then the further
+                // tiers, each tried only while every answer before it was
+                // not grounded. Each tier's decision names its tier.
+                let mut tiers = vec![first];
+                tiers.extend(providers::resolve_further_tiers(lore).await?);
+                for (i, tier) in tiers.iter().enumerate() {
+                    let n = i + 1;
+                    if tier.state != TargetState::Ready {
+                        trace.stage(
+                            StageName::Escalation,
+                            &format!("tier{n}_disabled"),
+                            format!("tier {n}: {} is {}", tier.target.model, tier.state.key()),
+                        );
+                        continue;
                     }
-                    served = (escalation.target.model.clone(), second.completion.text);
-                    verdict = again;
+                    match run.generate(tier, &messages).await {
+                        Ok(next) => {
+                            let cost = next.cost(tier);
+                            usage.add(&next.completion, cost);
+                            let mut again = grounding::check(
+                                &question.text,
+                                &next.completion.text,
+                                &passage_texts,
+                                min_support,
+                            );
+                            let outcome = if again.grounded { "grounded" } else { "ungrounded" };
+                            trace.stage_costing(
+                                StageName::Escalation,
+                                &format!("tier{n}_{outcome}"),
+                                format!("tier {n}: {}: {}", tier.target.model, again.reason),
+                                Some(cost),
+                            );
+                            if again.grounded && margin > 0.0 {
+                                run.verify(tier, &mut again, &passage_texts, &mut usage, &mut trace).await;
+                            }
+                            served = (tier.target.model.clone(), next.completion.text);
+                            verdict = again;
+                            if verdict.grounded {
+                                break;
+                            }
+                        }
+                        // The answers before already failed the check: the
+                        // next tier is tried, and with none left the
+                        // question is refused, as when unbound.
+                        Err(err) => {
+                            tracing::warn!(error = %err, model = %tier.target.model, tier = n, "the escalation call failed");
+                            trace.stage(
+                                StageName::Escalation,
+                                &format!("tier{n}_failed"),
+                                format!("tier {n}: {} did not answer", tier.target.model),
+                            );
+                        }
+                    }
                 }
-                // The first tier's answer already failed the check: with no
-                // second opinion, the question is refused, as when unbound.
-                Err(err) => {
-                    tracing::warn!(error = %err, model = %escalation.target.model, "the escalation call failed");
-                    trace.stage(
-                        StageName::Escalation,
-                        "failed",
-                        format!("the escalation target {} did not answer", escalation.target.model),
-                    );
-                }
-            },
+            }
         }
     }
 

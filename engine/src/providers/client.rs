@@ -1,9 +1,15 @@
-//! The OpenAI-compatible protocol: `GET /models`, `POST /chat/completions`,
-//! `POST /embeddings` and (llama.cpp, Jina, vLLM) `POST /rerank`, against
-//! an endpoint's API base (`…/v1`). Hosted vendors and on-node servers speak
-//! the same protocol.
+//! Calls to a provider's API base (`…/v1`) in the protocol its account
+//! speaks ([`Protocol`]):
 //!
-//! The API key travels only in the `Authorization` header of these requests.
+//! - the OpenAI-compatible protocol, which most hosted vendors and every
+//!   on-node server speak: `GET /models`, `POST /chat/completions`,
+//!   `POST /embeddings` and (llama.cpp, vLLM, Cohere, Jina, Voyage)
+//!   `POST /rerank`;
+//! - Anthropic's Messages API and Google's Gemini API, whose replies are
+//!   streamed ([`super::hosted`], read with [`super::sse`]).
+//!
+//! The API key travels only in the header each protocol names
+//! (`Authorization`, `x-api-key`, `x-goog-api-key`).
 //! Error messages carry the endpoint and the provider's own message, never
 //! the key: everything the provider or the transport says is passed through
 //! [`super::redact::scrub`], with the key the call sent, where it becomes a
@@ -13,9 +19,34 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedSender;
 
+use super::hosted::{self, Streamed};
 use super::redact::scrub;
+use super::sse;
 use crate::settings::Secret;
+
+/// The most a streamed reply may hold in all.
+const MAX_STREAM_BYTES: usize = 16 << 20;
+
+/// The wire protocol of an account's endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    #[default]
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Protocol {
+    pub fn key(self) -> &'static str {
+        match self {
+            Protocol::OpenAi => "openai",
+            Protocol::Anthropic => "anthropic",
+            Protocol::Gemini => "gemini",
+        }
+    }
+}
 
 /// Where to send requests, with the decrypted key for the duration of a call.
 #[derive(Clone, Debug)]
@@ -23,6 +54,14 @@ pub struct Endpoint {
     /// The API base without a trailing slash.
     pub base: String,
     pub api_key: Option<Secret>,
+    pub protocol: Protocol,
+}
+
+impl Endpoint {
+    /// An OpenAI-compatible endpoint.
+    pub fn openai(base: impl Into<String>, api_key: Option<Secret>) -> Self {
+        Self { base: base.into(), api_key, protocol: Protocol::OpenAi }
+    }
 }
 
 /// Why a provider call failed. Messages are for the admin and carry no key:
@@ -37,8 +76,12 @@ pub enum CallError {
     Unauthorized { endpoint: String, status: u16, message: String },
     #[error("{endpoint} answered HTTP {status}: {message}")]
     Status { endpoint: String, status: u16, message: String },
-    #[error("{endpoint} answered something that is not the OpenAI-compatible format: {reason}")]
+    #[error("{endpoint} answered something Lore cannot read: {reason}")]
     Protocol { endpoint: String, reason: String },
+    /// A streamed reply that the provider ended with an error, after its
+    /// status said success (Anthropic's `error` event, for one).
+    #[error("{endpoint} broke off its reply: {message}")]
+    Stream { endpoint: String, message: String },
     /// The embedded model cannot run: its file is missing, unreadable or
     /// not a model Lore runs, or the generation failed.
     #[error("{endpoint} cannot run: {reason}")]
@@ -88,10 +131,50 @@ impl Client {
     }
 
     fn request(&self, method: reqwest::Method, endpoint: &Endpoint, path: &str) -> reqwest::RequestBuilder {
-        let request = self.http.request(method, format!("{}/{path}", endpoint.base));
-        match &endpoint.api_key {
-            Some(key) => request.bearer_auth(key.expose()),
-            None => request,
+        let mut request = self.http.request(method, format!("{}/{path}", endpoint.base));
+        if endpoint.protocol == Protocol::Anthropic {
+            request = request.header("anthropic-version", hosted::ANTHROPIC_VERSION);
+        }
+        let Some(key) = &endpoint.api_key else {
+            return request;
+        };
+        match endpoint.protocol {
+            Protocol::OpenAi => request.bearer_auth(key.expose()),
+            Protocol::Anthropic => request.header("x-api-key", key.expose()),
+            Protocol::Gemini => request.header("x-goog-api-key", key.expose()),
+        }
+    }
+
+    /// Sends `request`; a reply that is not a success becomes the error.
+    async fn open(
+        &self,
+        endpoint: &Endpoint,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, CallError> {
+        let at = endpoint.base.clone();
+        let sent: Vec<&str> = endpoint.api_key.iter().map(Secret::expose).collect();
+        let response = request.send().await.map_err(|err| self.transport(&at, &err, &sent))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response.bytes().await.map_err(|err| self.transport(&at, &err, &sent))?;
+        let message = scrub(&provider_message(&body), &sent);
+        // Gemini refuses a bad key with 400 and this reason.
+        let refused = matches!(status.as_u16(), 401 | 403)
+            || String::from_utf8_lossy(&body).contains("API_KEY_INVALID");
+        Err(if refused {
+            CallError::Unauthorized { endpoint: at, status: status.as_u16(), message }
+        } else {
+            CallError::Status { endpoint: at, status: status.as_u16(), message }
+        })
+    }
+
+    fn transport(&self, at: &str, err: &reqwest::Error, sent: &[&str]) -> CallError {
+        if err.is_timeout() {
+            CallError::Timeout { endpoint: at.to_owned(), seconds: self.timeout.as_secs() }
+        } else {
+            CallError::Unreachable { endpoint: at.to_owned(), reason: scrub(&root_cause(err), sent) }
         }
     }
 
@@ -100,35 +183,57 @@ impl Client {
         endpoint: &Endpoint,
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
-        let at = endpoint.base.clone();
+        let response = self.open(endpoint, request).await?;
         // The key this call sends, so that a reply echoing it is caught even
         // when it looks like no known credential format.
         let sent: Vec<&str> = endpoint.api_key.iter().map(Secret::expose).collect();
-        let scrubbed = |text: &str| scrub(text, &sent);
-        let response = request.send().await.map_err(|err| {
-            if err.is_timeout() {
-                CallError::Timeout { endpoint: at.clone(), seconds: self.timeout.as_secs() }
-            } else {
-                CallError::Unreachable { endpoint: at.clone(), reason: scrubbed(&root_cause(&err)) }
-            }
-        })?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|err| CallError::Unreachable {
-            endpoint: at.clone(),
-            reason: scrubbed(&root_cause(&err)),
-        })?;
-        if !status.is_success() {
-            let message = scrubbed(&provider_message(&body));
-            return Err(if status.as_u16() == 401 || status.as_u16() == 403 {
-                CallError::Unauthorized { endpoint: at, status: status.as_u16(), message }
-            } else {
-                CallError::Status { endpoint: at, status: status.as_u16(), message }
-            });
-        }
+        let body = response.bytes().await.map_err(|err| self.transport(&endpoint.base, &err, &sent))?;
         // serde_json's messages quote the offending value, which is the
         // provider's text too.
-        serde_json::from_slice(&body)
-            .map_err(|err| CallError::Protocol { endpoint: at, reason: scrubbed(&err.to_string()) })
+        serde_json::from_slice(&body).map_err(|err| CallError::Protocol {
+            endpoint: endpoint.base.clone(),
+            reason: scrub(&err.to_string(), &sent),
+        })
+    }
+
+    /// Sends `request` and hands each server-sent event of the reply to
+    /// `on_event` as it arrives, until the stream ends or `on_event` fails
+    /// (with the provider's message, scrubbed here).
+    async fn stream(
+        &self,
+        endpoint: &Endpoint,
+        request: reqwest::RequestBuilder,
+        mut on_event: impl FnMut(sse::Event) -> Result<(), String>,
+    ) -> Result<(), CallError> {
+        let mut response = self.open(endpoint, request).await?;
+        let sent: Vec<&str> = endpoint.api_key.iter().map(Secret::expose).collect();
+        let protocol = |reason: String| CallError::Protocol {
+            endpoint: endpoint.base.clone(),
+            reason: scrub(&reason, &sent),
+        };
+        let mut reader = sse::Reader::default();
+        let mut total = 0usize;
+        while let Some(chunk) =
+            response.chunk().await.map_err(|err| self.transport(&endpoint.base, &err, &sent))?
+        {
+            total += chunk.len();
+            if total > MAX_STREAM_BYTES {
+                return Err(protocol(format!("the streamed reply is longer than {MAX_STREAM_BYTES} bytes")));
+            }
+            for event in reader.feed(&chunk).map_err(protocol)? {
+                on_event(event).map_err(|message| CallError::Stream {
+                    endpoint: endpoint.base.clone(),
+                    message: scrub(&message, &sent),
+                })?;
+            }
+        }
+        if let Some(event) = reader.finish().map_err(protocol)? {
+            on_event(event).map_err(|message| CallError::Stream {
+                endpoint: endpoint.base.clone(),
+                message: scrub(&message, &sent),
+            })?;
+        }
+        Ok(())
     }
 
     /// The model ids the endpoint lists (`GET /models`).
@@ -141,13 +246,78 @@ impl Client {
         struct Model {
             id: String,
         }
-        let listed: Listed =
-            self.send(endpoint, self.request(reqwest::Method::GET, endpoint, "models")).await?;
+        let request = self.request(reqwest::Method::GET, endpoint, "models");
+        if endpoint.protocol == Protocol::Gemini {
+            let reply: serde_json::Value = self.send(endpoint, request).await?;
+            return hosted::gemini_models(&reply).ok_or_else(|| self.unreadable(endpoint, "no model list"));
+        }
+        // Anthropic lists its models in the OpenAI-compatible shape.
+        let listed: Listed = self.send(endpoint, request).await?;
         Ok(listed.data.into_iter().map(|m| m.id).collect())
     }
 
-    /// One non-streaming chat completion.
+    fn unreadable(&self, endpoint: &Endpoint, reason: &str) -> CallError {
+        CallError::Protocol { endpoint: endpoint.base.clone(), reason: reason.to_owned() }
+    }
+
+    /// One chat completion. `tokens`, when given, gets the reply's text
+    /// piece by piece where the protocol streams it (the hosted families),
+    /// or whole.
     pub async fn chat(
+        &self,
+        endpoint: &Endpoint,
+        model: &str,
+        messages: &[Message],
+        max_tokens: u32,
+        temperature: f32,
+        tokens: Option<&UnboundedSender<String>>,
+    ) -> Result<Completion, CallError> {
+        let streamed = match endpoint.protocol {
+            Protocol::OpenAi => {
+                let completion = self.openai_chat(endpoint, model, messages, max_tokens, temperature).await?;
+                if let Some(tokens) = tokens {
+                    let _ = tokens.send(completion.text.clone());
+                }
+                return Ok(completion);
+            }
+            Protocol::Anthropic => {
+                let body = hosted::anthropic_request(model, messages, max_tokens, temperature);
+                let request = self.request(reqwest::Method::POST, endpoint, "messages").json(&body);
+                let mut streamed = Streamed::default();
+                self.stream(endpoint, request, |event| {
+                    let piece = streamed.anthropic(&event.name, &event.data).map_err(|failure| failure.0)?;
+                    forward(tokens, piece);
+                    Ok(())
+                })
+                .await?;
+                streamed
+            }
+            Protocol::Gemini => {
+                let id = hosted::gemini_model(model).map_err(|reason| self.unreadable(endpoint, &reason))?;
+                let body = hosted::gemini_request(messages, max_tokens, temperature);
+                let path = format!("models/{id}:streamGenerateContent?alt=sse");
+                let request = self.request(reqwest::Method::POST, endpoint, &path).json(&body);
+                let mut streamed = Streamed::default();
+                self.stream(endpoint, request, |event| {
+                    let piece = streamed.gemini(&event.data).map_err(|failure| failure.0)?;
+                    forward(tokens, piece);
+                    Ok(())
+                })
+                .await?;
+                streamed
+            }
+        };
+        if !streamed.complete {
+            return Err(self.unreadable(endpoint, "the streamed reply ended before it said it was complete"));
+        }
+        Ok(Completion {
+            text: streamed.text,
+            input_tokens: streamed.input_tokens,
+            output_tokens: streamed.output_tokens,
+        })
+    }
+
+    async fn openai_chat(
         &self,
         endpoint: &Endpoint,
         model: &str,
@@ -207,6 +377,22 @@ impl Client {
             index: Option<usize>,
             embedding: Vec<f32>,
         }
+        if endpoint.protocol == Protocol::Gemini {
+            let id = hosted::gemini_model(model).map_err(|reason| self.unreadable(endpoint, &reason))?;
+            let body = hosted::gemini_embed_request(id, inputs);
+            let path = format!("models/{id}:batchEmbedContents");
+            let reply: serde_json::Value =
+                self.send(endpoint, self.request(reqwest::Method::POST, endpoint, &path).json(&body)).await?;
+            let vectors = hosted::gemini_embeddings(&reply)
+                .ok_or_else(|| self.unreadable(endpoint, "no embeddings"))?;
+            if vectors.len() != inputs.len() {
+                return Err(self.unreadable(
+                    endpoint,
+                    &format!("{} embeddings for {} inputs", vectors.len(), inputs.len()),
+                ));
+            }
+            return Ok(vectors);
+        }
         let body = serde_json::json!({"model": model, "input": inputs, "encoding_format": "float"});
         let response: Response = self
             .send(endpoint, self.request(reqwest::Method::POST, endpoint, "embeddings").json(&body))
@@ -222,33 +408,73 @@ impl Client {
         Ok(items.into_iter().map(|item| item.embedding).collect())
     }
 
-    /// Relevance scores of `documents` for `query`, in the documents' order.
+    /// Relevance scores of `documents` for `query`, in the documents'
+    /// order, with the tokens the provider counted when it says (llama.cpp,
+    /// Jina and vLLM report `usage`).
     pub async fn rerank(
         &self,
         endpoint: &Endpoint,
         model: &str,
         query: &str,
         documents: &[String],
-    ) -> Result<Vec<f32>, CallError> {
+    ) -> Result<Reranked, CallError> {
         #[derive(Deserialize)]
         struct Response {
             results: Vec<Item>,
+            #[serde(default)]
+            usage: Option<Usage>,
         }
         #[derive(Deserialize)]
         struct Item {
             index: usize,
             relevance_score: f32,
         }
+        #[derive(Deserialize)]
+        struct Usage {
+            #[serde(default)]
+            prompt_tokens: Option<u64>,
+            #[serde(default)]
+            total_tokens: Option<u64>,
+        }
+        if endpoint.protocol != Protocol::OpenAi {
+            return Err(self.unreadable(endpoint, "this provider offers no reranking"));
+        }
         let body = serde_json::json!({"model": model, "query": query, "documents": documents});
         let response: Response =
             self.send(endpoint, self.request(reqwest::Method::POST, endpoint, "rerank").json(&body)).await?;
-        let mut scores = vec![0.0; documents.len()];
+        let mut scores = vec![None; documents.len()];
         for item in response.results {
-            if let Some(score) = scores.get_mut(item.index) {
-                *score = item.relevance_score;
+            match scores.get_mut(item.index) {
+                Some(score) if item.relevance_score.is_finite() => *score = Some(item.relevance_score),
+                _ => {
+                    return Err(self.unreadable(
+                        endpoint,
+                        &format!("a score for document {} of {}", item.index, documents.len()),
+                    ))
+                }
             }
         }
-        Ok(scores)
+        // A reranker may return only its best: the rest rank below them.
+        let scores = scores.into_iter().map(|score| score.unwrap_or(f32::MIN)).collect();
+        let input_tokens = response.usage.and_then(|u| u.prompt_tokens.or(u.total_tokens)).unwrap_or(0);
+        Ok(Reranked { scores, input_tokens })
+    }
+}
+
+/// A reranker's verdict on a list of documents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reranked {
+    /// One per document, in the documents' order (`f32::MIN` for one the
+    /// reranker left out).
+    pub scores: Vec<f32>,
+    pub input_tokens: u64,
+}
+
+/// Sends a streamed piece on, when someone listens.
+fn forward(tokens: Option<&UnboundedSender<String>>, piece: Option<String>) {
+    if let (Some(tokens), Some(piece)) = (tokens, piece) {
+        // A caller that stopped listening does not stop the call.
+        let _ = tokens.send(piece);
     }
 }
 

@@ -23,18 +23,20 @@
 pub mod client;
 pub mod embedded;
 pub mod gguf;
+pub mod hosted;
 pub mod redact;
+pub mod sse;
 
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use entity::{model_target, provider_account, role_binding};
+use entity::{escalation_tier, model_target, provider_account, role_binding, target_probe};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use crate::audit::{self, Actor};
 use crate::settings::Secret;
 use crate::{Error, Lore, Result};
-use client::{CallError, Endpoint, Message};
+use client::{CallError, Endpoint, Message, Protocol};
 
 /// Why a provider action was refused.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +87,8 @@ impl Placement {
     }
 }
 
-/// A provider type: its label, default endpoint and where it runs.
+/// A provider type: its label, default endpoint, where it runs, the
+/// protocol it speaks and what its models can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Preset {
     pub key: &'static str,
@@ -95,15 +98,23 @@ pub struct Preset {
     /// `None` for `custom`: either, by the endpoint's host.
     pub placement: Option<Placement>,
     pub needs_key: bool,
+    pub protocol: Protocol,
+    /// The capabilities its targets may have.
+    pub capabilities: &'static [Capability],
 }
 
-pub static PRESETS: [Preset; 13] = [
+const ALL_CAPABILITIES: &[Capability] = &[Capability::Generation, Capability::Embedding, Capability::Rerank];
+const GENERATION_ONLY: &[Capability] = &[Capability::Generation];
+
+pub static PRESETS: [Preset; 15] = [
     Preset {
         key: embedded::KIND,
         name: "Embedded (on this machine)",
         endpoint: Some(embedded::ENDPOINT),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: GENERATION_ONLY,
     },
     Preset {
         key: "openai",
@@ -111,6 +122,26 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://api.openai.com/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
+    },
+    Preset {
+        key: "anthropic",
+        name: "Anthropic",
+        endpoint: Some("https://api.anthropic.com/v1"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+        protocol: Protocol::Anthropic,
+        capabilities: GENERATION_ONLY,
+    },
+    Preset {
+        key: "gemini",
+        name: "Google Gemini",
+        endpoint: Some("https://generativelanguage.googleapis.com/v1beta"),
+        placement: Some(Placement::OffNode),
+        needs_key: true,
+        protocol: Protocol::Gemini,
+        capabilities: &[Capability::Generation, Capability::Embedding],
     },
     Preset {
         key: "groq",
@@ -118,6 +149,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://api.groq.com/openai/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "together",
@@ -125,6 +158,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://api.together.xyz/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "mistral",
@@ -132,6 +167,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://api.mistral.ai/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "deepseek",
@@ -139,6 +176,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://api.deepseek.com/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "openrouter",
@@ -146,6 +185,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("https://openrouter.ai/api/v1"),
         placement: Some(Placement::OffNode),
         needs_key: true,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "ollama",
@@ -153,6 +194,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("http://127.0.0.1:11434/v1"),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "llama_cpp",
@@ -160,6 +203,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("http://127.0.0.1:8080/v1"),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "vllm",
@@ -167,6 +212,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("http://127.0.0.1:8000/v1"),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "lm_studio",
@@ -174,6 +221,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("http://127.0.0.1:1234/v1"),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "localai",
@@ -181,6 +230,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: Some("http://127.0.0.1:8080/v1"),
         placement: Some(Placement::OnNode),
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
     Preset {
         key: "custom",
@@ -188,6 +239,8 @@ pub static PRESETS: [Preset; 13] = [
         endpoint: None,
         placement: None,
         needs_key: false,
+        protocol: Protocol::OpenAi,
+        capabilities: ALL_CAPABILITIES,
     },
 ];
 
@@ -526,12 +579,20 @@ pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> 
         .map(|t| t.id)
         .collect();
     let mut roles: Vec<String> = role_binding::Entity::find()
-        .filter(role_binding::Column::TargetId.is_in(targets))
+        .filter(role_binding::Column::TargetId.is_in(targets.clone()))
         .all(&txn)
         .await?
         .into_iter()
         .map(|binding| binding.role)
         .collect();
+    roles.extend(
+        escalation_tier::Entity::find()
+            .filter(escalation_tier::Column::TargetId.is_in(targets))
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|tier| format!("escalation (tier {})", tier.position)),
+    );
     if !roles.is_empty() {
         roles.sort();
         return Err(ProviderError::InUse { account: account.name, roles }.into());
@@ -550,7 +611,7 @@ pub async fn delete_account(lore: &Lore, actor: &Actor, id: &str) -> Result<()> 
 /// The account's endpoint with its key opened, for one call.
 pub fn endpoint_of(lore: &Lore, account: &Account) -> Result<Endpoint> {
     let api_key = account.api_key_sealed.as_deref().map(|sealed| lore.keys.open(sealed)).transpose()?;
-    Ok(Endpoint { base: account.endpoint.clone(), api_key })
+    Ok(Endpoint { base: account.endpoint.clone(), api_key, protocol: preset(&account.kind)?.protocol })
 }
 
 /// The models the provider lists, where it can list them.
@@ -565,8 +626,9 @@ pub async fn list_models(lore: &Lore, id: &str) -> Result<Vec<String>> {
 
 /// One chat completion from the target at `endpoint`: the embedded model
 /// in this process, or the provider's server. `tokens`, when given, gets
-/// the reply's text piece by piece as the embedded model generates it (a
-/// server's reply arrives whole, as one piece).
+/// the reply's text piece by piece as the embedded model or a hosted
+/// family streams it (an OpenAI-compatible server's reply arrives whole,
+/// as one piece).
 pub async fn chat(
     lore: &Lore,
     endpoint: &Endpoint,
@@ -581,11 +643,7 @@ pub async fn chat(
         return embedded::chat(&lore.settings, &lore.embedded, model, messages, max_tokens, timeout, tokens)
             .await;
     }
-    let completion = lore.provider_client.chat(endpoint, model, messages, max_tokens, temperature).await?;
-    if let Some(tokens) = tokens {
-        let _ = tokens.send(completion.text.clone());
-    }
-    Ok(completion)
+    lore.provider_client.chat(endpoint, model, messages, max_tokens, temperature, tokens.as_ref()).await
 }
 
 /// A new target to register.
@@ -630,6 +688,16 @@ async fn register_target_in(
             "the embedded provider generates only; embedding on this machine is the embedding role left unbound, \
              and it has no {} model",
             capability.key()
+        )));
+    }
+    let kind = preset(&account.kind)?;
+    if !kind.capabilities.contains(&capability) {
+        let offered: Vec<&str> = kind.capabilities.iter().map(|c| c.key()).collect();
+        return Err(invalid(format!(
+            "{} offers no {} models (it offers {})",
+            kind.name,
+            capability.key(),
+            offered.join(", ")
         )));
     }
     let exists = model_target::Entity::find()
@@ -814,10 +882,151 @@ pub async fn probe(lore: &Lore, actor: &Actor, id: &str) -> Result<(Target, Prob
     row.probe_latency_ms = Set(Some(probe.latency_ms.min(i32::MAX as u64) as i32));
     row.probe_error = Set(probe.error.clone());
     row.probed_at = Set(Some(probe.at));
-    let updated = row.update(&lore.db).await?;
-    audit::record(&lore.db, actor, "provider.target_probed", Some(id), serde_json::json!({"ok": probe.ok}))
+    let txn = crate::store::begin_write(&lore.db).await?;
+    let updated = row.update(&txn).await?;
+    record_probe(&txn, id, &probe).await?;
+    audit::record(&txn, actor, "provider.target_probed", Some(id), serde_json::json!({"ok": probe.ok}))
         .await?;
+    txn.commit().await?;
     Ok((Target::decode(updated)?, probe))
+}
+
+/// How many probes of each target the history keeps.
+pub const PROBE_HISTORY: usize = 20;
+
+/// Adds `probe` to the target's history and drops what is older than the
+/// last [`PROBE_HISTORY`].
+async fn record_probe(db: &impl sea_orm::ConnectionTrait, target_id: &str, probe: &Probe) -> Result<()> {
+    target_probe::ActiveModel {
+        id: Set(uuid::Uuid::new_v4().to_string()),
+        target_id: Set(target_id.to_owned()),
+        ok: Set(probe.ok),
+        latency_ms: Set(probe.latency_ms.min(i32::MAX as u64) as i32),
+        error: Set(probe.error.clone()),
+        probed_at: Set(probe.at),
+    }
+    .insert(db)
+    .await?;
+    let older: Vec<String> = target_probe::Entity::find()
+        .filter(target_probe::Column::TargetId.eq(target_id))
+        .order_by_desc(target_probe::Column::ProbedAt)
+        .order_by_desc(target_probe::Column::Id)
+        .all(db)
+        .await?
+        .into_iter()
+        .skip(PROBE_HISTORY)
+        .map(|row| row.id)
+        .collect();
+    if !older.is_empty() {
+        target_probe::Entity::delete_many().filter(target_probe::Column::Id.is_in(older)).exec(db).await?;
+    }
+    Ok(())
+}
+
+/// The target's recent probes, newest first.
+pub async fn probe_history(lore: &Lore, id: &str) -> Result<Vec<Probe>> {
+    target_row(lore, id).await?;
+    Ok(target_probe::Entity::find()
+        .filter(target_probe::Column::TargetId.eq(id))
+        .order_by_desc(target_probe::Column::ProbedAt)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(|row| Probe {
+            ok: row.ok,
+            latency_ms: u64::try_from(row.latency_ms).unwrap_or(0),
+            error: row.error,
+            at: row.probed_at,
+        })
+        .collect())
+}
+
+/// The most escalation tiers a chain may have (tier 1 included).
+pub const MAX_ESCALATION_TIERS: usize = 4;
+
+/// The escalation chain's further tiers, tier 2 first (tier 1 is the
+/// escalation role's binding).
+pub async fn further_tiers(lore: &Lore) -> Result<Vec<Target>> {
+    let rows =
+        escalation_tier::Entity::find().order_by_asc(escalation_tier::Column::Position).all(&lore.db).await?;
+    let mut tiers = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(target) = model_target::Entity::find_by_id(row.target_id).one(&lore.db).await? {
+            tiers.push(Target::decode(target)?);
+        }
+    }
+    Ok(tiers)
+}
+
+/// The further tiers as the pipeline calls them, tier 2 first.
+pub async fn resolve_further_tiers(lore: &Lore) -> Result<Vec<Resolved>> {
+    let mut resolved_tiers = Vec::new();
+    for target in further_tiers(lore).await? {
+        resolved_tiers.push(resolved(lore, target).await?);
+    }
+    Ok(resolved_tiers)
+}
+
+/// Sets the escalation chain's further tiers (tier 2 onwards, in order),
+/// replacing the ones before; an empty list leaves one tier. Each target
+/// must be bindable to the escalation role, appear once, and differ from
+/// tier 1, which must be bound: a chain starts at the escalation role.
+pub async fn set_further_tiers(lore: &Lore, actor: &Actor, target_ids: &[String]) -> Result<Vec<Target>> {
+    if target_ids.len() + 1 > MAX_ESCALATION_TIERS {
+        return Err(invalid(format!(
+            "an escalation chain has at most {MAX_ESCALATION_TIERS} tiers: the escalation role and {} more",
+            MAX_ESCALATION_TIERS - 1
+        )));
+    }
+    let txn = crate::store::begin_write(&lore.db).await?;
+    let first = role_binding::Entity::find_by_id(Role::Escalation.key()).one(&txn).await?;
+    let Some(first) = first.filter(|_| !target_ids.is_empty()).map(|binding| binding.target_id) else {
+        if !target_ids.is_empty() {
+            return Err(invalid(
+                "bind the escalation role first: its target is tier 1, and further tiers follow it".into(),
+            ));
+        }
+        escalation_tier::Entity::delete_many().exec(&txn).await?;
+        audit::record(&txn, actor, "provider.escalation_tiers_set", None, serde_json::json!({"targets": []}))
+            .await?;
+        txn.commit().await?;
+        return Ok(Vec::new());
+    };
+    let mut tiers = Vec::with_capacity(target_ids.len());
+    for (i, id) in target_ids.iter().enumerate() {
+        if *id == first || target_ids[..i].contains(id) {
+            return Err(invalid(format!("target {id} is in the escalation chain twice")));
+        }
+        let row = model_target::Entity::find_by_id(id.clone())
+            .one(&txn)
+            .await?
+            .ok_or_else(|| ProviderError::TargetNotFound(id.clone()))?;
+        let target = Target::decode(row)?;
+        check_bindable(Role::Escalation, &target, lore.settings.providers.probe_max_age_days)?;
+        tiers.push(target);
+    }
+    escalation_tier::Entity::delete_many().exec(&txn).await?;
+    let now = Utc::now();
+    for (i, target) in tiers.iter().enumerate() {
+        escalation_tier::ActiveModel {
+            position: Set(i as i32 + 2),
+            target_id: Set(target.id.clone()),
+            updated_by: Set(actor.label()),
+            updated_at: Set(now),
+        }
+        .insert(&txn)
+        .await?;
+    }
+    audit::record(
+        &txn,
+        actor,
+        "provider.escalation_tiers_set",
+        None,
+        serde_json::json!({"targets": target_ids}),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(tiers)
 }
 
 /// A role and what it is bound to.
@@ -966,13 +1175,16 @@ pub struct Overview {
     pub accounts: Vec<Account>,
     pub targets: Vec<TargetStatus>,
     pub bindings: Vec<Binding>,
+    /// The escalation chain's further tiers' target ids, tier 2 first.
+    pub further_tiers: Vec<String>,
 }
 
 pub async fn overview(lore: &Lore) -> Result<Overview> {
     let accounts = accounts(lore).await?;
     let targets = targets(lore).await?.into_iter().map(|t| TargetStatus::of(lore, t)).collect();
     let bindings = bindings(lore).await?;
-    Ok(Overview { presets: &PRESETS, accounts, targets, bindings })
+    let further_tiers = further_tiers(lore).await?.into_iter().map(|t| t.id).collect();
+    Ok(Overview { presets: &PRESETS, accounts, targets, bindings, further_tiers })
 }
 
 pub async fn bindings(lore: &Lore) -> Result<Vec<Binding>> {
@@ -1074,8 +1286,12 @@ pub async fn unbind(lore: &Lore, actor: &Actor, role: Role) -> Result<()> {
 }
 
 /// Unbinds `role` within `db` (a transaction of the caller's).
+/// Unbinding the escalation role ends its chain: the further tiers go too.
 pub(crate) async fn unbind_in(db: &impl sea_orm::ConnectionTrait, actor: &Actor, role: Role) -> Result<()> {
     role_binding::Entity::delete_by_id(role.key()).exec(db).await?;
+    if role == Role::Escalation {
+        escalation_tier::Entity::delete_many().exec(db).await?;
+    }
     audit::record(db, actor, "provider.role_unbound", Some(role.key()), serde_json::json!({})).await?;
     Ok(())
 }
@@ -1160,8 +1376,11 @@ pub async fn add_generation_target(
         named => named.to_owned(),
     };
     // Probe first, on an unsaved target.
-    let call =
-        Endpoint { base: endpoint, api_key: non_blank(&add.api_key).map(|k| Secret::new(k.expose().trim())) };
+    let call = Endpoint {
+        base: endpoint,
+        api_key: non_blank(&add.api_key).map(|k| Secret::new(k.expose().trim())),
+        protocol: preset.protocol,
+    };
     let started = Instant::now();
     let unsaved = Target {
         id: String::new(),
@@ -1196,10 +1415,12 @@ pub async fn add_generation_target(
     )
     .await?;
     let mut row: model_target::ActiveModel = target.into();
+    let probed = Probe { ok: true, latency_ms: latency as u64, error: None, at: Utc::now() };
     row.probe_status = Set(ProbeStatus::Ok.key().into());
     row.probe_latency_ms = Set(Some(latency));
-    row.probed_at = Set(Some(Utc::now()));
+    row.probed_at = Set(Some(probed.at));
     let target = Target::decode(row.update(&txn).await?)?;
+    record_probe(&txn, &target.id, &probed).await?;
     if bind {
         bind_in(&txn, actor, Role::Generation, &target, lore.settings.providers.probe_max_age_days).await?;
     }

@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("tuning", 3),
     ("profile", 3),
     ("search", 3),
+    ("rerank", 3),
     ("shadow", 3),
     ("judging", 3),
     // 4. Answer.

@@ -20,6 +20,8 @@
 //!   PostgreSQL, beside HarperDB 4.7 in the same run.
 //! - quality ([`quality`]): wrong answers served and right answers lost
 //!   by the grounding check, over SQLite's documentation and a real model.
+//! - rerank ([`rerank`]): retrieval recall with and without a reranker,
+//!   over all of SQLite's documentation.
 //! - mcp ([`mcp`]): the tool server against the same calls made directly,
 //!   `tools/list` with many tables, and push channels of many sessions.
 
@@ -29,6 +31,7 @@ mod generate;
 mod mcp;
 mod operations;
 mod quality;
+mod rerank;
 mod table;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
@@ -36,6 +39,7 @@ pub use generate::{generate, GenerateOptions};
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions};
+pub use rerank::{rerank, RerankOptions};
 pub use table::{table, TableOptions};
 
 use std::path::PathBuf;

@@ -226,7 +226,7 @@ async fn measure(
         let messages = engine::answer::prompt(snapshot, &question.question, &passages);
         let reply = lore
             .provider_client()
-            .chat(&generation.endpoint, &generation.target.model, &messages, 320, 0.0)
+            .chat(&generation.endpoint, &generation.target.model, &messages, 320, 0.0, None)
             .await
             .with_context(|| format!("asking the model: {}", question.question))?
             .text;

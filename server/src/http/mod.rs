@@ -78,6 +78,8 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/targets", post(providers::register_target))
         .route("/admin/targets/{id}", axum::routing::patch(providers::update_target))
         .route("/admin/targets/{id}/probe", post(providers::probe_target))
+        .route("/admin/targets/{id}/probes", get(providers::probe_history))
+        .route("/admin/providers/escalation-tiers", put(providers::set_escalation_tiers))
         .route("/admin/roles/{role}", put(providers::bind_role))
         .route("/admin/keys", get(access::list).post(access::create))
         .route("/admin/keys/{id}/revoke", post(access::revoke))

@@ -9,8 +9,8 @@ use engine::profile;
 use engine::providers::{self, Role};
 
 use app::wire::{
-    AccountRequest, AccountView, BindRequest, BindingVerdictView, ProvidersOverview, QuickAddRequest,
-    QuickAddResult, TargetPatch, TargetRequest, TargetView,
+    AccountRequest, AccountView, BindRequest, BindingVerdictView, ProbeView, ProvidersOverview,
+    QuickAddRequest, QuickAddResult, TargetPatch, TargetRequest, TargetView, TiersRequest,
 };
 
 use super::admin::Admin;
@@ -88,6 +88,27 @@ pub async fn probe_target(
 ) -> Result<Json<TargetView>, ApiError> {
     let (target, _) = providers::probe(&state.lore, &admin.actor(), &id).await?;
     Ok(Json(TargetView::from(providers::TargetStatus::of(&state.lore, target))))
+}
+
+/// `GET /admin/targets/{id}/probes`: the target's recent probes, newest first.
+pub async fn probe_history(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<ProbeView>>, ApiError> {
+    let probes = providers::probe_history(&state.lore, &id).await?;
+    Ok(Json(probes.into_iter().map(ProbeView::from).collect()))
+}
+
+/// `PUT /admin/providers/escalation-tiers`: the escalation chain after tier 1.
+pub async fn set_escalation_tiers(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<TiersRequest>,
+) -> Result<Json<ProvidersOverview>, ApiError> {
+    let lore = &state.lore;
+    providers::set_further_tiers(lore, &admin.actor(), &request.target_ids).await?;
+    Ok(Json(providers::overview(lore).await?.into()))
 }
 
 /// `PUT /admin/roles/{role}`: the role-binding validator's verdict.

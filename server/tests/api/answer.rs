@@ -303,7 +303,10 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     s.bind_escalation().await;
     let escalated = s.answer("How do I back up the database, step by step?").await;
     let escalation = stage(&escalated, "escalation").unwrap();
-    assert!(matches!(escalation["decision"].as_str(), Some("grounded" | "ungrounded")), "{escalated:#}");
+    assert!(
+        matches!(escalation["decision"].as_str(), Some("tier1_grounded" | "tier1_ungrounded")),
+        "{escalated:#}"
+    );
     assert!(escalation["cost_usd"].is_number(), "{escalated:#}");
 
     // Every run reached the Dashboard's rollups, read back through

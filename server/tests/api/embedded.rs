@@ -71,7 +71,7 @@ async fn the_embedded_model_answers_with_citations_on_node_at_no_cost() {
 async fn the_embedded_model_streams_its_reply_token_by_token() {
     let app = spawn_app_with(Options::default()).await;
     let (tokens, mut pieces) = tokio::sync::mpsc::unbounded_channel();
-    let endpoint = Endpoint { base: embedded::ENDPOINT.to_owned(), api_key: None };
+    let endpoint = Endpoint::openai(embedded::ENDPOINT, None);
     let messages = [Message::user("Name three colours of the rainbow.")];
     let completion = engine::providers::chat(
         &app.lore,

@@ -14,6 +14,7 @@ mod embedded;
 mod embedding_role;
 mod health;
 mod helpers;
+mod hosted;
 mod indexing_jobs;
 mod llama;
 mod mcp;
