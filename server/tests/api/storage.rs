@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 30] = [
+const TABLES: [&str; 32] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -22,6 +22,7 @@ const TABLES: [&str; 30] = [
     "cluster_state",
     "content_gap",
     "document",
+    "escalation_tier",
     "golden_question",
     "index_job",
     "key_usage",
@@ -38,6 +39,7 @@ const TABLES: [&str; 30] = [
     "rollup_count",
     "seaql_migrations",
     "source",
+    "target_probe",
 ];
 
 async fn tables(lore: &Lore) -> Vec<String> {
