@@ -85,7 +85,7 @@ test('an account is added, edited with its key kept and then rotated, and delete
   await account.getByRole('button', { name: 'Add model' }).click();
   const target = account.locator('li.target[data-model=smollm2-side]');
   await target.waitFor();
-  await target.getByRole('button', { name: 'Probe' }).click();
+  await target.getByRole('button', { name: 'Probe', exact: true }).click();
   await target.locator('.badge', { hasText: 'ready' }).waitFor({ timeout: 60_000 });
   // Its probe history: one probe, which answered.
   await target.getByRole('button', { name: 'Probe history' }).click();
