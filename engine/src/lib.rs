@@ -10,6 +10,7 @@ pub mod appdb;
 pub mod audit;
 pub mod auth;
 pub mod chunk;
+pub mod cluster;
 pub mod corpus;
 pub mod embed;
 pub mod error;
@@ -56,15 +57,17 @@ pub struct Lore {
     pub db: DatabaseConnection,
     pub(crate) keys: Arc<secrets::Keys>,
     pub(crate) oidc: Arc<auth::oidc::OidcClient>,
-    /// Loaded on first use (the local weights take a moment and 90 MB);
-    /// dropped when the embedding role is rebound.
-    embedder: Arc<tokio::sync::Mutex<Option<Arc<dyn embed::Embedder>>>>,
-    /// Opened on first use, with the embedder's dimensions; dropped with it.
-    chunks: Arc<tokio::sync::Mutex<Option<Arc<dyn index::ChunkStore>>>>,
+    /// The embedder, the chunk index and the answer cache (dropped when
+    /// the embedding role is rebound), the pins and the application
+    /// database's cache: what a [`cluster::Change`] drops.
+    held: cluster::Held,
+    /// This process's name among the replicas (see [`cluster`]).
+    node: String,
+    /// Dropped with the last handle, which stops this process's listener
+    /// for other replicas' changes (PostgreSQL only).
+    _stop_listening: Option<Arc<tokio::sync::oneshot::Sender<()>>>,
     /// The candidate embedding model being judged, with its shadow index.
     pub(crate) shadow: Arc<tokio::sync::Mutex<Option<Arc<shadow::Shadow>>>>,
-    /// The answer cache (LanceDB, beside the chunks); dropped with the embedder.
-    answer_cache: Arc<tokio::sync::Mutex<Option<Arc<answer::cache::AnswerCache>>>>,
     /// The OpenAI-compatible client every provider call goes through.
     pub(crate) provider_client: providers::client::Client,
     /// The embedded generation models loaded in this process, and the
@@ -74,13 +77,6 @@ pub struct Lore {
     pub(crate) rate_limiter: Arc<keys::RateLimiter>,
     /// Writes answer runs and key usage behind the requests that made them.
     recorder: recorder::Recorder,
-    /// Role and schema changes of the application database, for whoever
-    /// keeps a view of what a user may see (the tool server's sessions).
-    appdb_events: tokio::sync::broadcast::Sender<appdb::Event>,
-    /// Users, roles and tables held between requests (see [`appdb::cache`]);
-    /// the resource registry registers the catalog's exported tables again
-    /// each time it drops them.
-    appdb_cache: Arc<appdb::cache::Cache>,
     /// Every resource, by path (see [`resources`]).
     resources: Arc<resources::Registry>,
     /// The tool server's open push channels in this process.
@@ -120,30 +116,34 @@ impl Lore {
         ))
         .map_err(|err| Error::Internal(err.to_string()))?;
         let appdb_cache = Arc::new(appdb::cache::Cache::default());
+        let held = cluster::Held::new(appdb_cache.clone());
+        let node = uuid::Uuid::new_v4().simple().to_string();
+        let mut stop_listening = None;
         if db.get_database_backend() == sea_orm::DbBackend::Postgres {
             appdb_cache.watch_postgres(settings.database_url());
+            let (stop, stopped) = tokio::sync::oneshot::channel();
+            cluster::watch(held.clone(), node.clone(), settings.database_url(), stopped);
+            stop_listening = Some(Arc::new(stop));
         }
         let embedded = Arc::new(providers::embedded::Models::new(settings.providers.embedded_concurrency));
         let lore = Self {
             settings: Arc::new(settings),
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
-            embedder: Arc::new(tokio::sync::Mutex::new(None)),
-            chunks: Arc::new(tokio::sync::Mutex::new(None)),
+            pins: held.pins.clone(),
+            held,
+            node,
+            _stop_listening: stop_listening,
             shadow: Arc::new(tokio::sync::Mutex::new(None)),
-            answer_cache: Arc::new(tokio::sync::Mutex::new(None)),
             provider_client,
             embedded,
             rate_limiter: Arc::new(keys::RateLimiter::default()),
             recorder: recorder::Recorder::start(db.clone()),
-            appdb_events: tokio::sync::broadcast::channel(64).0,
-            appdb_cache,
             resources: Arc::new(resources::Registry::default()),
             mcp_hub: Arc::new(mcp::hub::Hub::default()),
             table_writes: Arc::default(),
             gap_vectors: Arc::new(embed::kept::Kept::default()),
             pin_vectors: Arc::new(embed::kept::Kept::default()),
-            pins: Arc::new(answer::pins::Pins::default()),
             save_gate: Arc::new(evals::GoldenGate),
             restart: Arc::new(tokio::sync::Notify::new()),
             db,
@@ -163,7 +163,7 @@ impl Lore {
     /// else the on-node model, loaded from local files on first use (it does
     /// not fetch anything: [`embed::model_files::resolve`] does, at start-up).
     pub async fn embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
-        let mut cached = self.embedder.lock().await;
+        let mut cached = self.held.embedder.lock().await;
         if let Some(embedder) = cached.as_ref() {
             return Ok(embedder.clone());
         }
@@ -265,25 +265,21 @@ impl Lore {
         }
     }
 
-    /// Drops the cached embedder and chunk store, after the embedding role
-    /// changed: the next use resolves the role again.
+    /// Drops the cached embedder and chunk store in this process only: the
+    /// next use resolves the embedding role again. After a change of the
+    /// role, [`Self::announce`] [`cluster::Change::Embedding`] instead, so
+    /// that every replica drops them.
     pub async fn forget_embedder(&self) {
-        let mut embedder = self.embedder.lock().await;
-        let mut chunks = self.chunks.lock().await;
-        let mut answer_cache = self.answer_cache.lock().await;
-        *embedder = None;
-        *chunks = None;
-        // Its queued writes land before a new cache reads the table.
-        if let Some(old) = answer_cache.take() {
-            flush(&old).await;
-        }
+        self.held.forget_embedding().await;
     }
 
-    /// Tells subscribers that roles or the schema changed. Nobody listening
-    /// is not an error.
+    /// Tells subscribers, in every replica, that roles or the schema
+    /// changed. Nobody listening is not an error.
     pub fn appdb_event(&self, event: appdb::Event) {
-        self.appdb_cache.clear();
-        let _ = self.appdb_events.send(event);
+        self.announce_now(match event {
+            appdb::Event::RoleChanged => cluster::Change::Roles,
+            appdb::Event::SchemaReloaded => cluster::Change::Schema,
+        });
     }
 
     /// Asks the server to restart: finish what is in flight, read the
@@ -300,7 +296,7 @@ impl Lore {
     /// Users, roles and tables as held between requests: a request calls
     /// [`appdb::cache::Cache::refresh`] before it reads them.
     pub fn appdb_cache(&self) -> &appdb::cache::Cache {
-        &self.appdb_cache
+        &self.held.appdb_cache
     }
 
     /// The resource registry as it stands (use [`resources::registry`] to
@@ -321,7 +317,7 @@ impl Lore {
 
     /// Role and schema changes from now on (see [`appdb::Event`]).
     pub fn appdb_events(&self) -> tokio::sync::broadcast::Receiver<appdb::Event> {
-        self.appdb_events.subscribe()
+        self.held.appdb_events.subscribe()
     }
 
     /// Where answer runs and key usage are recorded (behind the request).
@@ -336,7 +332,7 @@ impl Lore {
         if let Err(err) = self.recorder.flush().await {
             tracing::warn!(error = %err, "the last answer runs and key usage may not be recorded");
         }
-        let open = self.answer_cache.lock().await.clone();
+        let open = self.held.answer_cache.lock().await.clone();
         if let Some(cache) = open {
             flush(&cache).await;
         }
@@ -346,7 +342,7 @@ impl Lore {
     /// table of another size is started over).
     pub async fn answer_cache(&self) -> Result<Arc<answer::cache::AnswerCache>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.answer_cache.lock().await;
+        let mut cached = self.held.answer_cache.lock().await;
         if let Some(found) = cached.as_ref() {
             return Ok(found.clone());
         }
@@ -362,7 +358,7 @@ impl Lore {
     /// size (see [`Lore::rebuild_chunks`]).
     pub async fn chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.chunks.lock().await;
+        let mut cached = self.held.chunks.lock().await;
         if let Some(store) = cached.as_ref() {
             return Ok(store.clone());
         }
@@ -380,7 +376,7 @@ impl Lore {
     /// first when the embedding model changed size.
     pub async fn rebuild_chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.chunks.lock().await;
+        let mut cached = self.held.chunks.lock().await;
         let table = shadow::active_table(&self.db).await?;
         let store =
             index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), &table, dimensions).await?;
@@ -393,7 +389,7 @@ impl Lore {
 }
 
 /// Flushes `cache`; a failure costs only cache entries, so it is logged.
-async fn flush(cache: &answer::cache::AnswerCache) {
+pub(crate) async fn flush(cache: &answer::cache::AnswerCache) {
     if let Err(err) = cache.flush().await {
         tracing::warn!(error = %err, "the answer cache's last writes did not reach its table");
     }

@@ -484,7 +484,7 @@ pub struct Rebuilt {
 pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
     lore.recorder().flush().await?;
     const PAGE: u64 = 2_000;
-    let txn = crate::store::begin_write(&lore.db).await?;
+    let txn = crate::store::begin_locked(&lore.db, crate::store::Lock::Rollups).await?;
     let mut contribution = Contribution::default();
     let mut pages = answer_run::Entity::find()
         .order_by_asc(answer_run::Column::CreatedAt)
@@ -521,8 +521,9 @@ pub struct Closed {
 /// Folds the long tail of every closed UTC day before `now`'s (the days since
 /// the last call): per day, the [`KEPT_PER_DAY`] most counted questions and
 /// content gaps keep their rows, the rest become one tail row that keeps
-/// their sums. Idempotent; each day is folded in its own transaction, so an
-/// interruption leaves every day either folded or as it was.
+/// their sums. Idempotent, also when several replicas fold at once; each day
+/// is folded in its own transaction, so an interruption leaves every day
+/// either folded or as it was.
 pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
     lore.recorder().flush().await?;
     use rollup_count::Column as C;
@@ -545,7 +546,10 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
 
     let mut closed = Closed::default();
     for day in days {
-        let txn = crate::store::begin_write(&lore.db).await?;
+        // Under the rollups lock: a replica folding the same day at once
+        // waits, then finds only the kept rows past the cut (nothing to
+        // fold), so no row reaches the tail twice.
+        let txn = crate::store::begin_locked(&lore.db, crate::store::Lock::Rollups).await?;
         let mut folded_today = false;
         for kind in FOLDED_KINDS {
             let rows: Vec<(String, i64, f64)> = rollup_count::Entity::find()

@@ -1006,6 +1006,8 @@ impl Bindable {
             if let Err(err) = shadow::adopted(lore).await {
                 tracing::warn!(error = %err, "the new embedding model serves, but its full reindex was not queued");
             }
+        } else if self.role == Role::Embedding {
+            lore.announce(crate::cluster::Change::Embedding).await;
         }
     }
 }

@@ -291,7 +291,7 @@ pub async fn adopt_in(txn: &impl sea_orm::ConnectionTrait, by: &str, adoption: &
 /// (the next use opens the new ones), and a full reindex chunks every
 /// document again at the new model's sizes while the shadow serves.
 pub async fn adopted(lore: &Lore) -> Result<()> {
-    lore.forget_embedder().await;
+    lore.announce(crate::cluster::Change::Embedding).await;
     *lore.shadow.lock().await = None;
     crate::ingest::jobs::enqueue(lore, None, true, "embedding").await?;
     prune(lore).await

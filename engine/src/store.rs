@@ -85,6 +85,41 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTra
     Ok(txn)
 }
 
+/// Work that only one process of the cluster may do at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lock {
+    /// Queueing and claiming indexing runs: a claim checks every running
+    /// job for overlap, and queueing checks for a run already queued, so
+    /// each must see the others' writes.
+    Jobs,
+    /// Folding closed days and rebuilding the rollups: two folds of one day
+    /// at once would each add the same rows to its tail.
+    Rollups,
+}
+
+impl Lock {
+    /// The PostgreSQL advisory lock key: eight ASCII letters.
+    fn key(self) -> i64 {
+        match self {
+            Lock::Jobs => 0x6c6f_7265_636c_6169,    // "loreclai"
+            Lock::Rollups => 0x6c6f_7265_726f_6c6c, // "lorerold"
+        }
+    }
+}
+
+/// [`begin_write`] holding `lock` until the transaction ends. On PostgreSQL
+/// that is a transaction-scoped advisory lock, which every replica on the
+/// database waits for; on SQLite the write lock [`begin_write`] takes is
+/// already one per database file.
+pub async fn begin_locked(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm::DatabaseTransaction> {
+    use sea_orm::ConnectionTrait;
+    let txn = begin_write(db).await?;
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({})", lock.key())).await?;
+    }
+    Ok(txn)
+}
+
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {

@@ -11,6 +11,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub expires_at: DateTimeUtc,
     pub used_at: Option<DateTimeUtc>,
+    /// The machine that printed the link; `None` for links of earlier
+    /// releases.
+    pub issued_on: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

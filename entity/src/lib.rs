@@ -33,4 +33,5 @@ pub mod provider_account;
 pub mod role_binding;
 pub mod rollup_count;
 pub mod source;
+pub mod stored_upload;
 pub mod target_probe;

@@ -104,7 +104,7 @@ impl Pins {
     }
 
     /// Drops what is kept: the next lookup reads the pins again.
-    fn forget(&self) {
+    pub(crate) fn forget(&self) {
         let mut kept = self.kept();
         kept.pins = None;
         kept.generation += 1;
@@ -266,7 +266,7 @@ async fn flag(lore: &Lore, id: &str, why: &str) -> Result<()> {
         .exec(&lore.db)
         .await?;
     tracing::info!(pin = id, why, "a pinned answer is flagged for review");
-    lore.pins.forget();
+    lore.announce(crate::cluster::Change::Pins).await;
     Ok(())
 }
 
@@ -345,7 +345,7 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
     )
     .await?;
     txn.commit().await?;
-    lore.pins.forget();
+    lore.announce(crate::cluster::Change::Pins).await;
     Pin::try_from(row)
 }
 
@@ -376,6 +376,6 @@ pub async fn unpin(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
     }
     audit::record(&txn, actor, "pin.removed", Some(id), serde_json::json!({})).await?;
     txn.commit().await?;
-    lore.pins.forget();
+    lore.announce(crate::cluster::Change::Pins).await;
     Ok(())
 }

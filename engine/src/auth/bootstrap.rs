@@ -3,14 +3,15 @@
 //! `lore serve` issues a link at start: a random token, stored only as its
 //! SHA-256, valid for 15 minutes and once. It is accepted only from loopback,
 //! and not through a proxy (a forwarding header means the real client may be
-//! anywhere). Issuing a new link invalidates any unused earlier one.
+//! anywhere). Issuing a new link invalidates any unused earlier one printed
+//! on the same machine; the links of replicas on other machines stay valid.
 
 use std::net::IpAddr;
 
 use chrono::{DateTime, Duration, Utc};
 use entity::bootstrap_token;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, Condition, EntityTrait, QueryFilter, Set};
 
 use super::{random_token, sessions, sha256_hex, upsert_account, AuthError, Identity, SessionToken};
 use crate::audit::{self, Actor};
@@ -30,8 +31,26 @@ pub struct RequestOrigin {
     pub forwarded: bool,
 }
 
-/// Issues a new link token (the raw value, to print once).
+/// Issues a new link token (the raw value, to print once) on this machine.
 pub async fn issue(lore: &Lore, now: DateTime<Utc>) -> Result<String> {
+    issue_on(lore, now, &this_machine()).await
+}
+
+/// This machine's host name, which names the links it printed.
+pub fn this_machine() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// [`issue`] as printed on `machine`: it replaces the unused links printed
+/// there (and those of earlier releases, which name no machine), not those
+/// of replicas on other machines.
+pub async fn issue_on(lore: &Lore, now: DateTime<Utc>, machine: &str) -> Result<String> {
     if lore.settings.oidc_configured() {
         return Err(AuthError::BootstrapDisabled.into());
     }
@@ -39,6 +58,11 @@ pub async fn issue(lore: &Lore, now: DateTime<Utc>) -> Result<String> {
     let txn = crate::store::begin_write(&lore.db).await?;
     bootstrap_token::Entity::delete_many()
         .filter(bootstrap_token::Column::UsedAt.is_null())
+        .filter(
+            Condition::any()
+                .add(bootstrap_token::Column::IssuedOn.eq(machine))
+                .add(bootstrap_token::Column::IssuedOn.is_null()),
+        )
         .exec(&txn)
         .await?;
     bootstrap_token::ActiveModel {
@@ -46,6 +70,7 @@ pub async fn issue(lore: &Lore, now: DateTime<Utc>) -> Result<String> {
         created_at: Set(now),
         expires_at: Set(now + Duration::minutes(LINK_LIFETIME_MINUTES)),
         used_at: Set(None),
+        issued_on: Set(Some(machine.to_owned())),
     }
     .insert(&txn)
     .await?;

@@ -1,8 +1,10 @@
 //! Indexing jobs: one persisted row per run, moved through
 //! `queued → running → succeeded | failed | cancelled`.
 //!
-//! A worker claims a queued job with a conditional update (only one claimer
-//! wins, on SQLite and PostgreSQL alike) and keeps a heartbeat while it runs,
+//! A worker claims a queued job under the cluster's jobs lock (see
+//! [`crate::store::Lock`]: one claim at a time across every replica, so a
+//! claim sees every running job it would overlap) with a conditional update
+//! (only one claimer wins) and keeps a heartbeat while it runs,
 //! writing the live progress with it. A job whose heartbeat is older than the
 //! lease (`ingest.job_lease_seconds`) belonged to a process that died: it is
 //! queued again and the next run resumes it. Resuming is safe because every
@@ -14,7 +16,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use entity::{document, index_job, source};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Set,
@@ -124,6 +126,9 @@ pub async fn enqueue(
             return Err(IngestError::SourceDisabled.into());
         }
     }
+    // Looked for and inserted under the jobs lock: two replicas queueing
+    // the same re-sync at once make one run, not two.
+    let txn = crate::store::begin_locked(&lore.db, crate::store::Lock::Jobs).await?;
     let mut pending = index_job::Entity::find()
         .filter(index_job::Column::Status.eq(QUEUED))
         .filter(index_job::Column::Full.eq(full));
@@ -131,10 +136,12 @@ pub async fn enqueue(
         Some(id) => pending.filter(index_job::Column::SourceId.eq(id)),
         None => pending.filter(index_job::Column::SourceId.is_null()),
     };
-    if let Some(existing) = pending.one(&lore.db).await? {
+    if let Some(existing) = pending.one(&txn).await? {
+        txn.commit().await?;
         return Ok(existing);
     }
-    let job = new_job(source_id, full, trigger, QUEUED).insert(&lore.db).await?;
+    let job = new_job(source_id, full, trigger, QUEUED).insert(&txn).await?;
+    txn.commit().await?;
     if let Some(id) = source_id {
         set_source_status(lore, id, "queued").await?;
     }
@@ -266,33 +273,43 @@ pub async fn cancel_queued(lore: &Lore, source_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The key of the PostgreSQL advisory lock that claims take: one claim at a
-/// time across every process of the cluster (SQLite's write lock does the
-/// same there).
-const CLAIM_LOCK: i64 = 0x6c6f_7265_636c_6169; // "loreclai"
-
 /// Claims `job_id` for `owner` if it is still queued and nothing it would
 /// overlap is running. Two runs of one source at once (two `lore serve`
 /// processes, or `lore ingest` beside one) would each remove what the
 /// other wrote; a full reindex overlaps every run. Checked and claimed
 /// under one lock, so two processes cannot both find the source free.
 pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<index_job::Model>> {
-    let txn = crate::store::begin_write(&lore.db).await?;
-    if txn.get_database_backend() == DbBackend::Postgres {
-        txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({CLAIM_LOCK})")).await?;
-    }
-    let Some(job) = index_job::Entity::find_by_id(job_id.to_owned())
+    claim_first(lore, owner, Some(job_id)).await
+}
+
+/// Claims the oldest queued job that overlaps no running one, if any.
+pub async fn claim_next(lore: &Lore, owner: &str) -> Result<Option<index_job::Model>> {
+    claim_first(lore, owner, None).await
+}
+
+/// Claims the oldest queued job (`only` that one, when given) that overlaps
+/// no running one, in one transaction under the jobs lock. On PostgreSQL the
+/// queued rows are read `FOR UPDATE SKIP LOCKED`: a row another transaction
+/// is changing (a cancel, a deletion with its source) is passed over rather
+/// than waited for, and stays locked against those until the claim commits.
+async fn claim_first(lore: &Lore, owner: &str, only: Option<&str>) -> Result<Option<index_job::Model>> {
+    let txn = crate::store::begin_locked(&lore.db, crate::store::Lock::Jobs).await?;
+    let running = running_scopes(&txn).await?;
+    let mut queued = index_job::Entity::find()
         .filter(index_job::Column::Status.eq(QUEUED))
-        .one(&txn)
-        .await?
-    else {
+        .order_by_asc(index_job::Column::CreatedAt)
+        .limit(100);
+    if let Some(id) = only {
+        queued = queued.filter(index_job::Column::Id.eq(id));
+    }
+    if txn.get_database_backend() == DbBackend::Postgres {
+        queued = queued.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+    }
+    let free = queued.all(&txn).await?.into_iter().find(|job| !overlaps(&running, job.source_id.as_deref()));
+    let Some(job) = free else {
         txn.rollback().await?;
         return Ok(None);
     };
-    if overlaps(&running_scopes(&txn).await?, job.source_id.as_deref()) {
-        txn.rollback().await?;
-        return Ok(None);
-    }
     let now = Utc::now();
     let claimed = index_job::Entity::update_many()
         .col_expr(index_job::Column::Status, Expr::value(RUNNING))
@@ -300,13 +317,13 @@ pub async fn claim(lore: &Lore, job_id: &str, owner: &str) -> Result<Option<inde
         .col_expr(index_job::Column::HeartbeatAt, Expr::value(now))
         .col_expr(index_job::Column::StartedAt, Expr::value(now))
         .col_expr(index_job::Column::Attempts, Expr::col(index_job::Column::Attempts).add(1))
-        .filter(index_job::Column::Id.eq(job_id))
+        .filter(index_job::Column::Id.eq(&job.id))
         .filter(index_job::Column::Status.eq(QUEUED))
         .exec(&txn)
         .await?;
     txn.commit().await?;
     if claimed.rows_affected == 1 {
-        Ok(Some(get(lore, job_id).await?))
+        Ok(Some(get(lore, &job.id).await?))
     } else {
         Ok(None)
     }
@@ -328,23 +345,6 @@ async fn running_scopes(db: &impl ConnectionTrait) -> Result<Vec<Option<String>>
 /// the `running` scopes.
 fn overlaps(running: &[Option<String>], scope: Option<&str>) -> bool {
     running.iter().any(|held| held.is_none() || scope.is_none() || held.as_deref() == scope)
-}
-
-/// Claims the oldest queued job that overlaps no running one, if any.
-pub async fn claim_next(lore: &Lore, owner: &str) -> Result<Option<index_job::Model>> {
-    let running = running_scopes(&lore.db).await?;
-    let queued = index_job::Entity::find()
-        .filter(index_job::Column::Status.eq(QUEUED))
-        .order_by_asc(index_job::Column::CreatedAt)
-        .limit(100)
-        .all(&lore.db)
-        .await?;
-    for job in queued.into_iter().filter(|job| !overlaps(&running, job.source_id.as_deref())) {
-        if let Some(claimed) = claim(lore, &job.id, owner).await? {
-            return Ok(Some(claimed));
-        }
-    }
-    Ok(None)
 }
 
 /// Records that job `job_id` is extracting `reading` (`None`: nothing).
@@ -485,9 +485,17 @@ pub async fn schedule_due(lore: &Lore) -> Result<usize> {
         .await?;
     let mut queued = 0;
     for found in due {
-        let mut row: source::ActiveModel = found.clone().into();
-        row.next_sync_at = Set(None);
-        row.update(&lore.db).await?;
+        // Taken only while still due as read: of two replicas scheduling
+        // at once, one clears it and queues the run; the other moves on.
+        let taken = source::Entity::update_many()
+            .col_expr(source::Column::NextSyncAt, Expr::value(Option::<chrono::DateTime<Utc>>::None))
+            .filter(source::Column::Id.eq(&found.id))
+            .filter(source::Column::NextSyncAt.eq(found.next_sync_at))
+            .exec(&lore.db)
+            .await?;
+        if taken.rows_affected != 1 {
+            continue;
+        }
         enqueue(lore, Some(&found.id), false, "schedule").await?;
         queued += 1;
     }
@@ -621,7 +629,14 @@ async fn execute(
     progress: &ProgressHandle,
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<String> {
-    let embedder = lore.embedder().await?;
+    let mut embedder = lore.embedder().await?;
+    // A replica the rebinding's announcement has not reached yet (it is on
+    // its way) would embed with the old model and stamp the corpus with its
+    // name: the role as stored decides.
+    if embedder.model() != lore.embedding_model().await? {
+        lore.forget_embedder().await;
+        embedder = lore.embedder().await?;
+    }
     let table = crate::shadow::active_table(&lore.db).await?;
     // A new embedding model of another size: the old vectors cannot stay in
     // the table; retrieval fails closed until this run re-embeds everything.

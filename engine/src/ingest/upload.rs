@@ -1,13 +1,19 @@
 //! Files of upload sources. A received file is checked (type, readable,
 //! has text) before anything is stored, so a bad file changes nothing; a good
-//! one is written atomically to `{data_dir}/uploads/{source}/{document}` and
-//! replaces the earlier file of the same name. Runs read the stored files, so
-//! a full reindex can re-chunk and re-embed them without a new upload.
+//! one is stored in the database (`stored_upload`, one row per document,
+//! replaced whole), where whichever replica claims the run can read it. Runs
+//! read the stored files, so a full reindex can re-chunk and re-embed them
+//! without a new upload.
+//!
+//! Files stored by earlier releases under `{data_dir}/uploads/{source}/
+//! {document}` are still read from there until they are uploaded again.
 
 use std::path::PathBuf;
 
 use entity::document;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter};
+use entity::stored_upload;
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 
 use super::jobs::{Job, ProgressHandle};
 use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError, Reading};
@@ -22,7 +28,8 @@ pub struct Upload {
     pub bytes: Vec<u8>,
 }
 
-fn dir_of(lore: &Lore, source_id: &str) -> PathBuf {
+/// Where earlier releases kept a source's files.
+fn legacy_dir(lore: &Lore, source_id: &str) -> PathBuf {
     lore.settings.data_dir.join("uploads").join(source_id)
 }
 
@@ -86,24 +93,49 @@ pub async fn receive(lore: &Lore, source_id: &str, upload: Upload) -> Result<(Do
     Ok((Document::decode(doc)?, job))
 }
 
-/// Writes the file next to its final place, then renames it over: a reader
-/// sees the old file or the new one, never a part.
+/// Stores the file of `document_id`, replacing the one it had, in one
+/// statement: a reader sees the old file or the new one, never a part.
 async fn store_file(lore: &Lore, source_id: &str, document_id: &str, fetched: &Fetched) -> Result<()> {
-    let dir = dir_of(lore, source_id);
-    tokio::fs::create_dir_all(&dir).await.map_err(io(format!("creating {}", dir.display())))?;
-    let path = dir.join(document_id);
-    let partial = dir.join(format!("{document_id}.part"));
-    let meta = serde_json::json!({"content_type": fetched.content_type});
-    tokio::fs::write(&partial, &fetched.bytes).await.map_err(io(format!("writing {}", partial.display())))?;
-    tokio::fs::write(dir.join(format!("{document_id}.json")), meta.to_string())
-        .await
-        .map_err(io("writing upload metadata".into()))?;
-    tokio::fs::rename(&partial, &path).await.map_err(io(format!("replacing {}", path.display())))?;
+    use stored_upload::Column as C;
+    let row = stored_upload::ActiveModel {
+        document_id: Set(document_id.to_owned()),
+        source_id: Set(source_id.to_owned()),
+        content_type: Set(fetched.content_type.clone()),
+        size: Set(i64::try_from(fetched.bytes.len()).unwrap_or(i64::MAX)),
+        bytes: Set(fetched.bytes.clone()),
+        stored_at: Set(chrono::Utc::now()),
+    };
+    stored_upload::Entity::insert(row)
+        .on_conflict(
+            OnConflict::column(C::DocumentId)
+                .update_columns([C::SourceId, C::ContentType, C::Size, C::Bytes, C::StoredAt])
+                .to_owned(),
+        )
+        .exec_without_returning(&lore.db)
+        .await?;
+    // A file an earlier release kept on disk would otherwise outlive it.
+    let legacy = legacy_dir(lore, source_id);
+    for stale in [legacy.join(document_id), legacy.join(format!("{document_id}.json"))] {
+        match tokio::fs::remove_file(&stale).await {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                tracing::warn!(error = %err, file = %stale.display(), "could not remove an upload's old file")
+            }
+            _ => {}
+        }
+    }
     Ok(())
 }
 
 async fn read_file(lore: &Lore, doc: &document::Model) -> Result<Fetched> {
-    let dir = dir_of(lore, &doc.source_id);
+    if let Some(stored) = stored_upload::Entity::find_by_id(doc.id.clone()).one(&lore.db).await? {
+        return Ok(Fetched {
+            uri: doc.uri.clone(),
+            content_type: stored.content_type,
+            bytes: stored.bytes,
+            ..Fetched::default()
+        });
+    }
+    let dir = legacy_dir(lore, &doc.source_id);
     let bytes =
         tokio::fs::read(dir.join(&doc.id)).await.map_err(io(format!("reading the stored {}", doc.uri)))?;
     let content_type = tokio::fs::read_to_string(dir.join(format!("{}.json", doc.id)))
@@ -116,7 +148,11 @@ async fn read_file(lore: &Lore, doc: &document::Model) -> Result<Fetched> {
 
 /// Deletes every stored file of a source.
 pub async fn remove_all(lore: &Lore, source_id: &str) -> Result<()> {
-    let dir = dir_of(lore, source_id);
+    stored_upload::Entity::delete_many()
+        .filter(stored_upload::Column::SourceId.eq(source_id))
+        .exec(&lore.db)
+        .await?;
+    let dir = legacy_dir(lore, source_id);
     match tokio::fs::remove_dir_all(&dir).await {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),

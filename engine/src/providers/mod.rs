@@ -1212,7 +1212,7 @@ pub async fn bind(lore: &Lore, actor: &Actor, role: Role, target_id: &str) -> Re
     let target = target(lore, target_id).await?;
     bind_in(&lore.db, actor, role, &target, lore.settings.providers.probe_max_age_days).await?;
     if role == Role::Embedding {
-        lore.forget_embedder().await;
+        lore.announce(crate::cluster::Change::Embedding).await;
     }
     Ok(target)
 }
@@ -1280,7 +1280,7 @@ pub fn check_bindable(role: Role, target: &Target, max_age_days: u32) -> Result<
 pub async fn unbind(lore: &Lore, actor: &Actor, role: Role) -> Result<()> {
     unbind_in(&lore.db, actor, role).await?;
     if role == Role::Embedding {
-        lore.forget_embedder().await;
+        lore.announce(crate::cluster::Change::Embedding).await;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use engine::retrieve::RetrievalSettings;
 use engine::search::Reach;
 use engine::sources::{self, DocumentStatus, NewSource, SourceKind, SourceStatus};
 use engine::{search, tuning, Error, Lore};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
 const MARKDOWN: &str = "# Backups\n\n## Nightly snapshots\n\nLore writes a snapshot of the database every night at two o'clock and keeps fourteen of them.\n";
 const TEXT: &str =
@@ -207,7 +208,12 @@ async fn disabling_hides_a_source_and_enabling_restores_it_without_re_embedding(
     sources::delete(&lore, &Actor::System, &source).await.unwrap();
     assert_eq!(chunk_count(&lore).await, 0, "delete removes the chunks");
     assert!(sources::list(&lore).await.unwrap().is_empty());
-    assert!(!lore.settings.data_dir.join("uploads").join(&source).exists(), "and the stored files");
+    let stored = entity::stored_upload::Entity::find()
+        .filter(entity::stored_upload::Column::SourceId.eq(source.as_str()))
+        .count(&lore.db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 0, "and the stored files");
 }
 
 #[tokio::test]

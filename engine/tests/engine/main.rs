@@ -19,6 +19,7 @@ mod keys;
 mod model_files;
 mod profile;
 mod provider_redaction;
+mod replicas;
 mod retrieval;
 mod rollups;
 mod sessions;

@@ -479,6 +479,88 @@ async fn runs_recorded_behind_the_request_are_all_written_on_postgres() {
     let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
 }
 
+/// Two replicas folding the same closed days at the same moment (each
+/// `lore serve` folds every hour and at start) fold each row once: the
+/// second waits for the first and finds nothing left to fold.
+#[tokio::test]
+async fn two_replicas_folding_at_once_count_each_row_once_on_postgres() {
+    let (a, _dir, admin, name) = on_postgres("lore_fold_twice").await;
+    let url = a.settings.database_url();
+    let (b, _dir_b) = support::open_with(|settings| {
+        settings.database.url = Some(engine::settings::Secret::new(url));
+    })
+    .await;
+    let kept = metrics::KEPT_PER_DAY;
+    let days = 1..=6;
+    let mut contribution = metrics::Contribution::default();
+    for day in days.clone() {
+        for i in 0..kept {
+            contribution.add(&run_facts(generated(at(day, 9, 0), format!("popular question {i}"), false)));
+            contribution.add(&run_facts(generated(at(day, 9, 1), format!("popular question {i}"), false)));
+        }
+        for i in 0..30 {
+            contribution.add(&run_facts(generated(at(day, 10, 0), format!("rare question {i}"), false)));
+        }
+    }
+    contribution.insert_into(&a.db).await.unwrap();
+
+    let (first, second) =
+        tokio::join!(metrics::close_days(&a, at(8, 0, 0)), metrics::close_days(&b, at(8, 0, 0)));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(first.folded + second.folded, 30 * days.clone().count(), "{first:?} {second:?}");
+    for day in days {
+        let rows = query_rows(&a, at(day, 0, 0)).await;
+        assert_eq!(rows.len(), kept + 1, "day {day}");
+        let tail = rows.iter().find(|row| row.key.is_empty()).expect("a tail row");
+        assert_eq!(tail.count, 30, "day {day}: each rare question once in the tail");
+        let range = Range { from: at(day, 0, 0), to: at(day + 1, 0, 0) };
+        let totals = metrics::dashboard(&a, range).await.unwrap().totals;
+        assert_eq!(totals.queries, (2 * kept + 30) as i64, "day {day}");
+    }
+    drop((a, b));
+    let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
+/// 1,000 answers spread over two replicas, recorded behind their requests
+/// at the same time, the same questions on both (so both add to the same
+/// rollup rows): the Dashboard counts exactly 1,000, and each question and
+/// gap exactly as often as it was asked.
+#[tokio::test]
+async fn a_thousand_runs_over_two_replicas_count_exactly_on_postgres() {
+    let (a, _dir, admin, name) = on_postgres("lore_two_recorders").await;
+    let url = a.settings.database_url();
+    let (b, _dir_b) = support::open_with(|settings| {
+        settings.database.url = Some(engine::settings::Secret::new(url));
+    })
+    .await;
+    async fn record_half(lore: &Lore, half: u32) {
+        for i in (half..1_000).step_by(2) {
+            let refused = i % 4 == 0;
+            let question = if refused {
+                format!("missing topic {}", (i / 4) % 5)
+            } else {
+                format!("question {}", i % 25)
+            };
+            let gap = refused.then(|| Gap { key: question.clone(), asked: question.clone() });
+            lore.recorder().run(generated(at(20, 9, i % 60), question, refused), gap).await.unwrap();
+        }
+        lore.recorder().flush().await.unwrap();
+    }
+    tokio::join!(record_half(&a, 0), record_half(&b, 1));
+
+    let day = metrics::dashboard(&a, Range { from: at(20, 0, 0), to: at(21, 0, 0) }).await.unwrap();
+    assert_eq!((day.totals.queries, day.totals.refusals), (1_000, 250));
+    // Each of the 25 answered questions was asked 30 times (750 / 25).
+    let answered: Vec<_> = day.top_queries.iter().filter(|q| q.query.starts_with("question")).collect();
+    assert!(!answered.is_empty() && answered.iter().all(|q| q.count == 30), "{:?}", day.top_queries);
+    // And each of the 5 missing topics 50 times (250 / 5).
+    let gaps = runs::gaps(&a, 10).await.unwrap();
+    assert_eq!(gaps.len(), 5, "{gaps:?}");
+    assert!(gaps.iter().all(|g| g.count == 50), "{gaps:?}");
+    drop((a, b));
+    let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
 /// A Lore on a new database of the local PostgreSQL server; with the admin
 /// connection and the name, to drop it after.
 async fn on_postgres(prefix: &str) -> (Lore, tempfile::TempDir, sea_orm::DatabaseConnection, String) {

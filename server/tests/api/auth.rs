@@ -74,6 +74,21 @@ async fn a_new_bootstrap_link_replaces_an_unused_one() {
     assert_eq!(error_code(response).await, (403, "bootstrap_link_invalid".into()));
 }
 
+/// Replicas on two machines each print their link at start: the second
+/// start leaves the first machine's link valid, and replaces only its own.
+#[tokio::test]
+async fn a_new_bootstrap_link_leaves_another_machines_link_valid() {
+    use engine::auth::bootstrap::issue_on;
+    let app = spawn_app().await;
+    let on_a = issue_on(&app.lore, Utc::now(), "replica-a").await.unwrap();
+    let first_on_b = issue_on(&app.lore, Utc::now(), "replica-b").await.unwrap();
+    let _second_on_b = issue_on(&app.lore, Utc::now(), "replica-b").await.unwrap();
+    let replaced = app.get(&format!("/auth/bootstrap?token={first_on_b}")).await;
+    assert_eq!(error_code(replaced).await, (403, "bootstrap_link_invalid".into()));
+    let kept = app.get(&format!("/auth/bootstrap?token={on_a}")).await;
+    assert_eq!(kept.status(), 303, "the link printed on replica A still signs in");
+}
+
 /// The request reaches the router in-process with a non-loopback peer address:
 /// the test server itself listens on loopback only.
 #[tokio::test]

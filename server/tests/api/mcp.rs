@@ -9,7 +9,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app_with, Options, TestApp};
+use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options, TestApp};
 
 const SCHEMA: &str = r#"type Dog @table(database: "dev", table: "dog") @export(name: "dogs") {
   id: ID @primaryKey
@@ -250,6 +250,48 @@ async fn list_changed_reaches_only_the_session_whose_surface_changed() {
 
     let quiet = heard(&mut bob_stream, "list_changed", Duration::from_millis(1500)).await;
     assert_eq!(quiet, None, "bob's surface did not change: he hears nothing");
+}
+
+/// Two replicas on one PostgreSQL database: Ann's session and push channel
+/// are on B; her role changes through A's operations API. B hears of it
+/// through PostgreSQL (`NOTIFY lore_changes`) and tells her at once.
+#[tokio::test]
+async fn a_role_changed_through_one_replica_reaches_a_session_on_another() {
+    let (database, name) = fresh_postgres().await;
+    let on = |database: &str| Options {
+        database_url: Some(database.to_owned()),
+        configure: Some(|settings| settings.mcp.operations = Some(Default::default())),
+        ..Options::default()
+    };
+    let a = spawn_app_with(on(&database)).await;
+    let b = spawn_app_with(on(&database)).await;
+    a.sign_in_with_bootstrap_link().await;
+    engine::appdb::schema::apply(&a.lore, &engine::audit::Actor::System, SCHEMA).await.unwrap();
+    let reads_dogs = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    let ann = user(&a, "ann", reads_dogs).await;
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !(a.lore.hears_other_replicas() && b.lore.hears_other_replicas()) {
+        assert!(std::time::Instant::now() < until, "the replicas never listened for each other");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let on_b = b.url("/mcp");
+    let session = initialize(&on_b, &ann).await;
+    assert_eq!(tool_names(&on_b, &ann, &session).await, ["answer", "get_dogs", "retrieve", "search_dogs"]);
+    let mut stream = channel(&on_b, &ann, &session).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let more = json!({"dev": {"tables": {
+        "dog": {"read": true, "insert": false, "update": false, "delete": false},
+        "cat": {"read": true, "insert": true, "update": false, "delete": false}}}});
+    admin_op(&a, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
+    let event = heard(&mut stream, "list_changed", Duration::from_secs(1))
+        .await
+        .expect("the session on B is told within a second");
+    assert!(event.contains("notifications/tools/list_changed"), "{event}");
+    assert!(tool_names(&on_b, &ann, &session).await.contains(&"create_cats".to_owned()));
+    drop((a, b));
+    drop_postgres(&name).await;
 }
 
 #[tokio::test]

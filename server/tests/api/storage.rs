@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 32] = [
+const TABLES: [&str; 33] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -39,6 +39,7 @@ const TABLES: [&str; 32] = [
     "rollup_count",
     "seaql_migrations",
     "source",
+    "stored_upload",
     "target_probe",
 ];
 
