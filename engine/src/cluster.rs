@@ -25,6 +25,11 @@
 //! sent while a listener was not connected is lost: so each time a listener
 //! starts listening it applies every change. On SQLite the database is one
 //! machine's file and the local drop is all there is.
+//!
+//! The same listener, one connection per process, also hears `lore_appdb`
+//! (sent by every change to the application database's users, roles, keys
+//! and tables, in the change's transaction) and drops that cache; while it
+//! listens, that cache trusts what it holds (see [`crate::appdb::cache`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -201,8 +206,8 @@ async fn notify(db: &DatabaseConnection, node: &str, change: Change) {
     }
 }
 
-/// Starts the listener of a process on PostgreSQL; it stops when `stop`'s
-/// sender is dropped.
+/// Starts the listener of a process on PostgreSQL (`lore_changes` and
+/// `lore_appdb`); it stops when `stop`'s sender is dropped.
 pub(crate) fn watch(held: Held, node: String, url: String, stop: tokio::sync::oneshot::Receiver<()>) {
     tokio::spawn(listen(held, node, url, stop));
 }
@@ -215,7 +220,7 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
     loop {
         let listening = async {
             let mut listener = PgListener::connect(&url).await?;
-            listener.listen(CHANNEL).await?;
+            listener.listen_all([CHANNEL, appdb::cache::CHANNEL]).await?;
             Ok::<_, sea_orm::sqlx::Error>(listener)
         };
         let listening = tokio::select! {
@@ -227,6 +232,7 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
                 for change in Change::ALL {
                     held.apply(change).await;
                 }
+                held.appdb_cache.set_watched(true);
                 held.listening.store(true, Ordering::Release);
                 loop {
                     let received = tokio::select! {
@@ -234,6 +240,11 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
                         received = listener.try_recv() => received,
                     };
                     match received {
+                        // A change to users, roles, keys or tables, by any
+                        // process (see `appdb::cache`).
+                        Ok(Some(notification)) if notification.channel() == appdb::cache::CHANNEL => {
+                            held.appdb_cache.clear()
+                        }
                         Ok(Some(notification)) => {
                             if let Some(change) = heard(&node, notification.payload()) {
                                 tracing::debug!(change = change.key(), "another replica announced a change");
@@ -248,6 +259,7 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
             Err(err) => err.to_string(),
         };
         held.listening.store(false, Ordering::Release);
+        held.appdb_cache.set_watched(false);
         tracing::warn!(error = %failure, "not listening for other replicas' changes; connecting again");
         tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(RECONNECT_AFTER) => {} }
     }

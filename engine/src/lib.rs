@@ -120,7 +120,6 @@ impl Lore {
         let node = uuid::Uuid::new_v4().simple().to_string();
         let mut stop_listening = None;
         if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-            appdb_cache.watch_postgres(settings.database_url());
             let (stop, stopped) = tokio::sync::oneshot::channel();
             cluster::watch(held.clone(), node.clone(), settings.database_url(), stopped);
             stop_listening = Some(Arc::new(stop));

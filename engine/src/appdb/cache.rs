@@ -12,7 +12,7 @@
 //!
 //! On PostgreSQL the counter need not be read on every request: the change
 //! also sends a notification (`NOTIFY lore_appdb`, delivered as it
-//! commits), and a listener in each process ([`Cache::watch_postgres`])
+//! commits), and the listener of each process (see [`crate::cluster`])
 //! drops what is held when one arrives. While the listener is connected a
 //! request reads the counter only after a drop; while it is not (before it
 //! first listens, after its connection breaks until it listens again) every
@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use entity::cluster_state;
@@ -41,14 +41,11 @@ use super::users::{self, User};
 use crate::Result;
 
 /// The channel changes are announced on (PostgreSQL only).
-const CHANNEL: &str = "lore_appdb";
+pub(crate) const CHANNEL: &str = "lore_appdb";
 
 /// How long what was read stays trusted while listening: after that the
 /// next request reads the counter again.
 pub const TRUST_FOR: Duration = Duration::from_secs(1);
-
-/// How long the listener waits before connecting again after a failure.
-const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 pub struct Cache {
@@ -56,8 +53,6 @@ pub struct Cache {
     /// True while a listener is connected and listening for changes: the
     /// counter is then read only after a drop.
     watched: AtomicBool,
-    /// Dropped with the cache, which stops its listener.
-    stop_watching: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 #[derive(Default)]
@@ -189,13 +184,13 @@ impl Cache {
         Ok(key)
     }
 
-    /// Listens on PostgreSQL (`url`) for the changes of every process, so
-    /// that [`Self::refresh`] need not read the counter on each request.
-    /// The listener stops when the cache is dropped.
-    pub fn watch_postgres(self: &Arc<Self>, url: String) {
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        *self.stop_watching.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stop);
-        tokio::spawn(listen(Arc::downgrade(self), url, stopped));
+    /// Told by this process's listener (see [`crate::cluster`]) whether it
+    /// is listening on [`CHANNEL`]: while it is, [`Self::refresh`] need not
+    /// read the counter on each request. Either way everything is dropped:
+    /// changes may have been missed while it was not listening.
+    pub(crate) fn set_watched(&self, watched: bool) {
+        self.clear();
+        self.watched.store(watched, Ordering::Release);
     }
 
     /// True while a listener is connected and listening for the changes of
@@ -210,54 +205,6 @@ impl Cache {
         if state.epoch == epoch && state.generation.is_some() {
             put(&mut state);
         }
-    }
-}
-
-/// The listener of [`Cache::watch_postgres`]: connects, listens, then drops
-/// what the cache holds on every notification; on a failure it stops
-/// vouching for the cache (requests read the counter again) and connects
-/// anew. Notifications sent while it was not listening are lost, so it
-/// drops everything each time it starts listening.
-async fn listen(cache: Weak<Cache>, url: String, mut stopped: tokio::sync::oneshot::Receiver<()>) {
-    use sea_orm::sqlx::postgres::PgListener;
-    loop {
-        let listening = async {
-            let mut listener = PgListener::connect(&url).await?;
-            listener.listen(CHANNEL).await?;
-            Ok::<_, sea_orm::sqlx::Error>(listener)
-        };
-        let listening = tokio::select! {
-            _ = &mut stopped => return,
-            listening = listening => listening,
-        };
-        let failure = match listening {
-            Ok(mut listener) => {
-                let Some(held) = cache.upgrade() else { return };
-                held.clear();
-                held.watched.store(true, Ordering::Release);
-                drop(held);
-                loop {
-                    let received = tokio::select! {
-                        _ = &mut stopped => return,
-                        received = listener.try_recv() => received,
-                    };
-                    let Some(held) = cache.upgrade() else { return };
-                    match received {
-                        Ok(Some(_)) => held.clear(),
-                        // The connection was lost.
-                        Ok(None) => break "the connection was closed".to_owned(),
-                        Err(err) => break err.to_string(),
-                    }
-                }
-            }
-            Err(err) => err.to_string(),
-        };
-        let Some(held) = cache.upgrade() else { return };
-        held.watched.store(false, Ordering::Release);
-        held.clear();
-        drop(held);
-        tracing::warn!(error = %failure, "not listening for changes to users, roles and tables; each request reads their counter until listening again");
-        tokio::select! { _ = &mut stopped => return, _ = tokio::time::sleep(RECONNECT_AFTER) => {} }
     }
 }
 

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each top-level module of `engine/src` and its floor. `lib.rs` (the `Lore`
-/// handle that wires the floors together) and `error.rs` (the crate's error,
+/// handle that wires the floors together), `cluster.rs` (what that handle
+/// holds in memory, and `Lore::announce`, which every floor calls when it
+/// changes something a replica holds) and `error.rs` (the crate's error,
 /// one variant per floor's error) stand beside the floors.
 const FLOORS: &[(&str, u8)] = &[
     // 1. Records and settings.
@@ -88,7 +90,7 @@ fn no_module_imports_a_floor_above_its_own() {
         let relative = file.strip_prefix(&src).unwrap();
         let first = relative.components().next().unwrap().as_os_str().to_string_lossy();
         let module = first.trim_end_matches(".rs").to_owned();
-        if module == "lib" || module == "error" {
+        if module == "lib" || module == "error" || module == "cluster" {
             continue;
         }
         let own = floor(&module).unwrap_or_else(|| panic!("engine/src/{module} has no floor in FLOORS"));
