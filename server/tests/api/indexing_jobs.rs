@@ -10,7 +10,7 @@ use engine::{Lore, Settings};
 use entity::{document, index_job};
 use sea_orm::EntityTrait;
 
-use crate::helpers::models_dir;
+use crate::helpers::{drop_postgres, fresh_postgres, models_dir};
 use crate::site::Site;
 
 const PAGES: usize = 60;
@@ -89,7 +89,12 @@ async fn kill_at(mut run: Child, watcher: &Lore, at: u64) {
 /// Starts `lore serve` on `dir`, waits until it has finished the job, stops
 /// it with SIGTERM and returns the job as it ended.
 async fn resumed_by_serve(dir: &Path, watcher: &Lore) -> index_job::Model {
-    let mut serve = lore(dir).arg("serve").spawn().unwrap();
+    resumed_by(lore(dir), watcher).await
+}
+
+/// [`resumed_by_serve`] with `lore` as configured.
+async fn resumed_by(mut lore: Command, watcher: &Lore) -> index_job::Model {
+    let mut serve = lore.arg("serve").spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
     let resumed = loop {
         let job = the_job(watcher).await;
@@ -141,6 +146,53 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     assert_eq!(indexed, clean_indexed, "no page lost");
     assert_eq!(chunks, clean_chunks, "no chunk lost or duplicated");
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
+}
+
+/// Two replicas on one PostgreSQL database and one vector store, each with
+/// a data directory of its own: replica A (`lore ingest`) is killed with
+/// SIGKILL mid-crawl; replica B (`lore serve`) takes the run over once A's
+/// lease lapses and finishes it, with every page indexed once and every
+/// stored chunk accounted for by its document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_job_is_finished_by_another_on_postgres_with_no_chunk_lost_or_duplicated() {
+    let site = Site::start(PAGES, Duration::from_millis(100)).await;
+    let start_url = format!("{}/docs/", site.base_url);
+    let (url, name) = fresh_postgres().await;
+    let vectors = tempfile::tempdir().unwrap();
+    let replica = |dir: &Path| {
+        let mut command = lore(dir);
+        command.env("LORE_DATABASE__URL", &url).env("LORE_VECTORS__URI", vectors.path());
+        command
+    };
+    let (dir_a, dir_b, dir_watcher) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let watcher = {
+        let mut settings = Settings { data_dir: dir_watcher.path().to_owned(), ..Settings::default() };
+        settings.models.dir = Some(models_dir());
+        settings.database.url = Some(engine::settings::Secret::new(url.clone()));
+        settings.vectors.uri = Some(vectors.path().display().to_string());
+        Lore::open(settings).await.unwrap()
+    };
+
+    let ingest = replica(dir_a.path()).args(["ingest", &start_url, "--json"]).spawn().unwrap();
+    kill_at(ingest, &watcher, 15).await;
+    let interrupted = the_job(&watcher).await;
+    assert_eq!(interrupted.status, "running", "left as the crash left it");
+    assert!(done(&interrupted) < PAGES as u64);
+
+    let resumed = resumed_by(replica(dir_b.path()), &watcher).await;
+    assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
+    assert_eq!(resumed.attempts, 2, "one crash, one takeover");
+    assert!(resumed
+        .lease_owner
+        .as_deref()
+        .is_some_and(|owner| owner != interrupted.lease_owner.as_deref().unwrap_or_default()));
+    let (chunks, by_docs, indexed) = corpus(&watcher).await;
+    assert_eq!(indexed, PAGES, "no page lost");
+    assert!(chunks > 0);
+    assert_eq!(chunks as i64, by_docs, "no chunk lost or duplicated: each stored chunk is its document's");
+    drop(watcher);
+    drop_postgres(&name).await;
 }
 
 /// Five batches of 200 rows: the kill lands in the second.
