@@ -164,18 +164,14 @@ impl Lore {
         notify(&self.db, &self.node, change).await;
     }
 
-    /// [`Self::announce`] for a caller that cannot wait: the local drop now,
-    /// the announcement behind it.
-    pub(crate) fn announce_now(&self, change: Change) {
-        match change {
-            Change::Embedding => {
-                let held = self.held.clone();
-                tokio::spawn(async move { held.forget_embedding().await });
-            }
-            Change::Pins => self.held.pins.forget(),
-            Change::Roles => self.held.appdb_changed(appdb::Event::RoleChanged),
-            Change::Schema => self.held.appdb_changed(appdb::Event::SchemaReloaded),
-        }
+    /// [`Self::announce`] of a role or schema change, for a caller that
+    /// cannot wait: the local drop and event now, the announcement behind.
+    pub(crate) fn announce_appdb(&self, event: appdb::Event) {
+        let change = match event {
+            appdb::Event::RoleChanged => Change::Roles,
+            appdb::Event::SchemaReloaded => Change::Schema,
+        };
+        self.held.appdb_changed(event);
         let (db, node) = (self.db.clone(), self.node.clone());
         tokio::spawn(async move { notify(&db, &node, change).await });
     }

@@ -275,10 +275,7 @@ impl Lore {
     /// Tells subscribers, in every replica, that roles or the schema
     /// changed. Nobody listening is not an error.
     pub fn appdb_event(&self, event: appdb::Event) {
-        self.announce_now(match event {
-            appdb::Event::RoleChanged => cluster::Change::Roles,
-            appdb::Event::SchemaReloaded => cluster::Change::Schema,
-        });
+        self.announce_appdb(event);
     }
 
     /// Asks the server to restart: finish what is in flight, read the

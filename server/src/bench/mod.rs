@@ -125,6 +125,32 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Opens Lore on a scratch data directory (the model files in place), runs
+/// `measure` on it, removes the directory and writes the record `name` (to
+/// `out`, see [`write_record`]).
+async fn on_scratch_data<Measured>(
+    mut settings: Settings,
+    out: &Option<PathBuf>,
+    name: &str,
+    measure: impl FnOnce(Lore) -> Measured,
+) -> anyhow::Result<()>
+where
+    Measured: std::future::Future<Output = anyhow::Result<serde_json::Value>>,
+{
+    let data = tempfile_dir()?;
+    settings.data_dir = data.clone();
+    let lore = Lore::open(settings).await?;
+    crate::commands::models::ensure(&lore, false).await?;
+    let measured = measure(lore.clone()).await;
+    lore.flush_writes().await;
+    drop(lore);
+    let _ = std::fs::remove_dir_all(&data);
+    let record = measured?;
+    let path = write_record(out, name, &record)?;
+    println!("Record written to {}", path.display());
+    Ok(())
+}
+
 fn write_record(
     out: &Option<PathBuf>,
     default_name: &str,

@@ -29,7 +29,7 @@ use engine::{Lore, Settings};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{build_profile, tempfile_dir, write_record};
+use super::{build_profile, on_scratch_data};
 
 const QUESTIONS: &str = include_str!("quality-sqlite.json");
 const WRONG_GOAL: f64 = 0.02;
@@ -131,20 +131,16 @@ fn ratio(part: usize, whole: usize) -> f64 {
     }
 }
 
-pub async fn quality(mut settings: Settings, options: QualityOptions) -> anyhow::Result<()> {
+pub async fn quality(settings: Settings, options: QualityOptions) -> anyhow::Result<()> {
     let set: QuestionSet = serde_json::from_str(QUESTIONS).context("reading quality-sqlite.json")?;
-    let data = tempfile_dir()?;
-    settings.data_dir = data.clone();
-    let lore = Lore::open(settings).await?;
-    crate::commands::models::ensure(&lore, false).await?;
-    let measured = measure(&lore, &set, &options).await;
-    lore.flush_writes().await;
-    drop(lore);
-    let _ = std::fs::remove_dir_all(&data);
-    let record = measured?;
-    let path = write_record(&options.out, "quality.json", &record)?;
-    println!("Record written to {}", path.display());
-    Ok(())
+    let out = options.out.clone();
+    on_scratch_data(
+        settings,
+        &out,
+        "quality.json",
+        |lore| async move { measure(&lore, &set, &options).await },
+    )
+    .await
 }
 
 async fn measure(

@@ -24,7 +24,7 @@ use engine::{Lore, Settings};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{build_profile, tempfile_dir, write_record};
+use super::{build_profile, on_scratch_data};
 
 const QUESTIONS: &str = include_str!("quality-sqlite.json");
 
@@ -86,20 +86,11 @@ impl Recall {
     }
 }
 
-pub async fn rerank(mut settings: Settings, options: RerankOptions) -> anyhow::Result<()> {
+pub async fn rerank(settings: Settings, options: RerankOptions) -> anyhow::Result<()> {
     let set: QuestionSet = serde_json::from_str(QUESTIONS).context("reading quality-sqlite.json")?;
-    let data = tempfile_dir()?;
-    settings.data_dir = data.clone();
-    let lore = Lore::open(settings).await?;
-    crate::commands::models::ensure(&lore, false).await?;
-    let measured = measure(&lore, &set, &options).await;
-    lore.flush_writes().await;
-    drop(lore);
-    let _ = std::fs::remove_dir_all(&data);
-    let record = measured?;
-    let path = write_record(&options.out, "rerank.json", &record)?;
-    println!("Record written to {}", path.display());
-    Ok(())
+    let out = options.out.clone();
+    on_scratch_data(settings, &out, "rerank.json", |lore| async move { measure(&lore, &set, &options).await })
+        .await
 }
 
 async fn measure(
