@@ -135,6 +135,26 @@ ensure_mcp_python() {
   done
 }
 
+# The S3-compatible object store of the replica tests and benchmark: moto's
+# server mode (PyPI, maintained by the moto project). MinIO, Garage, SeaweedFS
+# and Ceph's gateway do not install from the registries this project builds
+# from (Debian's radosgw needs a whole Ceph cluster); moto does, starts in
+# under a second, and keeps S3's conditional writes (If-None-Match), which
+# LanceDB's commits on S3 rely on. It keeps objects in memory: a test store,
+# not one to deploy (docs/deployment.md).
+S3_SERVER_VENV="$LORE_CACHE/moto"
+S3_SERVER_VERSION="5.2.5"
+ensure_s3_server() {
+  local installed
+  installed="$("$S3_SERVER_VENV/bin/pip" show moto 2>/dev/null | sed -n 's/^Version: //p' || true)"
+  if [ "$installed" != "$S3_SERVER_VERSION" ]; then
+    step "Installing moto $S3_SERVER_VERSION, the tests' S3-compatible server (once)"
+    rm -rf "$S3_SERVER_VENV"
+    python3 -m venv "$S3_SERVER_VENV"
+    "$S3_SERVER_VENV/bin/pip" install --quiet "moto[server]==$S3_SERVER_VERSION"
+  fi
+}
+
 # cargo fuzz runs the fuzz targets in fuzz/ (scripts/harden).
 ensure_cargo_fuzz() {
   if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -102,6 +102,10 @@ impl Lore {
     /// schema file (`appdb.schema`), if one is configured. Idempotent: a
     /// second open of the same data changes nothing.
     pub async fn open(settings: Settings) -> Result<Self> {
+        // Two TLS providers are built in (ring, and aws-lc-rs with the S3
+        // client); a library that asks rustls for "the" provider finds none
+        // unless the process names one. Only the first call counts.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         std::fs::create_dir_all(&settings.data_dir).map_err(|source| Error::Io {
             context: format!("creating data directory {}", settings.data_dir.display()),
             source,
@@ -342,7 +346,7 @@ impl Lore {
         if let Some(found) = cached.as_ref() {
             return Ok(found.clone());
         }
-        let opened = answer::cache::AnswerCache::open(&self.settings.vectors_uri(), dimensions).await?;
+        let opened = answer::cache::AnswerCache::open(&self.settings.vectors(), dimensions).await?;
         let opened = Arc::new(opened);
         *cached = Some(opened.clone());
         Ok(opened)
@@ -360,8 +364,7 @@ impl Lore {
         }
         let table = shadow::active_table(&self.db).await?;
         let store =
-            index::lance::LanceChunkStore::open_table(&self.settings.vectors_uri(), &table, dimensions)
-                .await?;
+            index::lance::LanceChunkStore::open_table(&self.settings.vectors(), &table, dimensions).await?;
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;
         *cached = Some(store.clone());
         Ok(store)
@@ -375,7 +378,7 @@ impl Lore {
         let mut cached = self.held.chunks.lock().await;
         let table = shadow::active_table(&self.db).await?;
         let store =
-            index::lance::LanceChunkStore::recreate(&self.settings.vectors_uri(), &table, dimensions).await?;
+            index::lance::LanceChunkStore::recreate(&self.settings.vectors(), &table, dimensions).await?;
         corpus::set(&self.db, None).await?;
         tracing::warn!(dimensions, "re-created the chunk index for a new embedding size");
         let store = Arc::new(store) as Arc<dyn index::ChunkStore>;

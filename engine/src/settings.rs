@@ -5,6 +5,7 @@
 //! what they default to, and how derived values (database URL, base URL, ...)
 //! follow from the data directory and the bind address.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -96,6 +97,15 @@ impl Settings {
         }
     }
 
+    /// Where the vectors live: [`Settings::vectors_uri`] with
+    /// `vectors.storage_options`.
+    pub fn vectors(&self) -> crate::index::lance::Location {
+        crate::index::lance::Location {
+            uri: self.vectors_uri(),
+            options: self.vectors.storage_options.clone(),
+        }
+    }
+
     /// `models.dir`, or the machine's cache of model files, shared by
     /// every data directory as the model hubs' own caches are:
     /// `$XDG_CACHE_HOME/lore/models`, else `~/.cache/lore/models` (and
@@ -148,6 +158,19 @@ impl Settings {
         } else if oidc.client_id.is_some() || oidc.client_secret.is_some() {
             problems.push("auth.oidc.client_id is set but auth.oidc.issuer is not.".into());
         }
+        let vectors = self.vectors_uri();
+        if let Some(scheme) = crate::index::lance::object_store_scheme(&vectors) {
+            if !crate::index::lance::OBJECT_STORE_SCHEMES.contains(&scheme) {
+                problems.push(format!(
+                    "vectors.uri names a {scheme}:// store; this build reaches {} and local directories.",
+                    crate::index::lance::OBJECT_STORE_SCHEMES
+                        .iter()
+                        .map(|s| format!("{s}://"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         if self.auth.session.token_minutes == 0 || self.auth.session.lifetime_hours == 0 {
             problems.push("auth.session durations must be greater than zero.".into());
         }
@@ -167,6 +190,8 @@ impl Settings {
             }
             if let Some(vectors) = map.get_mut("vectors").and_then(|v| v.as_object_mut()) {
                 vectors.insert("uri".into(), redact_url_password(&self.vectors_uri()).into());
+                let options = serde_json::to_value(self.vectors.shown_options()).unwrap_or_default();
+                vectors.insert("storage_options".into(), options);
             }
             if let Some(models) = map.get_mut("models").and_then(|v| v.as_object_mut()) {
                 models.insert("dir".into(), self.models_dir().display().to_string().into());
@@ -183,6 +208,12 @@ impl Settings {
 
 fn default_data_dir() -> PathBuf {
     PathBuf::from("./data")
+}
+
+/// Whether a `vectors.storage_options` key holds a credential.
+fn is_secret_option(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["secret", "token", "password", "credential"].iter().any(|part| key.contains(part))
 }
 
 /// Replaces the password of a `scheme://user:password@host` URL with `[redacted]`.
@@ -229,11 +260,39 @@ pub struct DatabaseSettings {
     pub url: Option<Secret>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VectorSettings {
+    /// A directory, or an object-store URI (`s3://bucket/prefix`) that
+    /// several replicas share (docs/deployment.md).
     #[serde(default)]
     pub uri: Option<String>,
+    /// Options for the object store's client, by object_store's names
+    /// (`aws_endpoint`, `aws_region`, `allow_http`, ...). What is not set
+    /// here is read from the environment as the AWS SDKs read it.
+    #[serde(default)]
+    pub storage_options: BTreeMap<String, String>,
+}
+
+impl VectorSettings {
+    /// `storage_options` with every credential replaced by `[redacted]`.
+    fn shown_options(&self) -> BTreeMap<&str, &str> {
+        self.storage_options
+            .iter()
+            .map(|(key, value)| {
+                (key.as_str(), if is_secret_option(key) { Secret::REDACTED } else { value.as_str() })
+            })
+            .collect()
+    }
+}
+
+impl fmt::Debug for VectorSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VectorSettings")
+            .field("uri", &self.uri.as_deref().map(redact_url_password))
+            .field("storage_options", &self.shown_options())
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -782,6 +841,42 @@ mod tests {
         assert!(shown.contains("postgres://lore:%5Bredacted%5D@db/lore"), "{shown}");
         assert!(!format!("{settings:?}").contains("hunter2"));
         assert!(!format!("{settings:?}").contains("pr0xypass"));
+    }
+
+    #[test]
+    fn object_store_credentials_never_print_but_the_endpoint_does() {
+        let mut settings = Settings::default();
+        settings.vectors.uri = Some("s3://lore-vectors/prod".into());
+        settings.vectors.storage_options = BTreeMap::from([
+            ("aws_endpoint".to_owned(), "http://minio.internal:9000".to_owned()),
+            ("aws_secret_access_key".to_owned(), "wJalrXUtnFEMI".to_owned()),
+            ("aws_session_token".to_owned(), "FQoGZXIvYXdz".to_owned()),
+        ]);
+        let shown = settings.effective_view().to_string();
+        let debugged = format!("{settings:?}");
+        for printed in [&shown, &debugged] {
+            assert!(!printed.contains("wJalrXUtnFEMI"), "{printed}");
+            assert!(!printed.contains("FQoGZXIvYXdz"), "{printed}");
+            assert!(printed.contains("http://minio.internal:9000"), "{printed}");
+        }
+        let at = settings.vectors();
+        assert!(at.is_object_store());
+        assert_eq!(at.options["aws_secret_access_key"], "wJalrXUtnFEMI", "the store itself gets the secret");
+        assert!(settings.integrity_problems().is_empty());
+    }
+
+    #[test]
+    fn an_object_store_this_build_cannot_reach_is_an_integrity_problem() {
+        let mut settings = Settings::default();
+        settings.vectors.uri = Some("gs://lore-vectors".into());
+        let problems = settings.integrity_problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("gs://") && problems[0].contains("s3://"), "{problems:?}");
+        for local in ["/srv/lore/lancedb", "file:///srv/lore/lancedb", "lancedb"] {
+            settings.vectors.uri = Some(local.into());
+            assert!(!settings.vectors().is_object_store(), "{local}");
+            assert!(settings.integrity_problems().is_empty(), "{local}");
+        }
     }
 
     #[test]

@@ -77,10 +77,10 @@ pub async fn build(
     bound: Option<&Resolved>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Arc<Shadow>> {
-    let uri = lore.settings.vectors_uri();
+    let at = lore.settings.vectors();
     let active_name = active_table(&lore.db).await?;
     let table = new_table();
-    let built = fill(lore, bound, &uri, &table, progress).await;
+    let built = fill(lore, bound, &at, &table, progress).await;
     let succeeded = built.is_ok();
     let doomed = |name: &str| {
         if succeeded {
@@ -89,7 +89,7 @@ pub async fn build(
             name == table
         }
     };
-    match lance::drop_tables(&uri, doomed).await {
+    match lance::drop_tables(&at, doomed).await {
         Ok(dropped) if !dropped.is_empty() => {
             tracing::info!(tables = ?dropped, "dropped unused chunk tables")
         }
@@ -112,7 +112,7 @@ pub async fn build(
 async fn fill(
     lore: &Lore,
     bound: Option<&Resolved>,
-    uri: &str,
+    at: &lance::Location,
     table: &str,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Arc<dyn Embedder>, LanceChunkStore)> {
@@ -140,7 +140,7 @@ async fn fill(
     };
     let active = lore.chunks().await?;
     let total = active.count(None).await?;
-    let shadow = LanceChunkStore::recreate(uri, table, embedder.dimensions()).await?;
+    let shadow = LanceChunkStore::recreate(at, table, embedder.dimensions()).await?;
     tracing::info!(chunks = total, model = %model, table, "building a shadow index");
     progress(0, total);
     let mut done = 0;
@@ -219,15 +219,15 @@ pub async fn for_candidate(lore: &Lore, binding: &crate::profile::Rebinding) -> 
     if let Some(shadow) = kept.as_ref().filter(|s| s.table == table && s.target_id == binding.target_id) {
         return Ok(shadow.clone());
     }
-    let uri = lore.settings.vectors_uri();
-    if lance::stored_dimensions(&uri, &table).await?.is_none() {
+    let at = lore.settings.vectors();
+    if lance::stored_dimensions(&at, &table).await?.is_none() {
         return Err(missing(&binding.model));
     }
     let embedder = match &binding.target_id {
         Some(id) => connect(lore, &providers::resolve_target(lore, id).await?).await?,
         None => lore.load_local_embedder().await?,
     };
-    let store = LanceChunkStore::open_table(&uri, &table, embedder.dimensions()).await?;
+    let store = LanceChunkStore::open_table(&at, &table, embedder.dimensions()).await?;
     let opened =
         Arc::new(Shadow { target_id: binding.target_id.clone(), table, embedder, store: Arc::new(store) });
     *kept = Some(opened.clone());
@@ -263,9 +263,8 @@ pub async fn adoptable(
     model: &str,
 ) -> Result<Adoption> {
     let table = index.ok_or_else(|| missing(model))?.to_owned();
-    let dimensions = lance::stored_dimensions(&lore.settings.vectors_uri(), &table)
-        .await?
-        .ok_or_else(|| missing(model))?;
+    let dimensions =
+        lance::stored_dimensions(&lore.settings.vectors(), &table).await?.ok_or_else(|| missing(model))?;
     let embedding_model = match target {
         Some(target) => remote::identity(&target.account_id, &target.model),
         None => lore.settings.models.embedding.clone(),

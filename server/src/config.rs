@@ -170,6 +170,29 @@ mod tests {
     }
 
     #[test]
+    fn object_store_options_come_from_the_file_and_the_environment() {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "lore.toml",
+                r#"
+                [vectors]
+                uri = "s3://lore-vectors/prod"
+                storage_options = { aws_region = "eu-west-1", allow_http = "false" }
+                "#,
+            )?;
+            jail.set_env("LORE_VECTORS__STORAGE_OPTIONS__AWS_ENDPOINT", "http://127.0.0.1:9000");
+            jail.set_env("LORE_VECTORS__STORAGE_OPTIONS__ALLOW_HTTP", "true");
+            let at = load(None).expect("settings load").vectors();
+            assert_eq!(at.uri, "s3://lore-vectors/prod");
+            assert_eq!(at.options["aws_region"], "eu-west-1");
+            assert_eq!(at.options["aws_endpoint"], "http://127.0.0.1:9000");
+            assert_eq!(at.options["allow_http"], "true", "the environment wins over the file");
+            assert!(!ignored_env_vars().iter().any(|name| name.starts_with("LORE_VECTORS")));
+            Ok(())
+        });
+    }
+
+    #[test]
     fn a_typo_in_the_file_is_a_clear_error() {
         Jail::expect_with(|jail| {
             jail.create_file("lore.toml", "[server]\nbnid = \"127.0.0.1:1\"\n")?;

@@ -50,7 +50,7 @@ use lancedb::Table;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::index::lance::{column, store_error};
+use crate::index::lance::{column, store_error, Location};
 use crate::index::{quote, IndexError};
 
 const TABLE: &str = "answer_cache";
@@ -118,12 +118,12 @@ fn schema(dimensions: usize) -> SchemaRef {
 }
 
 impl AnswerCache {
-    /// Opens the cache table at `uri`, creating it; a table of another vector
+    /// Opens the cache table at `at`, creating it; a table of another vector
     /// size (the embedding model changed) or another layout (an older Lore)
     /// is dropped and made anew: a cache loses nothing it cannot rebuild.
     /// Starts the table's writer task.
-    pub async fn open(uri: &str, dimensions: usize) -> Result<Self, IndexError> {
-        let db = lancedb::connect(uri).execute().await.map_err(store_error)?;
+    pub async fn open(at: &Location, dimensions: usize) -> Result<Self, IndexError> {
+        let db = at.connect().execute().await.map_err(store_error)?;
         let schema = schema(dimensions);
         let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|n| n == TABLE);
         let mut loaded = None;
@@ -383,7 +383,7 @@ mod tests {
     #[tokio::test]
     async fn exact_and_nearest_lookups_stay_within_a_version() {
         let dir = tempfile::tempdir().unwrap();
-        let uri = dir.path().to_string_lossy().to_string();
+        let uri = Location::new(dir.path().to_string_lossy());
         let cache = AnswerCache::open(&uri, 3).await.unwrap();
         cache.insert(&entry("how do i restore", 1, vec![1.0, 0.0, 0.0])).await.unwrap();
         cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
@@ -419,7 +419,7 @@ mod tests {
     #[tokio::test]
     async fn the_writer_persists_every_write_and_compacts_the_table() {
         let dir = tempfile::tempdir().unwrap();
-        let uri = dir.path().to_string_lossy().to_string();
+        let uri = Location::new(dir.path().to_string_lossy());
         let cache = AnswerCache::open(&uri, 3).await.unwrap();
         let writes = COMPACT_EVERY + 10;
         for i in 0..writes {
@@ -438,7 +438,7 @@ mod tests {
     #[tokio::test]
     async fn pruning_drops_what_can_never_serve_again() {
         let dir = tempfile::tempdir().unwrap();
-        let uri = dir.path().to_string_lossy().to_string();
+        let uri = Location::new(dir.path().to_string_lossy());
         let cache = AnswerCache::open(&uri, 3).await.unwrap();
         let now = Utc::now();
         let minutes_ago = |minutes: i64| now - chrono::Duration::minutes(minutes);
@@ -466,7 +466,7 @@ mod tests {
 
         // A table of an older layout (without a column) starts over.
         drop(cache);
-        let db = lancedb::connect(&uri).execute().await.unwrap();
+        let db = lancedb::connect(&uri.uri).execute().await.unwrap();
         db.drop_table(TABLE, &[]).await.unwrap();
         let older = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
         db.create_empty_table(TABLE, older).execute().await.unwrap();

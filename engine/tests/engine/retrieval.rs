@@ -56,7 +56,8 @@ async fn rows(embedder: &LocalEmbedder, source: &str, document: &str, markdown: 
 async fn corpus() -> (LanceChunkStore, LocalEmbedder, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let embedder = embedder();
-    let store = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
     for (source, document, text) in
         [("help", "account", PASSWORD), ("help", "billing", BILLING), ("ops", "deploy", DEPLOY)]
     {
@@ -167,9 +168,10 @@ async fn deleting_a_source_removes_its_chunks_and_the_index_reopens() {
     store.optimize().await.unwrap();
     assert_eq!(store.count(Some("help")).await.unwrap(), 0);
     drop(store);
-    let reopened = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    let reopened =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
     assert_eq!(reopened.count(None).await.unwrap(), 1);
-    assert!(LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 768).await.is_err());
+    assert!(LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 768).await.is_err());
 }
 
 #[tokio::test]
@@ -201,7 +203,7 @@ async fn another_processs_writes_are_seen_within_the_consistency_interval() {
     // Two stores on one directory, as `lore serve` and `lore ingest` are.
     let (server, embedder, dir) = corpus().await;
     let uri = dir.path().join("lancedb");
-    let ingest = LanceChunkStore::open(uri.to_str().unwrap(), 384).await.unwrap();
+    let ingest = LanceChunkStore::open(&uri.to_str().unwrap().into(), 384).await.unwrap();
     let ids = vec!["account:0".to_owned(), "faq:0".to_owned()];
     assert_eq!(server.content_hashes(&ids).await.unwrap()["account:0"].1, "hash-of-account-0");
 
@@ -250,7 +252,8 @@ fn unit_vector(seed: u64, dimensions: usize) -> Vec<f32> {
 async fn a_corpus_past_the_threshold_gets_a_vector_index_that_still_finds_the_nearest() {
     use engine::index::lance::VECTOR_INDEX_MIN_ROWS;
     let dir = tempfile::tempdir().unwrap();
-    let store = LanceChunkStore::open(dir.path().join("lancedb").to_str().unwrap(), 384).await.unwrap();
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
     let rows: Vec<ChunkRow> = (0..VECTOR_INDEX_MIN_ROWS)
         .map(|i| ChunkRow {
             id: format!("doc{}:{}", i / 100, i % 100),

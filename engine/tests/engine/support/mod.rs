@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod object_store;
 pub mod site;
 
 use std::path::PathBuf;
