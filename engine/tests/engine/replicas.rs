@@ -1,6 +1,7 @@
 //! Two replicas on one PostgreSQL database: two `Lore`s in this process,
 //! each with a data directory of its own, as two `lore serve` on two
-//! machines would be, sharing the database and the vector store.
+//! machines would be, sharing the database and the vectors on one
+//! S3-compatible object store.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,27 +18,31 @@ use entity::{index_job, source};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
+use crate::support::object_store::ObjectStore;
 use crate::support::{self, drop_postgres, postgres};
 
-/// Two replicas on a new database, with the vector store they share.
+/// Two replicas on a new database, with the object store they share.
 struct Cluster {
     a: Lore,
     b: Lore,
     name: String,
-    _dirs: [tempfile::TempDir; 3],
+    _dirs: [tempfile::TempDir; 2],
+    _store: ObjectStore,
 }
 
 impl Cluster {
     async fn start() -> Self {
         let (url, name) = postgres().await;
-        let vectors = tempfile::tempdir().unwrap();
+        let store = ObjectStore::start().await;
+        let vectors = store.bucket("replicas").await;
         let shared = |settings: &mut engine::Settings| {
             settings.database.url = Some(engine::settings::Secret::new(url.clone()));
-            settings.vectors.uri = Some(vectors.path().display().to_string());
+            settings.vectors.uri = Some(vectors.clone());
+            settings.vectors.storage_options = store.options();
         };
         let (a, dir_a) = support::open_with(shared).await;
         let (b, dir_b) = support::open_with(shared).await;
-        Cluster { a, b, name, _dirs: [dir_a, dir_b, vectors] }
+        Cluster { a, b, name, _dirs: [dir_a, dir_b], _store: store }
     }
 
     /// Waits until both replicas listen for each other's announcements.
@@ -171,4 +176,50 @@ async fn a_change_announced_on_one_replica_reaches_the_other_within_a_second() {
     let echoed = tokio::time::timeout(Duration::from_millis(300), own.recv()).await;
     assert!(echoed.is_err(), "applied twice: {echoed:?}");
     cluster.stop().await;
+}
+
+/// Two replicas committing to one chunk table on the object store at the
+/// same moments: every commit lands. LanceDB creates each version's
+/// manifest with a conditional write, so of two commits of one version one
+/// is refused and retried on top of the other instead of replacing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_writing_one_table_on_the_object_store_lose_no_commit() {
+    use engine::index::lance::{LanceChunkStore, Location};
+    use engine::index::{ChunkRow, ChunkStore};
+    const DOCUMENTS: usize = 12;
+    const CHUNKS: usize = 3;
+    let store = ObjectStore::start().await;
+    let at = Location { uri: store.bucket("writers").await, options: store.options() };
+    assert!(at.is_object_store());
+    let rows = |document: &str| -> Vec<ChunkRow> {
+        (0..CHUNKS)
+            .map(|position| ChunkRow {
+                id: format!("{document}:{position}"),
+                source_id: "s".into(),
+                document_id: document.into(),
+                title: document.into(),
+                url: None,
+                heading: None,
+                position: position as u32,
+                text: format!("{document} chunk {position}"),
+                content_hash: format!("{document}-{position}"),
+                vector: vec![1.0, position as f32, 0.5, 0.25],
+            })
+            .collect()
+    };
+    let a = LanceChunkStore::open(&at, 4).await.unwrap();
+    let b = LanceChunkStore::open(&at, 4).await.unwrap();
+    let write = |replica: LanceChunkStore, name: &'static str| async move {
+        for n in 0..DOCUMENTS {
+            let document = format!("{name}-{n}");
+            replica.replace_document(&document, rows(&document)).await.unwrap();
+        }
+    };
+    tokio::join!(write(a, "a"), write(b, "b"));
+    let reader = LanceChunkStore::open(&at, 4).await.unwrap();
+    assert_eq!(
+        reader.count(None).await.unwrap(),
+        2 * DOCUMENTS * CHUNKS,
+        "no replica's commit replaced another's"
+    );
 }

@@ -11,6 +11,7 @@ use entity::{document, index_job};
 use sea_orm::EntityTrait;
 
 use crate::helpers::{drop_postgres, fresh_postgres, models_dir};
+use crate::object_store::ObjectStore;
 use crate::site::Site;
 
 const PAGES: usize = 60;
@@ -148,20 +149,23 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
 }
 
-/// Two replicas on one PostgreSQL database and one vector store, each with
-/// a data directory of its own: replica A (`lore ingest`) is killed with
-/// SIGKILL mid-crawl; replica B (`lore serve`) takes the run over once A's
-/// lease lapses and finishes it, with every page indexed once and every
-/// stored chunk accounted for by its document.
+/// Two replicas on one PostgreSQL database and one S3-compatible object
+/// store for the vectors, each with a data directory of its own: replica A
+/// (`lore ingest`) is killed with SIGKILL mid-crawl; replica B (`lore
+/// serve`) takes the run over once A's lease lapses and finishes it, with
+/// every page indexed once and every stored chunk accounted for by its
+/// document.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replica_killed_mid_job_is_finished_by_another_on_postgres_with_no_chunk_lost_or_duplicated() {
+async fn a_replica_killed_mid_job_is_finished_by_another_on_postgres_and_s3_with_no_chunk_lost_or_duplicated()
+{
     let site = Site::start(PAGES, Duration::from_millis(100)).await;
     let start_url = format!("{}/docs/", site.base_url);
     let (url, name) = fresh_postgres().await;
-    let vectors = tempfile::tempdir().unwrap();
+    let store = ObjectStore::start().await;
+    let vectors = store.bucket("replicas").await;
     let replica = |dir: &Path| {
         let mut command = lore(dir);
-        command.env("LORE_DATABASE__URL", &url).env("LORE_VECTORS__URI", vectors.path());
+        command.env("LORE_DATABASE__URL", &url).env("LORE_VECTORS__URI", &vectors).envs(store.env());
         command
     };
     let (dir_a, dir_b, dir_watcher) =
@@ -170,7 +174,8 @@ async fn a_replica_killed_mid_job_is_finished_by_another_on_postgres_with_no_chu
         let mut settings = Settings { data_dir: dir_watcher.path().to_owned(), ..Settings::default() };
         settings.models.dir = Some(models_dir());
         settings.database.url = Some(engine::settings::Secret::new(url.clone()));
-        settings.vectors.uri = Some(vectors.path().display().to_string());
+        settings.vectors.uri = Some(vectors.clone());
+        settings.vectors.storage_options = store.options();
         Lore::open(settings).await.unwrap()
     };
 

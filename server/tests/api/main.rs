@@ -19,8 +19,11 @@ mod indexing_jobs;
 mod llama;
 mod mcp;
 mod metrics;
+#[path = "../../../engine/tests/engine/support/object_store.rs"]
+mod object_store;
 mod operations;
 mod providers;
+mod replicas;
 mod request_bodies;
 mod schema_file;
 mod setup_state;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options, TestApp};
 
-const SCHEMA: &str = r#"type Dog @table(database: "dev", table: "dog") @export(name: "dogs") {
+pub(crate) const SCHEMA: &str = r#"type Dog @table(database: "dev", table: "dog") @export(name: "dogs") {
   id: ID @primaryKey
   name: String
 }
@@ -79,10 +79,11 @@ async fn rpc(
 }
 
 /// An event stream from the server, as its chunks arrive.
-type Events = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
+pub(crate) type Events =
+    std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
 
 /// A session's push channel (GET).
-async fn channel(url: &str, key: &str, session: &str) -> Events {
+pub(crate) async fn channel(url: &str, key: &str, session: &str) -> Events {
     let response = bare()
         .get(url)
         .header("x-api-key", key)
@@ -96,7 +97,7 @@ async fn channel(url: &str, key: &str, session: &str) -> Events {
 }
 
 /// The first chunk holding `needle` within `within` (`None`: nothing did).
-async fn heard(events: &mut Events, needle: &str, within: Duration) -> Option<String> {
+pub(crate) async fn heard(events: &mut Events, needle: &str, within: Duration) -> Option<String> {
     tokio::time::timeout(within, async {
         while let Some(Ok(chunk)) = events.next().await {
             let text = String::from_utf8_lossy(&chunk).to_string();
@@ -111,7 +112,7 @@ async fn heard(events: &mut Events, needle: &str, within: Duration) -> Option<St
     .flatten()
 }
 
-async fn initialize(url: &str, key: &str) -> String {
+pub(crate) async fn initialize(url: &str, key: &str) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let (status, headers, reply) = rpc(url, key, None, body).await;
@@ -120,7 +121,7 @@ async fn initialize(url: &str, key: &str) -> String {
     headers["mcp-session-id"].to_str().unwrap().to_owned()
 }
 
-async fn tool_names(url: &str, key: &str, session: &str) -> Vec<String> {
+pub(crate) async fn tool_names(url: &str, key: &str, session: &str) -> Vec<String> {
     let (_, _, reply) =
         rpc(url, key, Some(session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     reply["result"]["tools"]
