@@ -362,6 +362,35 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// `/retrieve` and cached `/answer` with one and two replicas on
+    /// PostgreSQL, vectors in a local directory and on an S3-compatible
+    /// object store (`scripts/bench-replicas` starts the model and S3 servers).
+    Replicas {
+        /// An OpenAI-compatible endpoint (`http://127.0.0.1:PORT/v1`) that answers.
+        #[arg(long)]
+        llm_endpoint: String,
+        /// The model name to ask the endpoint for.
+        #[arg(long, default_value = "smollm2-135m-instruct")]
+        llm_model: String,
+        /// The PostgreSQL server; a fresh database is made on it per store.
+        #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        postgres_url: String,
+        /// An S3-compatible endpoint (credentials from AWS_*, as the AWS SDKs read them).
+        #[arg(long)]
+        s3_endpoint: String,
+        /// Pages of the generated site crawled and embedded for real.
+        #[arg(long, default_value_t = 20)]
+        pages: usize,
+        /// Requests per measurement.
+        #[arg(long, default_value_t = 600)]
+        requests: usize,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Where the JSON record goes (default bench-results/replicas.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Retrieval recall with and without a reranker over SQLite's
     /// documentation (`scripts/bench-rerank`).
     Rerank {

@@ -99,6 +99,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let options = bench::AnswerOptions { pages, chunks, requests, llm_endpoint, llm_model, out };
             bench::answer(settings, options).await
         }
+        Command::Bench {
+            command:
+                BenchCommand::Replicas {
+                    llm_endpoint,
+                    llm_model,
+                    postgres_url,
+                    s3_endpoint,
+                    pages,
+                    requests,
+                    clients,
+                    out,
+                },
+        } => {
+            let options = bench::ReplicasOptions {
+                pages,
+                requests,
+                clients,
+                llm_endpoint,
+                llm_model,
+                postgres_url,
+                s3_endpoint,
+                out,
+            };
+            bench::replicas(settings, options).await
+        }
         Command::Bench { command: BenchCommand::Quality { llm_endpoint, llm_model, docs, out } } => {
             let options = bench::QualityOptions { docs, llm_endpoint, llm_model, out };
             bench::quality(settings, options).await

@@ -23,13 +23,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use engine::audit::Actor;
 use engine::{Lore, Settings};
 use serde_json::{json, Value};
 
 use super::{
-    bench_site, build_profile, chunk_texts, index_site, millis, percentile, synthetic_documents,
-    tempfile_dir, write_record, Serving, QUERIES,
+    answer_key, bench_site, bind_generation, build_profile, chunk_texts, index_site, millis, percentile,
+    synthetic_documents, tempfile_dir, write_record, Serving, QUERIES,
 };
 
 /// Goals of the issue, in milliseconds (p95).
@@ -40,7 +39,7 @@ const CONCURRENCY: [usize; 3] = [8, 32, 64];
 
 /// Questions about the generated site's text: each reaches retrieval with
 /// passages, so a miss goes to the model.
-const QUESTIONS: [&str; 16] = [
+pub(super) const QUESTIONS: [&str; 16] = [
     "How long are backups kept?",
     "How do I restore a snapshot?",
     "Which file types can I upload?",
@@ -116,10 +115,10 @@ impl StageTimes {
 
 /// p50/p95 of a set of samples, in milliseconds.
 #[derive(Clone, Copy, Debug)]
-struct Spread {
+pub(super) struct Spread {
     count: usize,
-    p50: f64,
-    p95: f64,
+    pub(super) p50: f64,
+    pub(super) p95: f64,
 }
 
 impl Spread {
@@ -150,10 +149,10 @@ impl Spread {
 
 /// A client of the public API with a secret key.
 #[derive(Clone)]
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    key: String,
+pub(super) struct Api {
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) key: String,
 }
 
 impl Api {
@@ -175,11 +174,11 @@ impl Api {
         Ok((elapsed, serde_json::from_str(&text).with_context(|| format!("parsing POST {path}"))?))
     }
 
-    async fn ask(&self, question: &str) -> anyhow::Result<(f64, Value)> {
+    pub(super) async fn ask(&self, question: &str) -> anyhow::Result<(f64, Value)> {
         self.post("/answer", &json!({ "question": question })).await
     }
 
-    async fn retrieve(&self, query: &str) -> anyhow::Result<f64> {
+    pub(super) async fn retrieve(&self, query: &str) -> anyhow::Result<f64> {
         Ok(self.post("/retrieve", &json!({ "query": query })).await?.0)
     }
 }
@@ -242,29 +241,8 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     println!("Corpus: {chunks} chunks ({crawled} crawled, {} synthetic).", chunks - crawled);
 
     // 2. A key, the generation role, and Lore serving on loopback.
-    let (_, key) = engine::keys::create(
-        &lore,
-        &Actor::System,
-        engine::keys::NewKey {
-            name: "bench".into(),
-            kind: "secret".into(),
-            scopes: vec!["answer".into(), "retrieve".into()],
-            ..engine::keys::NewKey::default()
-        },
-    )
-    .await?;
-    engine::providers::quick_add(
-        &lore,
-        &Actor::System,
-        engine::providers::QuickAdd {
-            kind: "llama_cpp".into(),
-            endpoint: Some(options.llm_endpoint.clone()),
-            model: options.llm_model.clone(),
-            ..engine::providers::QuickAdd::default()
-        },
-    )
-    .await
-    .context("binding the generation role to --llm-endpoint")?;
+    let key = answer_key(&lore).await?;
+    bind_generation(&lore, &options.llm_endpoint, &options.llm_model).await?;
     let serving = Serving::start(&lore).await?;
     let base = serving.base.clone();
     let api = Api { http: reqwest::Client::builder().pool_max_idle_per_host(128).build()?, base, key };
@@ -429,7 +407,11 @@ async fn measure(api: &Api, options: &AnswerOptions) -> anyhow::Result<Value> {
 
 /// Runs `total` requests from `clients` concurrent tasks; requests per second
 /// and the latency spread.
-async fn concurrent<F, Fut>(clients: usize, total: usize, request: F) -> anyhow::Result<(f64, Spread)>
+pub(super) async fn concurrent<F, Fut>(
+    clients: usize,
+    total: usize,
+    request: F,
+) -> anyhow::Result<(f64, Spread)>
 where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = anyhow::Result<f64>> + Send,

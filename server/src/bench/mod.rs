@@ -31,6 +31,7 @@ mod generate;
 mod mcp;
 mod operations;
 mod quality;
+mod replicas;
 mod rerank;
 mod table;
 pub use answer::{answer, AnswerOptions};
@@ -39,6 +40,7 @@ pub use generate::{generate, GenerateOptions};
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions};
+pub use replicas::{replicas, ReplicasOptions};
 pub use rerank::{rerank, RerankOptions};
 pub use table::{table, TableOptions};
 
@@ -356,8 +358,11 @@ async fn retrieval_at(
     rows: usize,
 ) -> anyhow::Result<AtSize> {
     let dir = tempfile_dir()?;
-    let store =
-        LanceChunkStore::open(&dir.join("lancedb").display().to_string(), embedder.dimensions()).await?;
+    let store = LanceChunkStore::open(
+        &engine::index::lance::Location::new(dir.join("lancedb").display().to_string()),
+        embedder.dimensions(),
+    )
+    .await?;
     let started = Instant::now();
     for document in synthetic_documents(base, "bench", 0..rows) {
         store.append(document).await?;
@@ -476,6 +481,40 @@ impl Serving {
         let _ = self.stop.send(());
         let _ = self.server.await;
     }
+}
+
+/// Binds the generation role to the OpenAI-compatible `endpoint`
+/// (`--llm-endpoint`) serving `model`.
+async fn bind_generation(lore: &Lore, endpoint: &str, model: &str) -> anyhow::Result<()> {
+    engine::providers::quick_add(
+        lore,
+        &engine::audit::Actor::System,
+        engine::providers::QuickAdd {
+            kind: "llama_cpp".into(),
+            endpoint: Some(endpoint.to_owned()),
+            model: model.to_owned(),
+            ..engine::providers::QuickAdd::default()
+        },
+    )
+    .await
+    .context("binding the generation role to --llm-endpoint")?;
+    Ok(())
+}
+
+/// A secret key for `/answer` and `/retrieve`: its raw value.
+async fn answer_key(lore: &Lore) -> anyhow::Result<String> {
+    let (_, key) = engine::keys::create(
+        lore,
+        &engine::audit::Actor::System,
+        engine::keys::NewKey {
+            name: "bench".into(),
+            kind: "secret".into(),
+            scopes: vec!["answer".into(), "retrieve".into()],
+            ..engine::keys::NewKey::default()
+        },
+    )
+    .await?;
+    Ok(key)
 }
 
 /// A website source of the generated site at `site`, crawled and indexed

@@ -225,7 +225,9 @@ async fn lore_target(name: &str, settings: Settings, options: &OperationsOptions
 
 /// A fresh database on the PostgreSQL server at `url`: its URL and a
 /// connection to drop it with.
-async fn fresh_postgres(url: &str) -> anyhow::Result<(String, String, sea_orm::DatabaseConnection)> {
+pub(super) async fn fresh_postgres(
+    url: &str,
+) -> anyhow::Result<(String, String, sea_orm::DatabaseConnection)> {
     use sea_orm::ConnectionTrait;
     let admin = sea_orm::Database::connect(url).await.context("connecting to --postgres-url")?;
     let name = format!("lore_bench_{}", uuid::Uuid::new_v4().simple());

@@ -167,18 +167,7 @@ async fn measure(
     let store = lore.chunks().await?;
     let chunks = store.count(None).await?;
     println!("Corpus: {chunks} chunks.");
-    engine::providers::quick_add(
-        lore,
-        &Actor::System,
-        engine::providers::QuickAdd {
-            kind: "llama_cpp".into(),
-            endpoint: Some(options.llm_endpoint.clone()),
-            model: options.llm_model.clone(),
-            ..engine::providers::QuickAdd::default()
-        },
-    )
-    .await
-    .context("binding the generation role to --llm-endpoint")?;
+    super::bind_generation(lore, &options.llm_endpoint, &options.llm_model).await?;
     let generation = engine::providers::resolve(lore, Role::Generation)
         .await?
         .context("the generation role is not bound")?;
