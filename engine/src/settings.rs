@@ -270,8 +270,35 @@ pub struct VectorSettings {
     /// Options for the object store's client, by object_store's names
     /// (`aws_endpoint`, `aws_region`, `allow_http`, ...). What is not set
     /// here is read from the environment as the AWS SDKs read it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "option_values")]
     pub storage_options: BTreeMap<String, String>,
+}
+
+/// Storage options as strings, as the store's client takes them, whatever
+/// the source typed them as (`LORE_VECTORS__STORAGE_OPTIONS__ALLOW_HTTP=true`
+/// arrives as a boolean).
+fn option_values<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Scalar {
+        Text(String),
+        Flag(bool),
+        Whole(i64),
+        Number(f64),
+    }
+    let raw = BTreeMap::<String, Scalar>::deserialize(deserializer)?;
+    Ok(raw
+        .into_iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Scalar::Text(text) => text,
+                Scalar::Flag(flag) => flag.to_string(),
+                Scalar::Whole(whole) => whole.to_string(),
+                Scalar::Number(number) => number.to_string(),
+            };
+            (key, value)
+        })
+        .collect())
 }
 
 impl VectorSettings {

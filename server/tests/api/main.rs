@@ -23,7 +23,6 @@ mod metrics;
 mod object_store;
 mod operations;
 mod providers;
-mod replicas;
 mod request_bodies;
 mod schema_file;
 mod setup_state;
