@@ -99,11 +99,8 @@ impl Settings {
 
     /// Where the vectors live: [`Settings::vectors_uri`] with
     /// `vectors.storage_options`.
-    pub fn vectors(&self) -> crate::index::lance::Location {
-        crate::index::lance::Location {
-            uri: self.vectors_uri(),
-            options: self.vectors.storage_options.clone(),
-        }
+    pub fn vectors(&self) -> Location {
+        Location { uri: self.vectors_uri(), options: self.vectors.storage_options.clone() }
     }
 
     /// `models.dir`, or the machine's cache of model files, shared by
@@ -159,15 +156,11 @@ impl Settings {
             problems.push("auth.oidc.client_id is set but auth.oidc.issuer is not.".into());
         }
         let vectors = self.vectors_uri();
-        if let Some(scheme) = crate::index::lance::object_store_scheme(&vectors) {
-            if !crate::index::lance::OBJECT_STORE_SCHEMES.contains(&scheme) {
+        if let Some(scheme) = object_store_scheme(&vectors) {
+            if !OBJECT_STORE_SCHEMES.contains(&scheme) {
                 problems.push(format!(
                     "vectors.uri names a {scheme}:// store; this build reaches {} and local directories.",
-                    crate::index::lance::OBJECT_STORE_SCHEMES
-                        .iter()
-                        .map(|s| format!("{s}://"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    OBJECT_STORE_SCHEMES.iter().map(|s| format!("{s}://")).collect::<Vec<_>>().join(", ")
                 ));
             }
         }
@@ -259,6 +252,62 @@ pub struct DatabaseSettings {
     #[serde(default)]
     pub url: Option<Secret>,
 }
+
+/// Where LanceDB keeps its tables: a local directory, or an object-store
+/// URI (`s3://bucket/prefix`) with the options its client needs.
+///
+/// For S3 and S3-compatible stores the options are object_store's keys
+/// (`aws_endpoint`, `aws_region`, `allow_http`, ...); whatever they leave
+/// out is read from the environment as the AWS SDKs read it: `AWS_*`
+/// variables first, then the shared config and credentials files, web
+/// identity and the instance metadata service. Several processes may write
+/// the same tables: on an object store each commit is a conditional write
+/// (`If-None-Match: *` on the manifest of the next version), so of two
+/// writers committing at once one succeeds and the other retries on top of
+/// it; on a local directory the same is an atomic create.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    pub uri: String,
+    pub options: BTreeMap<String, String>,
+}
+
+impl Location {
+    /// A location with no options: a local directory, or an object store
+    /// configured wholly by the environment.
+    pub fn new(uri: impl Into<String>) -> Self {
+        Location { uri: uri.into(), options: BTreeMap::new() }
+    }
+
+    /// Whether the tables live in an object store rather than a directory.
+    pub fn is_object_store(&self) -> bool {
+        object_store_scheme(&self.uri).is_some()
+    }
+}
+
+/// The URI and the options' names: never their values, which hold keys.
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Location").field("uri", &self.uri).field("options", &self.options.keys()).finish()
+    }
+}
+
+impl From<&str> for Location {
+    fn from(uri: &str) -> Self {
+        Location::new(uri)
+    }
+}
+
+/// The scheme of `uri` when it names an object store (`s3` for `s3://...`),
+/// `None` for a directory (a path, or a `file://` URL).
+pub fn object_store_scheme(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once("://")?;
+    let scheme_like =
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    (scheme_like && scheme != "file").then_some(scheme)
+}
+
+/// The object stores this build can reach: S3 and S3-compatible ones.
+pub const OBJECT_STORE_SCHEMES: &[&str] = &["s3"];
 
 #[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

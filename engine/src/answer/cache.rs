@@ -50,7 +50,7 @@ use lancedb::Table;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::index::lance::{column, store_error, Location};
+use crate::index::lance::{column, connect, store_error, Location};
 use crate::index::{quote, IndexError};
 
 const TABLE: &str = "answer_cache";
@@ -123,7 +123,7 @@ impl AnswerCache {
     /// is dropped and made anew: a cache loses nothing it cannot rebuild.
     /// Starts the table's writer task.
     pub async fn open(at: &Location, dimensions: usize) -> Result<Self, IndexError> {
-        let db = at.connect().execute().await.map_err(store_error)?;
+        let db = connect(at).execute().await.map_err(store_error)?;
         let schema = schema(dimensions);
         let exists = db.table_names().execute().await.map_err(store_error)?.iter().any(|n| n == TABLE);
         let mut loaded = None;

@@ -5,7 +5,7 @@
 //! commits as a single version; new documents are appended, which spares
 //! the merge's scan of the whole table.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::types::Float32Type;
@@ -52,70 +52,17 @@ pub const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
 const NPROBES: usize = 20;
 const REFINE_FACTOR: u32 = 10;
 
-/// Where LanceDB keeps its tables: a local directory, or an object-store
-/// URI (`s3://bucket/prefix`) with the options its client needs.
-///
-/// For S3 and S3-compatible stores the options are object_store's keys
-/// (`aws_endpoint`, `aws_region`, `allow_http`, ...); whatever they leave
-/// out is read from the environment as the AWS SDKs read it: `AWS_*`
-/// variables first, then the shared config and credentials files, web
-/// identity and the instance metadata service. Several processes may write
-/// the same tables: on an object store each commit is a conditional write
-/// (`If-None-Match: *` on the manifest of the next version), so of two
-/// writers committing at once one succeeds and the other retries on top of
-/// it; on a local directory the same is an atomic create.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Location {
-    pub uri: String,
-    pub options: BTreeMap<String, String>,
-}
+pub use crate::settings::{object_store_scheme, Location, OBJECT_STORE_SCHEMES};
 
-impl Location {
-    /// A location with no options: a local directory, or an object store
-    /// configured wholly by the environment.
-    pub fn new(uri: impl Into<String>) -> Self {
-        Location { uri: uri.into(), options: BTreeMap::new() }
-    }
-
-    /// Whether the tables live in an object store rather than a directory.
-    pub fn is_object_store(&self) -> bool {
-        object_store_scheme(&self.uri).is_some()
-    }
-
-    pub(crate) fn connect(&self) -> lancedb::connection::ConnectBuilder {
-        let builder = lancedb::connect(&self.uri);
-        if self.options.is_empty() {
-            builder
-        } else {
-            builder.storage_options(self.options.iter().map(|(key, value)| (key.clone(), value.clone())))
-        }
+/// A LanceDB connection to `at`, with its storage options.
+pub(crate) fn connect(at: &Location) -> lancedb::connection::ConnectBuilder {
+    let builder = lancedb::connect(&at.uri);
+    if at.options.is_empty() {
+        builder
+    } else {
+        builder.storage_options(at.options.iter().map(|(key, value)| (key.clone(), value.clone())))
     }
 }
-
-/// The URI and the options' names: never their values, which hold keys.
-impl std::fmt::Debug for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Location").field("uri", &self.uri).field("options", &self.options.keys()).finish()
-    }
-}
-
-impl From<&str> for Location {
-    fn from(uri: &str) -> Self {
-        Location::new(uri)
-    }
-}
-
-/// The scheme of `uri` when it names an object store (`s3` for `s3://...`),
-/// `None` for a directory (a path, or a `file://` URL).
-pub fn object_store_scheme(uri: &str) -> Option<&str> {
-    let (scheme, _) = uri.split_once("://")?;
-    let scheme_like =
-        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-    (scheme_like && scheme != "file").then_some(scheme)
-}
-
-/// The object stores this build can reach: S3 and S3-compatible ones.
-pub const OBJECT_STORE_SCHEMES: &[&str] = &["s3"];
 
 pub struct LanceChunkStore {
     table: Table,
@@ -172,8 +119,7 @@ impl LanceChunkStore {
 
     /// Opens (or creates, with its full-text index) table `name` at `at`.
     pub async fn open_table(at: &Location, name: &str, dimensions: usize) -> Result<Self, IndexError> {
-        let db = at
-            .connect()
+        let db = connect(at)
             .read_consistency_interval(OTHER_WRITERS_SEEN_WITHIN)
             .execute()
             .await
@@ -301,7 +247,7 @@ impl LanceChunkStore {
 
 /// The vector size of table `name` at `at`, if it exists.
 pub async fn stored_dimensions(at: &Location, name: &str) -> Result<Option<usize>, IndexError> {
-    let db = at.connect().execute().await.map_err(store_error)?;
+    let db = connect(at).execute().await.map_err(store_error)?;
     if !db.table_names().execute().await.map_err(store_error)?.iter().any(|found| found == name) {
         return Ok(None);
     }
@@ -315,7 +261,7 @@ pub async fn stored_dimensions(at: &Location, name: &str) -> Result<Option<usize
 
 /// Drops every table at `at` whose name `doomed` picks; returns their names.
 pub async fn drop_tables(at: &Location, doomed: impl Fn(&str) -> bool) -> Result<Vec<String>, IndexError> {
-    let db = at.connect().execute().await.map_err(store_error)?;
+    let db = connect(at).execute().await.map_err(store_error)?;
     let names: Vec<String> =
         db.table_names().execute().await.map_err(store_error)?.into_iter().filter(|n| doomed(n)).collect();
     for name in &names {

@@ -136,6 +136,21 @@ impl Site {
     }
 }
 
+/// Page `n` of `pages` as the site serves it, `text` its paragraph: also
+/// what a test uploads as the same guide in a file.
+pub fn page_html(n: usize, pages: usize, text: &str, canonical: Option<&str>) -> String {
+    let next = if n < pages {
+        format!(r#"<p><a href="/docs/page-{}">Next guide</a></p>"#, n + 1)
+    } else {
+        String::new()
+    };
+    html(
+        &format!("Guide {n} · Acme Docs"),
+        canonical,
+        &format!("<h1>Guide {n}</h1><h2>Overview</h2><p>{text}</p>{next}"),
+    )
+}
+
 fn html(title: &str, canonical: Option<&str>, body: &str) -> String {
     let canonical =
         canonical.map(|href| format!(r#"<link rel="canonical" href="{href}">"#)).unwrap_or_default();
@@ -240,16 +255,7 @@ async fn page(State(state): State<Arc<SiteState>>, Path(page): Path<String>, hea
         Some("copy") | None => None,
         Some(_) => return StatusCode::NOT_FOUND.into_response(),
     };
-    let next = if n < state.pages {
-        format!(r#"<p><a href="/docs/page-{}">Next guide</a></p>"#, n + 1)
-    } else {
-        String::new()
-    };
-    let body = html(
-        &format!("Guide {n} · Acme Docs"),
-        canonical.as_deref(),
-        &format!("<h1>Guide {n}</h1><h2>Overview</h2><p>{text}</p>{next}"),
-    );
+    let body = page_html(n, state.pages, &text, canonical.as_deref());
     let etag = format!("\"{:x}\"", body.len() * 31 + text.bytes().map(usize::from).sum::<usize>());
     if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
