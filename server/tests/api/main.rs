@@ -23,6 +23,7 @@ mod metrics;
 mod object_store;
 mod operations;
 mod providers;
+mod replicas;
 mod request_bodies;
 mod schema_file;
 mod setup_state;
