@@ -534,6 +534,9 @@ async fn index_site(lore: &Lore, site: &str, pages: usize) -> anyhow::Result<eng
     .await?;
     let owner = engine::ingest::jobs::owner_id("bench");
     let job = engine::ingest::jobs::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
+    // What `ingest::lifecycle::start_run` does beside queueing: the first
+    // index is when the profile comes to be.
+    engine::profile::ensure_on_first_index(lore, &engine::audit::Actor::System).await?;
     let ended = engine::ingest::jobs::run(lore, job, &owner, None).await?;
     anyhow::ensure!(
         ended.status == "succeeded",
