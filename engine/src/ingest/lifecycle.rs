@@ -15,12 +15,27 @@ use crate::{Lore, Result};
 /// Starting an index is when the profile comes to be: the first time, it is
 /// built here from the persona chosen in the wizard (or the default one), as
 /// an explicit step after the run is queued. Every surface that starts
-/// indexing comes through here; only the scheduler's re-syncs, of sources
-/// indexed before, queue directly.
+/// indexing comes through here (or [`start_held`]); only the scheduler's
+/// re-syncs, of sources indexed before, queue directly.
 pub async fn start_run(lore: &Lore, source_id: Option<&str>, full: bool, trigger: &str) -> Result<Job> {
     let job = jobs::enqueue(lore, source_id, full, trigger).await?;
     crate::profile::ensure_on_first_index(lore, &Actor::System).await?;
     Job::decode(job)
+}
+
+/// [`start_run`] for a process that runs the job itself (the benchmarks):
+/// the job is created already held by `owner`, so no server worker takes
+/// it meanwhile, and the first index makes the profile the same way.
+pub async fn start_held(
+    lore: &Lore,
+    source_id: Option<&str>,
+    full: bool,
+    trigger: &str,
+    owner: &str,
+) -> Result<entity::index_job::Model> {
+    let job = jobs::start_held(lore, source_id, full, trigger, owner).await?;
+    crate::profile::ensure_on_first_index(lore, &Actor::System).await?;
+    Ok(job)
 }
 
 /// A source just added, with the first sync queued for it (a website's).

@@ -50,6 +50,29 @@ async fn no_profile_exists_until_the_first_index_starts_then_it_follows_the_chos
     assert_eq!(profile::versions(&lore).await.unwrap().len(), 1);
 }
 
+#[tokio::test]
+async fn a_run_held_by_the_process_that_starts_it_makes_the_profile_too() {
+    let (lore, _dir) = support::open().await;
+    let source = engine::sources::create(
+        &lore,
+        &admin(),
+        engine::sources::NewSource {
+            name: "Files".into(),
+            kind: "upload".into(),
+            config: None,
+            volatility: None,
+        },
+    )
+    .await
+    .unwrap();
+    let held = engine::ingest::lifecycle::start_held(&lore, Some(&source.id), false, "bench", "process-1")
+        .await
+        .unwrap();
+    assert_eq!(held.lease_owner.as_deref(), Some("process-1"), "{held:?}");
+    let active = profile::active(&lore).await.unwrap().expect("the first index created the profile");
+    assert_eq!(active.version, 1);
+}
+
 async fn concurrent_saves_from_one_base(lore: &Lore) {
     let v1 = profile::ensure(lore, &admin(), "it_helpdesk", Details::default()).await.unwrap();
     let mut a = v1.snapshot.clone();

@@ -533,10 +533,7 @@ async fn index_site(lore: &Lore, site: &str, pages: usize) -> anyhow::Result<eng
     )
     .await?;
     let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::jobs::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
-    // What `ingest::lifecycle::start_run` does beside queueing: the first
-    // index is when the profile comes to be.
-    engine::profile::ensure_on_first_index(lore, &engine::audit::Actor::System).await?;
+    let job = engine::ingest::lifecycle::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
     let ended = engine::ingest::jobs::run(lore, job, &owner, None).await?;
     anyhow::ensure!(
         ended.status == "succeeded",
@@ -601,7 +598,7 @@ pub async fn index(
     .await?;
     lore.embedder().await?; // load outside the timing
     let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::jobs::start_held(&lore, Some(&source.id), false, "bench", &owner).await?;
+    let job = engine::ingest::lifecycle::start_held(&lore, Some(&source.id), false, "bench", &owner).await?;
     let started = Instant::now();
     let ended = engine::ingest::jobs::run(&lore, job, &owner, None).await?;
     let crawl_s = started.elapsed().as_secs_f64();
