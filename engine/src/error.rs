@@ -61,6 +61,11 @@ pub enum Error {
     #[error("database error: {0}")]
     Database(#[from] sea_orm::DbErr),
 
+    /// A directory Lore keeps its data in cannot be made or written: the
+    /// path, and why (a file in the way, no permission).
+    #[error("{what} {} cannot be used: {reason}", path.display())]
+    Directory { what: &'static str, path: std::path::PathBuf, reason: String },
+
     #[error("{context}: {source}")]
     Io {
         context: String,

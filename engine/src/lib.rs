@@ -106,10 +106,7 @@ impl Lore {
         // client); a library that asks rustls for "the" provider finds none
         // unless the process names one. Only the first call counts.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        std::fs::create_dir_all(&settings.data_dir).map_err(|source| Error::Io {
-            context: format!("creating data directory {}", settings.data_dir.display()),
-            source,
-        })?;
+        store::prepare_dirs(&settings)?;
         let keys = secrets::Keys::load_or_create(&settings)?;
         let db = store::connect(&settings.database_url()).await?;
         store::migrate(&db).await?;

@@ -730,6 +730,9 @@ fn set_configuration(lore: &Lore, changes: Map<String, Value>) -> Result<Value> 
     if changes.is_empty() {
         return Err(invalid("name at least one setting, as `\"section.key\": value`".into()));
     }
+    // The data directory may have been removed under a running Lore; the
+    // saved configuration must still land, or say plainly why not.
+    crate::store::ensure_dir("the data directory", &lore.settings.data_dir)?;
     let path = crate::settings::overlay_path(&lore.settings.data_dir);
     let mut overlay = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str::<Value>(&text)

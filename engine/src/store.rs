@@ -3,6 +3,7 @@
 //! SeaORM hides the backend; the same code runs on SQLite (the embedded
 //! default) and PostgreSQL (`database.url = "postgres://…"`).
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -10,7 +11,65 @@ use entity::cluster_state;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ActiveModelTrait, ConnectOptions, Database, DatabaseConnection, EntityTrait, Set};
 
-use crate::Result;
+use crate::{Error, Result, Settings};
+
+/// Makes the directories this machine keeps Lore's data in, when missing:
+/// the data directory, the folder of a SQLite file that `database.url`
+/// names, and a local `vectors.uri`. Every command that opens the data goes
+/// through here first ([`crate::Lore::open`], `lore migrate`), so none meets
+/// a missing directory as a database error. A directory that cannot be made
+/// or written is [`Error::Directory`], naming the path and why.
+pub fn prepare_dirs(settings: &Settings) -> Result<()> {
+    ensure_dir("the data directory", &settings.data_dir)?;
+    if let Some(file) = sqlite_file(&settings.database_url()) {
+        if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+            ensure_dir("the database's directory", parent)?;
+        }
+    }
+    let vectors = settings.vectors_uri();
+    if !vectors.contains("://") {
+        ensure_dir("the vectors directory", Path::new(&vectors))?;
+    }
+    Ok(())
+}
+
+/// Makes `path` a directory Lore can write in: created with its parents
+/// when missing; a file in the way or no permission is a clear error.
+pub fn ensure_dir(what: &'static str, path: &Path) -> Result<()> {
+    let refuse = |reason: String| Error::Directory { what, path: path.to_owned(), reason };
+    if path.exists() && !path.is_dir() {
+        return Err(refuse("a file is in the way".into()));
+    }
+    std::fs::create_dir_all(path).map_err(|err| refuse(describe_io(&err)))?;
+    // A directory that exists but cannot be written fails here, by name,
+    // instead of at the first write deep inside SQLite or LanceDB.
+    let probe = path.join(format!(".lore-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|err| refuse(describe_io(&err)))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+fn describe_io(err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
+            "a file is in the way".into()
+        }
+        std::io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
+        _ => err.to_string(),
+    }
+}
+
+/// The file a SQLite URL names (`sqlite://path?mode=rwc`, `sqlite:path`),
+/// or `None` for other databases and in-memory ones.
+fn sqlite_file(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    Some(PathBuf::from(path))
+}
 
 /// Connects with a small pool; SQLite files are created when missing.
 ///
@@ -210,4 +269,42 @@ pub async fn delete_setting(conn: &impl sea_orm::ConnectionTrait, key: &str) -> 
 /// One stored setting, if an admin set it.
 pub async fn setting(conn: &impl sea_orm::ConnectionTrait, key: &str) -> Result<Option<serde_json::Value>> {
     Ok(entity::cluster_setting::Entity::find_by_id(key.to_owned()).one(conn).await?.map(|row| row.value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_directories_are_made_and_a_file_in_the_way_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("not/yet/data");
+        let settings = Settings { data_dir: data.clone(), ..Settings::default() };
+        prepare_dirs(&settings).unwrap();
+        assert!(data.is_dir());
+        assert!(data.join("lancedb").is_dir(), "the default vectors directory");
+        // Twice is the same as once, and leaves no probe file behind.
+        prepare_dirs(&settings).unwrap();
+        assert_eq!(std::fs::read_dir(&data).unwrap().count(), 1, "only lancedb/");
+
+        let blocked = root.path().join("a-file");
+        std::fs::write(&blocked, "x").unwrap();
+        let settings = Settings { data_dir: blocked.clone(), ..Settings::default() };
+        let err = prepare_dirs(&settings).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("the data directory {} cannot be used: a file is in the way", blocked.display())
+        );
+        let below = Settings { data_dir: blocked.join("data"), ..Settings::default() };
+        let err = prepare_dirs(&below).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("the data directory {}", blocked.join("data").display())), "{err}");
+    }
+
+    #[test]
+    fn a_sqlite_url_names_its_file_and_other_databases_none() {
+        assert_eq!(sqlite_file("sqlite://./data/lore.db?mode=rwc"), Some(PathBuf::from("./data/lore.db")));
+        assert_eq!(sqlite_file("sqlite:/srv/lore.db"), Some(PathBuf::from("/srv/lore.db")));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("postgres://lore@127.0.0.1/lore"), None);
+    }
 }

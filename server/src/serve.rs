@@ -147,6 +147,7 @@ fn fetch_model_files_if_missing(lore: &Lore) {
 }
 
 pub async fn migrate_from_cli(settings: Settings, json: bool) -> anyhow::Result<()> {
+    engine::store::prepare_dirs(&settings)?;
     let db = engine::store::connect(&settings.database_url()).await.context("connecting to the database")?;
     let pending = engine::store::pending_migrations(&db).await?;
     engine::store::migrate(&db).await.context("applying migrations")?;

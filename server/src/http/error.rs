@@ -107,6 +107,7 @@ impl ApiError {
             | engine::Error::Database(_)
             | engine::Error::Index(_)
             | engine::Error::Io { .. }
+            | engine::Error::Directory { .. }
             | engine::Error::Internal(_)) => ApiError::Engine(other),
         }
     }
@@ -161,9 +162,9 @@ impl ApiError {
             ApiError::Engine(E::RetrievalFailingClosed(why)) => {
                 (codes::RETRIEVAL_FAILING_CLOSED, capitalise(&format!("retrieval is failing closed: {why}")))
             }
-            ApiError::Engine(E::Database(_) | E::Index(_) | E::Io { .. } | E::Internal(_)) => {
-                (codes::INTERNAL, "Something went wrong on our side.".into())
-            }
+            ApiError::Engine(
+                E::Database(_) | E::Index(_) | E::Io { .. } | E::Directory { .. } | E::Internal(_),
+            ) => (codes::INTERNAL, "Something went wrong on our side.".into()),
             ApiError::CrossOriginRejected => {
                 (codes::CROSS_ORIGIN_REJECTED, "This request came from another site and was refused.".into())
             }

@@ -67,23 +67,22 @@ fn a_new_data_directory_uses_the_machines_model_files_and_fetches_them_once() {
         (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
     };
 
-    // The machine's cache has the files: nothing is fetched, nothing lands in the data directory.
-    let data = tempfile::tempdir().unwrap();
-    let (_, stderr) = run(data.path(), &crate::helpers::models_dir(), &["ingest", &docs, "--json"]);
+    // The machine's cache has the files: nothing is fetched, nothing lands in the data directory,
+    // which `lore ingest` makes when it does not exist yet.
+    let scratch = tempfile::tempdir().unwrap();
+    let data = scratch.path().join("data");
+    let (_, stderr) = run(&data, &crate::helpers::models_dir(), &["ingest", &docs, "--json"]);
     assert!(!stderr.contains("Fetched"), "{stderr}");
     let (found, _) =
-        run(data.path(), &crate::helpers::models_dir(), &["search", "how do I install zephyr", "--json"]);
+        run(&data, &crate::helpers::models_dir(), &["search", "how do I install zephyr", "--json"]);
     assert!(found.contains("Installing Zephyr"), "{found}");
-    assert!(!data.path().join("models").exists());
+    assert!(!data.join("models").exists());
     // README's terminal path: the embedded model answers, with no key and no server.
-    let (added, _) = run(
-        data.path(),
-        &crate::helpers::models_dir(),
-        &["providers", "add", "--kind", "embedded", "--json"],
-    );
+    let (added, _) =
+        run(&data, &crate::helpers::models_dir(), &["providers", "add", "--kind", "embedded", "--json"]);
     assert!(added.contains("SmolLM2-135M-Instruct.Q4_1.gguf"), "{added}");
     let (asked, _) =
-        run(data.path(), &crate::helpers::models_dir(), &["ask", "How do I install Zephyr?", "--json"]);
+        run(&data, &crate::helpers::models_dir(), &["ask", "How do I install Zephyr?", "--json"]);
     let asked: serde_json::Value = serde_json::from_str(&asked).unwrap();
     assert!(
         asked["trace"]["stages"].as_array().unwrap().iter().any(|s| s["stage"] == "generation"),
@@ -128,11 +127,13 @@ fn a_new_data_directory_uses_the_machines_model_files_and_fetches_them_once() {
     assert!(found.contains("Installing Zephyr"), "{found}");
 }
 
+/// README's first command on a fresh clone: `./data` does not exist yet.
 #[test]
 fn migrate_applies_then_reports_nothing_to_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("not/made/yet");
     let run = || {
-        let output = lore().env("LORE_DATA_DIR", dir.path()).args(["migrate", "--json"]).output().unwrap();
+        let output = lore().env("LORE_DATA_DIR", &dir).args(["migrate", "--json"]).output().unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
     };
@@ -140,14 +141,48 @@ fn migrate_applies_then_reports_nothing_to_do() {
     assert!(run()["applied"].as_array().unwrap().is_empty());
 }
 
+/// Every command that opens the data directory makes it when it is missing,
+/// the same way; one that cannot be made is named, not a database error.
+#[test]
+fn a_missing_data_directory_is_made_and_a_blocked_one_is_named() {
+    let scratch = tempfile::tempdir().unwrap();
+    let fresh = scratch.path().join("keys/data");
+    let output = lore()
+        .env("LORE_DATA_DIR", &fresh)
+        .args(["keys", "create", "--name", "first", "--scope", "answer"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).trim().starts_with("lore_sk_"));
+    assert!(fresh.join("lore.db").is_file());
+
+    let blocked = scratch.path().join("a-file");
+    std::fs::write(&blocked, "not a directory").unwrap();
+    for args in [&["migrate"][..], &["keys", "list"][..]] {
+        let output = lore().env("LORE_DATA_DIR", &blocked).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains(&format!(
+                "the data directory {} cannot be used: a file is in the way",
+                blocked.display()
+            )),
+            "lore {args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("database error"), "{stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&blocked).unwrap(), "not a directory", "the file is left as it was");
+}
+
 /// `lore serve` prints its URL and sign-in link, logs JSON lines without
 /// secrets, and on SIGTERM finishes and exits cleanly.
 #[test]
 fn serve_prints_a_sign_in_link_logs_json_and_stops_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("data");
     let mut child = lore()
         .arg("serve")
-        .env("LORE_DATA_DIR", dir.path())
+        .env("LORE_DATA_DIR", &dir)
         .env("LORE_SERVER__BIND", "127.0.0.1:0")
         .env("LORE_LOG_FORMAT", "json")
         .env("LORE_MODELS__DIR", crate::helpers::models_dir())
