@@ -76,6 +76,13 @@ pub struct Progress {
     pub job_id: Option<String>,
     /// The first question got an answer.
     pub answered: bool,
+    /// A question went through the pipeline, answered or refused: enough
+    /// to finish. A refusal is an honest outcome (the small default model
+    /// cannot support every answer), and a newcomer must not be stuck on
+    /// the last step because of it; Readiness and the Dashboard still say
+    /// what answers and what does not.
+    #[serde(default)]
+    pub asked: bool,
 }
 
 /// The wizard as its screen shows it: the progress and what its steps made.
@@ -217,7 +224,8 @@ pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
 }
 
 /// Step 6: the first question, through the same pipeline as the Playground.
-/// The wizard moves on once a question got an answer.
+/// The wizard may finish once a question went through, answered or refused
+/// (see [`Progress::asked`]).
 pub async fn ask(lore: &Lore, actor: &Actor, question: &str) -> Result<Answer> {
     let mut progress = progress(lore).await?;
     expect(&progress, Step::Question)?;
@@ -226,8 +234,10 @@ pub async fn ask(lore: &Lore, actor: &Actor, question: &str) -> Result<Answer> {
         Ask { question: question.to_owned(), surface: Surface::Playground, key_id: None },
     )
     .await?;
-    if !answered.refused && !progress.answered {
-        progress.answered = true;
+    let now_answered = progress.answered || !answered.refused;
+    if !progress.asked || now_answered != progress.answered {
+        progress.asked = true;
+        progress.answered = now_answered;
         save(lore, actor, &progress).await?;
     }
     Ok(answered)
@@ -257,8 +267,10 @@ pub async fn next(lore: &Lore, actor: &Actor) -> Result<Progress> {
             None => return missing("add a provider that answers first"),
         },
         Step::Index if progress.job_id.is_none() => return missing("start the first index first"),
-        Step::Question if !progress.answered => {
-            return missing("ask a question and get an answer before finishing")
+        Step::Question if !progress.asked && !progress.answered => {
+            return missing(
+                "ask a question before finishing: its answer, or its refusal, shows the pipeline at work",
+            )
         }
         Step::Complete => return missing("the wizard is complete"),
         _ => {}

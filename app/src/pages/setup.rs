@@ -81,7 +81,7 @@ pub fn SetupWizard() -> impl IntoView {
                             "advanced" => view! { <AdvancedStep view=view.clone() wizard notice/> }.into_any(),
                             "index" => view! { <IndexStep view=view.clone() wizard notice/> }.into_any(),
                             "question" => view! { <QuestionStep view=view.clone() wizard notice/> }.into_any(),
-                            _ => view! { <Done/> }.into_any(),
+                            _ => view! { <Done answered=view.answered/> }.into_any(),
                         }}
                         {(step != "persona" && step != "complete").then(|| {
                             let busy = RwSignal::new(false);
@@ -440,13 +440,18 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     let answer = RwSignal::new(None::<AnswerResponse>);
     let asking = RwSignal::new(false);
     let busy = RwSignal::new(false);
+    // A question went through earlier (answered or refused): finishing is
+    // offered at once, also after a reload.
+    let asked = RwSignal::new(view.asked || view.answered);
     let job = RwSignal::new(view.job.clone());
     let source = RwSignal::new(view.source.clone());
-    // Live indexing progress, polled each second while the run goes on.
+    // Live indexing progress, polled each second while the source has a run
+    // under way (an upload source may queue several while files arrive).
     let tick = RwSignal::new(0u32);
     Effect::new(move |_| {
         tick.track();
-        if job.get_untracked().is_some_and(|j| j.status == "queued" || j.status == "running") {
+        let latest = source.get_untracked().and_then(|s| s.latest_job).or_else(|| job.get_untracked());
+        if latest.is_some_and(|j| j.status == "queued" || j.status == "running") {
             leptos::task::spawn_local(async move {
                 if let Ok(now) = client::get::<SetupWizardView>("/admin/setup/").await {
                     job.set(now.job);
@@ -465,6 +470,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
                 Ok(answered) => {
                     notice.set(None);
                     answer.set(Some(answered));
+                    asked.set(true);
                 }
                 Err(message) => notice.set(Some(message)),
             }
@@ -473,7 +479,10 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     };
     let finish = move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy);
     view! {
-        {move || job.get().map(|j| view! { <IndexProgress job=j source=source.get()/> })}
+        {move || {
+            let latest = source.get().and_then(|s| s.latest_job.clone()).or_else(|| job.get());
+            latest.map(|j| view! { <IndexProgress job=j source=source.get()/> })
+        }}
         <form class="question-step" on:submit=ask>
             <label>"Ask a question your content answers"
                 <textarea name="question" rows="2" required bind:value=question></textarea>
@@ -481,46 +490,84 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             <button type="submit" disabled=move || asking.get()>"Ask"</button>
         </form>
         {move || answer.get().map(|answer| view! { <AnswerPanel answer/> })}
-        {move || answer.get().filter(|a| !a.refused).map(|_| view! {
-            <button type="button" class="finish" disabled=move || busy.get() on:click=finish>"Finish setup"</button>
+        {move || answer.get().filter(|a| a.refused).map(|a| view! { <RefusalHelp answer=a/> })}
+        {move || asked.get().then(|| view! {
+            <div class="form-actions">
+                <button type="button" class="finish" disabled=move || busy.get() on:click=finish>"Finish setup"</button>
+            </div>
         })}
     }
 }
 
-/// The first index's progress: documents against the documents found,
-/// chunks embedded against the chunks made, each with its own bar.
+/// Why the first question was refused, read off its trace, and what to try:
+/// a newcomer whose documents the small default model cannot answer learns
+/// that this is the grounding check at work, not a broken install.
+#[component]
+fn RefusalHelp(answer: AnswerResponse) -> impl IntoView {
+    let stage = |name: &str| answer.trace.stages.iter().find(|s| s.stage == name);
+    let why = if stage("refusal").is_some() {
+        "Nothing indexed matched the question closely enough, so no model was asked."
+    } else if stage("grounding").is_some_and(|s| s.decision == "declined") {
+        "Lore found passages, but the model said they do not answer the question."
+    } else {
+        "Lore found passages, but the model's answer said things they do not support, so Lore refused rather than guess."
+    };
+    view! {
+        <div class="refusal-help" role="note">
+            <p class="why"><strong>"Refused: "</strong>{why}</p>
+            <p>"What to try:"</p>
+            <ul>
+                <li>"Another question, worded as your documents word it (the trace above shows the passages found)."</li>
+                <li>"A stronger model: add one on the "<a href="/providers">"Providers"</a>" screen, for answering or for escalation when the first model's answer is refused."</li>
+                <li>"The retrieval and grounding settings under "<a href="/tuning">"Advanced tuning"</a>"."</li>
+            </ul>
+            <p class="meta">"You can finish setup now: refused questions show as content gaps on the Dashboard, and Readiness says what still stops answers."</p>
+        </div>
+    }
+}
+
+/// The first index's progress, as the Sources screen counts it: the
+/// source's latest run (documents against the documents it found, chunks
+/// embedded against the chunks it made, each with its own bar) and the
+/// source's totals, each labelled with what it counts. An upload source may
+/// run several times while its files arrive, so a run's counts alone can
+/// be a part of the source.
 #[component]
 fn IndexProgress(job: JobView, source: Option<SourceView>) -> impl IntoView {
     let p = job.progress;
     let documents = p.discovered.max(p.done);
     let chunks = p.chunked.max(p.embedded);
     let (in_source, chunks_in_source) = source.as_ref().map_or((0, 0), |s| (s.document_count, s.chunk_count));
+    let name = source.as_ref().map_or_else(|| "The source".to_owned(), |s| s.name.clone());
     view! {
         <div class="index-progress" data-job-status=job.status.clone()
             data-documents-done=p.done data-documents=documents data-chunks-done=p.embedded data-chunks=chunks
             data-source-documents=in_source data-source-chunks=chunks_in_source>
-            <p>{format!("First index: {}", job.status)}</p>
+            <p>{format!("Indexing, latest run: {}", job.status)}</p>
             <label>
-                <span class="documents">{format!("{} of {} documents", p.done, documents)}</span>
+                <span class="documents">{format!("This run: {} of {} documents", p.done, documents)}</span>
                 <progress max=documents.max(1) value=p.done></progress>
             </label>
             <label>
-                <span class="chunks">{format!("{} of {} chunks embedded", p.embedded, chunks)}</span>
+                <span class="chunks">{format!("This run: {} of {} chunks embedded", p.embedded, chunks)}</span>
                 <progress max=chunks.max(1) value=p.embedded></progress>
             </label>
-            {source.filter(|_| job.status == "succeeded").map(|s| view! {
-                <p class="meta source-totals">
-                    {format!("{} now holds {} documents in {} chunks.", s.name, s.document_count, s.chunk_count)}
-                </p>
-            })}
+            <p class="meta source-totals">
+                {format!("{name} holds {in_source} documents in {chunks_in_source} chunks in all (as on the Sources screen).")}
+            </p>
         </div>
     }
 }
 
 #[component]
-fn Done() -> impl IntoView {
+fn Done(answered: bool) -> impl IntoView {
+    let said = if answered {
+        "Lore is set up and answering."
+    } else {
+        "Setup is finished. The first question was refused: Lore answers what its content supports, and the Dashboard's Readiness says what still stops answers."
+    };
     view! {
-        <p class="done">"Lore is set up and answering."</p>
+        <p class="done" data-answered=answered.to_string()>{said}</p>
         <ul>
             <li><a href="/dashboard">"Dashboard"</a>": usage, cache, spend and content gaps."</li>
             <li><a href="/sources">"Sources"</a>": indexing progress and more content."</li>

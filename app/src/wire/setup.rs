@@ -79,6 +79,10 @@ pub struct SetupWizardView {
     pub job: Option<JobView>,
     /// The first question got an answer.
     pub answered: bool,
+    /// A question went through the pipeline, answered or refused: the
+    /// wizard may finish.
+    #[serde(default)]
+    pub asked: bool,
 }
 
 /// `POST /admin/setup/ask`: the wizard's first question.
@@ -103,6 +107,7 @@ mod from_engine {
                 generation_model: overview.generation_model,
                 job: overview.job.map(JobView::from),
                 answered: overview.progress.answered,
+                asked: overview.progress.asked,
             }
         }
     }
