@@ -51,6 +51,7 @@ impl Outcome {
             reason: self.reason.clone(),
             duration_ms: self.duration_ms,
             cost_usd: self.cost_usd,
+            detail: None,
         }
     }
 }

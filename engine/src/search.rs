@@ -189,6 +189,7 @@ pub async fn retrieve(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<
         ),
         duration_ms: started.elapsed().as_secs_f64() * 1000.0 - rerank_ms,
         cost_usd: None,
+        detail: None,
     };
     let mut stages = vec![stage];
     stages.extend(reranked.map(|r| r.stage()));

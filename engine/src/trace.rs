@@ -86,6 +86,11 @@ pub struct Stage {
     /// What the stage's model call cost, when it made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The whole of what the stage weighed, where the reason is a bounded
+    /// summary of it (the grounding check's every statement): shown on
+    /// request, never instead of the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Stage {
@@ -93,7 +98,7 @@ impl Stage {
     /// and duration. The reason names models, gates and targets' states, and
     /// the cost is the admin's.
     pub fn for_visitors(self) -> Stage {
-        Stage { reason: String::new(), cost_usd: None, ..self }
+        Stage { reason: String::new(), cost_usd: None, detail: None, ..self }
     }
 }
 
@@ -125,6 +130,18 @@ impl Tracer {
         reason: impl Into<String>,
         cost: Option<f64>,
     ) {
+        self.stage_detailed(stage, decision, reason, cost, None);
+    }
+
+    /// A stage whose reason summarises a longer `detail`.
+    pub(crate) fn stage_detailed(
+        &mut self,
+        stage: StageName,
+        decision: &str,
+        reason: impl Into<String>,
+        cost: Option<f64>,
+        detail: Option<String>,
+    ) {
         let now = Instant::now();
         let stage = Stage {
             stage,
@@ -132,6 +149,7 @@ impl Tracer {
             reason: reason.into(),
             duration_ms: (now - self.last).as_secs_f64() * 1000.0,
             cost_usd: cost,
+            detail,
         };
         if let Some(sink) = &self.sink {
             // A caller that stopped listening does not stop the run.

@@ -221,7 +221,15 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
                         <tr class="stage" data-stage=s.stage.clone() data-decision=s.decision.clone()>
                             <td>{s.stage.clone()}</td>
                             <td>{s.decision.clone()}</td>
-                            <td>{s.reason.clone()}</td>
+                            <td class="reason">
+                                {s.reason.clone()}
+                                {s.detail.clone().filter(|d| *d != s.reason).map(|detail| view! {
+                                    <details class="stage-detail">
+                                        <summary>"Full detail"</summary>
+                                        <pre>{detail}</pre>
+                                    </details>
+                                })}
+                            </td>
                             <td>{format!("{:.1}", s.duration_ms)}</td>
                             <td>{s.cost_usd.map(|c| format!("${c:.6}")).unwrap_or_default()}</td>
                         </tr>

@@ -141,10 +141,15 @@ pub struct CacheView {
 pub struct StageView {
     pub stage: String,
     pub decision: String,
+    /// A summary, bounded in length.
     pub reason: String,
     pub duration_ms: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Everything the stage weighed, where the reason summarises it (the
+    /// grounding check's every statement). Only for callers who see reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -295,6 +300,7 @@ mod from_engine {
                 reason: s.reason,
                 duration_ms: s.duration_ms,
                 cost_usd: s.cost_usd,
+                detail: s.detail,
             }
         }
     }

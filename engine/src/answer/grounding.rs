@@ -260,8 +260,12 @@ pub struct Verdict {
     pub judged: Vec<Judgement>,
     /// Whether the answer repeats one statement [`MAX_REPEATS`] times or more.
     pub looping: Option<usize>,
-    /// The verdict and every claim's judgement, for the trace.
+    /// The verdict and a few claims' judgements, bounded, for the trace's
+    /// reason (a statement made again is told once, with its count).
     pub reason: String,
+    /// The verdict and every distinct claim's judgement, for the trace's
+    /// detail (bounded too, much more loosely).
+    pub detail: String,
 }
 
 /// How one claim was judged.
@@ -330,10 +334,14 @@ impl Verdict {
             && self.unsupported.is_empty()
             && self.invalid_citations.is_empty()
             && self.looping.is_none();
-        self.reason = self.describe();
+        (self.reason, self.detail) = self.describe();
     }
 
-    fn describe(&self) -> String {
+    /// The reason and the detail: the verdict's head line, then the claims'
+    /// judgements with each statement made again told once, with its count.
+    /// The reason names [`REASON_STATEMENTS`] of them, the unsupported
+    /// first (they decided a refusal), and counts the rest.
+    fn describe(&self) -> (String, String) {
         let head = if !self.invalid_citations.is_empty() {
             format!("citations {:?} point to no given passage", self.invalid_citations)
         } else if let Some(repeats) = self.looping {
@@ -349,10 +357,58 @@ impl Verdict {
         } else {
             format!("all {} statements are supported by passages {:?}", self.claims, self.cited)
         };
-        let mut lines = vec![head];
-        lines.extend(self.judged.iter().map(Judgement::explain));
-        lines.join("\n")
+        // Distinct statements in the answer's order, each with how often it was made.
+        let mut distinct: Vec<(&Judgement, usize, String)> = Vec::new();
+        for judgement in &self.judged {
+            let key = statement_key(&judgement.statement);
+            match distinct.iter_mut().find(|(j, _, k)| *k == key && j.supported == judgement.supported) {
+                Some((_, count, _)) => *count += 1,
+                None => distinct.push((judgement, 1, key)),
+            }
+        }
+        let line = |(judgement, count): (&Judgement, usize)| match count {
+            1 => judgement.explain(),
+            n => format!("{} (the same statement {n} times)", judgement.explain()),
+        };
+        let detail = std::iter::once(head.clone())
+            .chain(distinct.iter().map(|(j, n, _)| line((j, *n))))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut named: Vec<&(&Judgement, usize, String)> =
+            distinct.iter().filter(|(j, _, _)| !j.supported).collect();
+        named.extend(distinct.iter().filter(|(j, _, _)| j.supported));
+        let mut reason = vec![head];
+        reason.extend(
+            named.iter().take(REASON_STATEMENTS).map(|(j, n, _)| shorten(&line((j, *n)), REASON_LINE_CHARS)),
+        );
+        if named.len() > REASON_STATEMENTS {
+            reason.push(format!(
+                "and {} more statements (the full detail is beside this reason)",
+                named.len() - REASON_STATEMENTS
+            ));
+        }
+        (shorten(&reason.join("\n"), REASON_CHARS), shorten(&detail, DETAIL_CHARS))
     }
+}
+
+/// How many distinct statements a grounding reason explains.
+pub const REASON_STATEMENTS: usize = 4;
+/// The longest line of a grounding reason, in characters.
+pub const REASON_LINE_CHARS: usize = 200;
+/// The longest grounding reason, in characters: a trace is read at a glance.
+/// Its lines are bounded, so this only guards against a long head line.
+pub const REASON_CHARS: usize = 1_200;
+/// The longest grounding detail, in characters.
+pub const DETAIL_CHARS: usize = 12_000;
+
+/// A statement as compared for repetition: without its list number or
+/// bullet and its citation markers, in lower case, spaces collapsed.
+fn statement_key(statement: &str) -> String {
+    strip_markers(without_list_marker(statement))
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Checks `answer` to `question` against `passages` (passage `n` is
@@ -426,6 +482,7 @@ pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f3
         judged,
         looping: (repeats >= MAX_REPEATS).then_some(repeats),
         reason: String::new(),
+        detail: String::new(),
     };
     verdict.settle();
     verdict
@@ -1218,6 +1275,36 @@ mod tests {
         // Twice is emphasis, not a loop.
         let twice = "Copy the snapshot [1].\nThen start Lore again [1].\nCopy the snapshot.";
         assert!(check(question, twice, &passages(), 0.5).grounded);
+    }
+
+    /// A small model that loops: the trace's reason stays readable (the
+    /// statement told once, with its count; the rest counted), and the
+    /// detail lists each distinct statement once.
+    #[test]
+    fn a_looping_answer_gets_a_bounded_reason_and_a_complete_detail() {
+        let question = "How do I back up the database?";
+        let mut looping = String::new();
+        for n in 1..=16 {
+            looping.push_str(&format!("{n}. Copy the snapshot over the data directory [1].\n"));
+        }
+        for n in 0..12 {
+            looping.push_str(&format!("The frobnicator {n} needs calibration weight number {}.\n", 40 + n));
+        }
+        let verdict = check(question, &looping, &passages(), 0.5);
+        assert!(!verdict.grounded);
+        assert_eq!(verdict.looping, Some(16));
+        assert!(verdict.reason.chars().count() <= REASON_CHARS + 1, "{}", verdict.reason);
+        assert_eq!(
+            verdict.reason.matches("Copy the snapshot").count(),
+            0,
+            "unsupported statements come first"
+        );
+        assert!(verdict.reason.contains("and 9 more statements"), "{}", verdict.reason);
+        assert!(verdict.reason.lines().count() <= REASON_STATEMENTS + 2, "{}", verdict.reason);
+        // The detail: every distinct statement once, the repeated one with its count.
+        assert_eq!(verdict.detail.matches("Copy the snapshot").count(), 1, "{}", verdict.detail);
+        assert!(verdict.detail.contains("(the same statement 16 times)"), "{}", verdict.detail);
+        assert_eq!(verdict.detail.lines().count(), 1 + 1 + 12, "{}", verdict.detail);
     }
 
     #[test]

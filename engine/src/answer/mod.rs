@@ -615,10 +615,12 @@ async fn pipeline(
             "the model said the passages do not answer the question",
         );
     } else {
-        trace.stage(
+        trace.stage_detailed(
             StageName::Grounding,
             if verdict.grounded { "grounded" } else { "ungrounded" },
             verdict.reason.clone(),
+            None,
+            Some(verdict.detail.clone()),
         );
     }
     // The escalation target, read only when the run may need it: to
@@ -675,11 +677,12 @@ async fn pipeline(
                                 min_support,
                             );
                             let outcome = if again.grounded { "grounded" } else { "ungrounded" };
-                            trace.stage_costing(
+                            trace.stage_detailed(
                                 StageName::Escalation,
                                 &format!("tier{n}_{outcome}"),
                                 format!("tier {n}: {}: {}", tier.target.model, again.reason),
                                 Some(cost),
+                                Some(again.detail.clone()),
                             );
                             if again.grounded && margin > 0.0 {
                                 run.verify(tier, &mut again, &passage_texts, &mut usage, &mut trace).await;

@@ -296,6 +296,13 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     let made_up = s.answer("How do I back up the database?").await;
     assert_eq!(made_up["refused"], true, "{made_up:#}");
     assert_eq!(stage(&made_up, "grounding").unwrap()["decision"], "ungrounded", "{made_up:#}");
+    // Its reason is a bounded summary; every statement judged is in the detail.
+    let grounding = stage(&made_up, "grounding").unwrap();
+    let (reason, detail) = (grounding["reason"].as_str().unwrap(), grounding["detail"].as_str().unwrap());
+    assert!(
+        reason.chars().count() <= 1_201 && detail.starts_with(reason.lines().next().unwrap()),
+        "{grounding:#}"
+    );
     assert_eq!(stage(&made_up, "escalation").unwrap()["decision"], "unbound");
 
     // With an escalation target bound, the ungrounded answer is escalated
@@ -363,7 +370,7 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         .as_array()
         .unwrap()
         .iter()
-        .all(|s| s["reason"] == "" && s.get("cost_usd").is_none()));
+        .all(|s| s["reason"] == "" && s.get("cost_usd").is_none() && s.get("detail").is_none()));
     assert_eq!((&trace["model"], &trace["retrieval"]), (&Value::Null, &json!([])), "{visited:#}");
     assert_eq!(
         (&trace["usage"]["input_tokens"], &trace["usage"]["estimated_cost_usd"]),
