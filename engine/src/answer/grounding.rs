@@ -290,15 +290,22 @@ impl Judgement {
     /// One line for the trace: the statement, its passage, what matched and
     /// what did not.
     pub fn explain(&self) -> String {
+        self.explain_naming(usize::MAX)
+    }
+
+    /// [`Judgement::explain`] naming at most `words` of the words matched
+    /// and of those missing (the rest counted): a line of a bounded reason.
+    /// The notes, which decide a claim, are always told whole.
+    pub fn explain_naming(&self, words: usize) -> String {
         let statement = shorten(&self.statement, 90);
         let passage = self.passage.map(|n| format!("[{n}]")).unwrap_or_else(|| "no passage".into());
         let mut line = format!(
             "{} \u{ab}{statement}\u{bb} vs {passage}: matched {}",
             if self.supported { "supported" } else { "unsupported" },
-            list(&self.matched)
+            list_some(&self.matched, words)
         );
         if !self.missing.is_empty() {
-            line.push_str(&format!("; missing {}", list(&self.missing)));
+            line.push_str(&format!("; missing {}", list_some(&self.missing, words)));
         }
         for note in &self.notes {
             line.push_str("; ");
@@ -366,21 +373,19 @@ impl Verdict {
                 None => distinct.push((judgement, 1, key)),
             }
         }
-        let line = |(judgement, count): (&Judgement, usize)| match count {
-            1 => judgement.explain(),
-            n => format!("{} (the same statement {n} times)", judgement.explain()),
+        let line = |(judgement, count): (&Judgement, usize), words: usize| match count {
+            1 => judgement.explain_naming(words),
+            n => format!("{} (the same statement {n} times)", judgement.explain_naming(words)),
         };
         let detail = std::iter::once(head.clone())
-            .chain(distinct.iter().map(|(j, n, _)| line((j, *n))))
+            .chain(distinct.iter().map(|(j, n, _)| line((j, *n), usize::MAX)))
             .collect::<Vec<_>>()
             .join("\n");
         let mut named: Vec<&(&Judgement, usize, String)> =
             distinct.iter().filter(|(j, _, _)| !j.supported).collect();
         named.extend(distinct.iter().filter(|(j, _, _)| j.supported));
         let mut reason = vec![head];
-        reason.extend(
-            named.iter().take(REASON_STATEMENTS).map(|(j, n, _)| shorten(&line((j, *n)), REASON_LINE_CHARS)),
-        );
+        reason.extend(named.iter().take(REASON_STATEMENTS).map(|(j, n, _)| line((j, *n), REASON_WORDS)));
         if named.len() > REASON_STATEMENTS {
             reason.push(format!(
                 "and {} more statements (the full detail is beside this reason)",
@@ -393,11 +398,13 @@ impl Verdict {
 
 /// How many distinct statements a grounding reason explains.
 pub const REASON_STATEMENTS: usize = 4;
-/// The longest line of a grounding reason, in characters.
-pub const REASON_LINE_CHARS: usize = 200;
+/// How many of a statement's words matched (and missing) a reason's line
+/// names; the rest are counted.
+pub const REASON_WORDS: usize = 8;
 /// The longest grounding reason, in characters: a trace is read at a glance.
-/// Its lines are bounded, so this only guards against a long head line.
-pub const REASON_CHARS: usize = 1_200;
+/// Its lines are bounded (a shortened statement, a few words, the notes), so
+/// this only guards against the unforeseen.
+pub const REASON_CHARS: usize = 1_500;
 /// The longest grounding detail, in characters.
 pub const DETAIL_CHARS: usize = 12_000;
 
@@ -1078,6 +1085,14 @@ fn shorten(text: &str, max: usize) -> String {
         let cut: String = text.chars().take(max).collect();
         format!("{cut}\u{2026}")
     }
+}
+
+/// The first `max` items, and how many more there are.
+fn list_some(items: &[String], max: usize) -> String {
+    if items.len() <= max {
+        return list(items);
+    }
+    format!("{} and {} more", items[..max].join(", "), items.len() - max)
 }
 
 fn list(items: &[String]) -> String {
