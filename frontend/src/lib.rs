@@ -1,6 +1,11 @@
 //! Hydrates the server-rendered console in the browser. Leptos' hydration
 //! script calls `hydrate` once the WASM module has loaded.
 
+// Leptos' views are nested types: the answer panel inside the wizard's
+// question step is deeper than the compiler's default of 128 queries when
+// the release build lays out its hydration.
+#![recursion_limit = "256"]
+
 use wasm_bindgen::prelude::wasm_bindgen;
 
 #[wasm_bindgen]

@@ -489,13 +489,15 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             </label>
             <button type="submit" disabled=move || asking.get()>"Ask"</button>
         </form>
-        {move || answer.get().map(|answer| view! { <AnswerPanel answer/> })}
-        {move || answer.get().filter(|a| a.refused).map(|a| view! { <RefusalHelp answer=a/> })}
+        {move || answer.get().map(|answer| {
+            let help = answer.refused.then(|| view! { <RefusalHelp answer=answer.clone()/> });
+            view! { <AnswerPanel answer/> {help} }.into_any()
+        })}
         {move || asked.get().then(|| view! {
             <div class="form-actions">
                 <button type="button" class="finish" disabled=move || busy.get() on:click=finish>"Finish setup"</button>
             </div>
-        })}
+        }.into_any())}
     }
 }
 
