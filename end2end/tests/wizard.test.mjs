@@ -155,10 +155,13 @@ test('a new admin lands on the wizard and walks it with the embedded model to a 
   // A question SmolLM2-135M answers in the passage's own words ("open the
   // … panel"): asked what guide 4 explains, it paraphrases ("helps you
   // create a webhook"), which the grounding check rightly refuses.
+  const refusedPanel = await page.locator('.panel.answer').innerText();
   await page.fill('textarea[name=question]', 'What is step one for guide 4?');
   await page.getByRole('button', { name: 'Ask' }).click();
+  // The refusal's panel stays until the new answer replaces it.
+  await page.waitForFunction(
+    (before) => document.querySelector('.panel.answer')?.innerText !== before, refusedPanel, { timeout: 180_000 });
   const panel = page.locator('.panel.answer');
-  await panel.waitFor({ timeout: 180_000 });
   assert.equal(await panel.getAttribute('data-refused'), 'false', await panel.innerText());
   assert.equal(await page.locator('.refusal-help').count(), 0);
   await panel.locator('li.citation', { hasText: 'Guide 4' }).waitFor();
