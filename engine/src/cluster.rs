@@ -81,7 +81,7 @@ type Slot<T> = Arc<tokio::sync::Mutex<Option<Arc<T>>>>;
 /// so that the listener holds these and not the whole handle: it stops
 /// when the last [`Lore`] of its process is dropped.
 #[derive(Clone)]
-pub(crate) struct Held {
+pub(crate) struct Resident {
     /// Loaded on first use (the local weights take a moment and 90 MB).
     pub(crate) embedder: Slot<dyn embed::Embedder>,
     /// Opened on first use, with the embedder's dimensions.
@@ -95,9 +95,9 @@ pub(crate) struct Held {
     pub(crate) listening: Arc<AtomicBool>,
 }
 
-impl Held {
+impl Resident {
     pub(crate) fn new(appdb_cache: Arc<appdb::cache::Cache>) -> Self {
-        Held {
+        Resident {
             embedder: Arc::default(),
             chunks: Arc::default(),
             answer_cache: Arc::default(),
@@ -160,7 +160,7 @@ impl Lore {
     /// An announcement that cannot be sent is logged: the others then keep
     /// what they hold until they reconnect or restart.
     pub async fn announce(&self, change: Change) {
-        self.held.apply(change).await;
+        self.resident.apply(change).await;
         notify(&self.db, &self.node, change).await;
     }
 
@@ -171,7 +171,7 @@ impl Lore {
             appdb::Event::RoleChanged => Change::Roles,
             appdb::Event::SchemaReloaded => Change::Schema,
         };
-        self.held.appdb_changed(event);
+        self.resident.appdb_changed(event);
         let (db, node) = (self.db.clone(), self.node.clone());
         tokio::spawn(async move { notify(&db, &node, change).await });
     }
@@ -179,7 +179,7 @@ impl Lore {
     /// True while this process listens for the changes other replicas
     /// announce (PostgreSQL only).
     pub fn hears_other_replicas(&self) -> bool {
-        self.held.listening.load(Ordering::Acquire)
+        self.resident.listening.load(Ordering::Acquire)
     }
 
     /// This process's name among the replicas (random, per open).
@@ -204,14 +204,14 @@ async fn notify(db: &DatabaseConnection, node: &str, change: Change) {
 
 /// Starts the listener of a process on PostgreSQL (`lore_changes` and
 /// `lore_appdb`); it stops when `stop`'s sender is dropped.
-pub(crate) fn watch(held: Held, node: String, url: String, stop: tokio::sync::oneshot::Receiver<()>) {
-    tokio::spawn(listen(held, node, url, stop));
+pub(crate) fn watch(resident: Resident, node: String, url: String, stop: tokio::sync::oneshot::Receiver<()>) {
+    tokio::spawn(listen(resident, node, url, stop));
 }
 
 /// Connects, listens, and applies each change another process announces;
 /// on a failure it connects anew. Each time it starts listening it applies
 /// every change, for those announced while it was not.
-async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::oneshot::Receiver<()>) {
+async fn listen(resident: Resident, node: String, url: String, mut stop: tokio::sync::oneshot::Receiver<()>) {
     use sea_orm::sqlx::postgres::PgListener;
     loop {
         let listening = async {
@@ -226,10 +226,10 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
         let failure = match listening {
             Ok(mut listener) => {
                 for change in Change::ALL {
-                    held.apply(change).await;
+                    resident.apply(change).await;
                 }
-                held.appdb_cache.set_watched(true);
-                held.listening.store(true, Ordering::Release);
+                resident.appdb_cache.set_watched(true);
+                resident.listening.store(true, Ordering::Release);
                 loop {
                     let received = tokio::select! {
                         _ = &mut stop => return,
@@ -239,12 +239,12 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
                         // A change to users, roles, keys or tables, by any
                         // process (see `appdb::cache`).
                         Ok(Some(notification)) if notification.channel() == appdb::cache::CHANNEL => {
-                            held.appdb_cache.clear()
+                            resident.appdb_cache.clear()
                         }
                         Ok(Some(notification)) => {
                             if let Some(change) = heard(&node, notification.payload()) {
                                 tracing::debug!(change = change.key(), "another replica announced a change");
-                                held.apply(change).await;
+                                resident.apply(change).await;
                             }
                         }
                         Ok(None) => break "the connection was closed".to_owned(),
@@ -254,8 +254,8 @@ async fn listen(held: Held, node: String, url: String, mut stop: tokio::sync::on
             }
             Err(err) => err.to_string(),
         };
-        held.listening.store(false, Ordering::Release);
-        held.appdb_cache.set_watched(false);
+        resident.listening.store(false, Ordering::Release);
+        resident.appdb_cache.set_watched(false);
         tracing::warn!(error = %failure, "not listening for other replicas' changes; connecting again");
         tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(RECONNECT_AFTER) => {} }
     }

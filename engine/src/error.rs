@@ -77,3 +77,16 @@ pub enum Error {
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// The ground floor's errors are the engine's namesakes.
+impl From<lore_core::Error> for Error {
+    fn from(err: lore_core::Error) -> Self {
+        match err {
+            lore_core::Error::Config(why) => Error::Config(why),
+            lore_core::Error::Database(err) => Error::Database(err),
+            lore_core::Error::Directory { what, path, reason } => Error::Directory { what, path, reason },
+            lore_core::Error::Io { context, source } => Error::Io { context, source },
+            lore_core::Error::Internal(why) => Error::Internal(why),
+        }
+    }
+}

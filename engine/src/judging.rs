@@ -142,7 +142,7 @@ async fn keep_written(db: DatabaseConnection, mut watched: watch::Receiver<Judgi
 
 async fn write(db: &DatabaseConnection, judging: &Judging) -> Result<()> {
     let value = serde_json::to_value(judging).map_err(|err| Error::Internal(err.to_string()))?;
-    store::put_setting(db, &format!("{PREFIX}{}", judging.id), value, &judging.by).await
+    Ok(store::put_setting(db, &format!("{PREFIX}{}", judging.id), value, &judging.by).await?)
 }
 
 /// The judgings under way, oldest first (records of dead processes left out).

@@ -492,7 +492,7 @@ pub async fn authenticate(
 /// [`authenticate`] reading the key from the application-database cache:
 /// for a request that called [`crate::appdb::cache::Cache::refresh`] first
 /// (a revocation moves the stored generation, so it still counts at once).
-pub(crate) async fn authenticate_held(
+pub(crate) async fn authenticate_cached(
     lore: &Lore,
     raw: Option<&str>,
     scope: Scope,
@@ -511,14 +511,14 @@ async fn check(
     raw: Option<&str>,
     scope: Scope,
     origin: Option<&str>,
-    held: bool,
+    cached: bool,
 ) -> Result<Caller> {
     let raw = raw.map(str::trim).filter(|r| !r.is_empty()).ok_or(KeyError::Missing)?;
     if !(raw.starts_with(SECRET_PREFIX) || raw.starts_with(WIDGET_PREFIX)) || raw.len() > 100 {
         return Err(KeyError::Unknown.into());
     }
     let hash = hash(raw);
-    let row = if held {
+    let row = if cached {
         lore.appdb_cache().key(&lore.db, &hash).await?
     } else {
         find_by_hash(&lore.db, &hash).await?

@@ -7,7 +7,6 @@
 
 pub mod answer;
 pub mod appdb;
-pub mod audit;
 pub mod auth;
 pub mod chunk;
 pub mod cluster;
@@ -16,12 +15,10 @@ pub mod embed;
 pub mod error;
 pub mod evals;
 pub mod extract;
-pub mod fetch;
 pub mod index;
 pub mod ingest;
 pub mod judging;
 pub mod keys;
-pub mod logbook;
 pub mod mcp;
 pub mod metrics;
 pub mod operations;
@@ -33,12 +30,8 @@ pub mod rerank;
 pub mod resources;
 pub mod retrieve;
 pub mod search;
-pub mod secrets;
-pub mod settings;
 pub mod shadow;
 pub mod sources;
-pub mod store;
-pub mod trace;
 pub mod tuning;
 pub mod wizard;
 
@@ -48,6 +41,9 @@ use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 pub use entity as entities;
 pub use error::{Error, Result};
+/// The ground floor, its own crate (`lore-core`); kept at the engine's
+/// paths so that every floor above names it as before.
+pub use lore_core::{audit, fetch, logbook, secrets, settings, store, trace};
 pub use settings::Settings;
 
 /// A running Lore: what every engine operation needs. Cheap to clone.
@@ -60,7 +56,7 @@ pub struct Lore {
     /// The embedder, the chunk index and the answer cache (dropped when
     /// the embedding role is rebound), the pins and the application
     /// database's cache: what a [`cluster::Change`] drops.
-    held: cluster::Held,
+    resident: cluster::Resident,
     /// This process's name among the replicas (see [`cluster`]).
     node: String,
     /// Dropped with the last handle, which stops this process's listener
@@ -117,12 +113,12 @@ impl Lore {
         ))
         .map_err(|err| Error::Internal(err.to_string()))?;
         let appdb_cache = Arc::new(appdb::cache::Cache::default());
-        let held = cluster::Held::new(appdb_cache.clone());
+        let resident = cluster::Resident::new(appdb_cache.clone());
         let node = uuid::Uuid::new_v4().simple().to_string();
         let mut stop_listening = None;
         if db.get_database_backend() == sea_orm::DbBackend::Postgres {
             let (stop, stopped) = tokio::sync::oneshot::channel();
-            cluster::watch(held.clone(), node.clone(), settings.database_url(), stopped);
+            cluster::watch(resident.clone(), node.clone(), settings.database_url(), stopped);
             stop_listening = Some(Arc::new(stop));
         }
         let embedded = Arc::new(providers::embedded::Models::new(settings.providers.embedded_concurrency));
@@ -130,8 +126,8 @@ impl Lore {
             settings: Arc::new(settings),
             keys: Arc::new(keys),
             oidc: Arc::new(oidc),
-            pins: held.pins.clone(),
-            held,
+            pins: resident.pins.clone(),
+            resident,
             node,
             _stop_listening: stop_listening,
             shadow: Arc::new(tokio::sync::Mutex::new(None)),
@@ -163,7 +159,7 @@ impl Lore {
     /// else the on-node model, loaded from local files on first use (it does
     /// not fetch anything: [`embed::model_files::resolve`] does, at start-up).
     pub async fn embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
-        let mut cached = self.held.embedder.lock().await;
+        let mut cached = self.resident.embedder.lock().await;
         if let Some(embedder) = cached.as_ref() {
             return Ok(embedder.clone());
         }
@@ -270,7 +266,7 @@ impl Lore {
     /// role, [`Self::announce`] [`cluster::Change::Embedding`] instead, so
     /// that every replica drops them.
     pub async fn forget_embedder(&self) {
-        self.held.forget_embedding().await;
+        self.resident.forget_embedding().await;
     }
 
     /// Tells subscribers, in every replica, that roles or the schema
@@ -293,7 +289,7 @@ impl Lore {
     /// Users, roles and tables as held between requests: a request calls
     /// [`appdb::cache::Cache::refresh`] before it reads them.
     pub fn appdb_cache(&self) -> &appdb::cache::Cache {
-        &self.held.appdb_cache
+        &self.resident.appdb_cache
     }
 
     /// The resource registry as it stands (use [`resources::registry`] to
@@ -314,7 +310,7 @@ impl Lore {
 
     /// Role and schema changes from now on (see [`appdb::Event`]).
     pub fn appdb_events(&self) -> tokio::sync::broadcast::Receiver<appdb::Event> {
-        self.held.appdb_events.subscribe()
+        self.resident.appdb_events.subscribe()
     }
 
     /// Where answer runs and key usage are recorded (behind the request).
@@ -329,7 +325,7 @@ impl Lore {
         if let Err(err) = self.recorder.flush().await {
             tracing::warn!(error = %err, "the last answer runs and key usage may not be recorded");
         }
-        let open = self.held.answer_cache.lock().await.clone();
+        let open = self.resident.answer_cache.lock().await.clone();
         if let Some(cache) = open {
             flush(&cache).await;
         }
@@ -339,7 +335,7 @@ impl Lore {
     /// table of another size is started over).
     pub async fn answer_cache(&self) -> Result<Arc<answer::cache::AnswerCache>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.held.answer_cache.lock().await;
+        let mut cached = self.resident.answer_cache.lock().await;
         if let Some(found) = cached.as_ref() {
             return Ok(found.clone());
         }
@@ -355,7 +351,7 @@ impl Lore {
     /// size (see [`Lore::rebuild_chunks`]).
     pub async fn chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.held.chunks.lock().await;
+        let mut cached = self.resident.chunks.lock().await;
         if let Some(store) = cached.as_ref() {
             return Ok(store.clone());
         }
@@ -372,7 +368,7 @@ impl Lore {
     /// first when the embedding model changed size.
     pub async fn rebuild_chunks(&self) -> Result<Arc<dyn index::ChunkStore>> {
         let dimensions = self.embedder().await?.dimensions();
-        let mut cached = self.held.chunks.lock().await;
+        let mut cached = self.resident.chunks.lock().await;
         let table = shadow::active_table(&self.db).await?;
         let store =
             index::lance::LanceChunkStore::recreate(&self.settings.vectors(), &table, dimensions).await?;

@@ -22,7 +22,7 @@ pub async fn chunking(lore: &Lore) -> Result<ChunkingParams> {
 /// The stored chunking, if an admin set one.
 pub async fn stored_chunking(lore: &Lore) -> Result<Option<ChunkingParams>> {
     let stored = crate::store::setting(&lore.db, CHUNKING).await?;
-    stored.map(|value| crate::store::decode("chunking setting", value)).transpose()
+    Ok(stored.map(|value| crate::store::decode("chunking setting", value)).transpose()?)
 }
 
 /// What a chunking change did.
@@ -224,7 +224,7 @@ pub async fn apply(lore: &Lore, actor: &Actor, change: Change) -> Result<Applied
             // apply nothing more.
             if !saved.active {
                 let (baseline, regressions) =
-                    crate::profile::held(saved.evals.as_ref()).unwrap_or((base, Vec::new()));
+                    crate::profile::gate_refusal(saved.evals.as_ref()).unwrap_or((base, Vec::new()));
                 return Err(crate::profile::ProfileError::EvalRegression {
                     version: saved.version,
                     baseline,

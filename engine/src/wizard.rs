@@ -192,7 +192,7 @@ pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource) -> Result<Pr
 pub async fn add_provider(lore: &Lore, actor: &Actor, add: QuickAdd) -> Result<Progress> {
     let progress = progress(lore).await?;
     expect(&progress, Step::Provider)?;
-    providers::quick_add(lore, actor, add).await?;
+    profile::quick_add(lore, actor, add).await?;
     moved_on(lore, actor, progress).await
 }
 

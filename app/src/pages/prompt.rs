@@ -276,7 +276,7 @@ fn History(
                     let view_v = v.clone();
                     let diff_v = v.clone();
                     let number = v.version;
-                    let held = v.held_by_gate();
+                    let kept_inactive = v.kept_inactive_by_gate();
                     let report = v.eval_report();
                     let restore = move |anyway: bool| {
                         // Versions are `i32` on the server; one that does not fit cannot be active.
@@ -299,14 +299,14 @@ fn History(
                         <li class="version" data-version=v.version.to_string()>
                             <strong>{format!("Version {}", v.version)}</strong>
                             {v.active.then(|| view! { <span class="badge ok">"active"</span> })}
-                            {held.then(|| view! { <span class="badge warn held">"kept inactive by the eval gate"</span> })}
+                            {kept_inactive.then(|| view! { <span class="badge warn held">"kept inactive by the eval gate"</span> })}
                             <span class="meta">{format!(" {} · {}", v.created_at, v.created_by)}</span>
                             {v.note.clone().map(|n| view! { <span class="note">{format!(" — {n}")}</span> })}
                             {report.as_ref().map(|r| view! { <span class="meta eval">{format!(" · golden {} of {} right", r.totals.correct, r.totals.questions)}</span> })}
                             <button type="button" class="secondary" on:click=move |_| shown.set(Some(("view".into(), view_v.clone())))>"View"</button>
                             {(!v.active).then(|| view! {
                                 <button type="button" class="secondary" on:click=move |_| shown.set(Some(("diff".into(), diff_v.clone())))>"Diff with active"</button>
-                                {if held {
+                                {if kept_inactive {
                                     view! { <button type="button" class="danger activate-anyway" on:click=move |_| restore(true)>"Activate anyway"</button> }.into_any()
                                 } else {
                                     view! { <button type="button" on:click=move |_| restore(false)>"Restore"</button> }.into_any()

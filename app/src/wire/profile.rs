@@ -254,7 +254,7 @@ impl ProfileVersionView {
     /// Kept inactive by the eval gate, and not activated anyway.
     /// Read from the stored verdict alone: a candidate still being judged
     /// has a verdict but no report yet.
-    pub fn held_by_gate(&self) -> bool {
+    pub fn kept_inactive_by_gate(&self) -> bool {
         let Some(gate) = self.evals.as_ref().and_then(|evals| evals.get("gate")) else {
             return false;
         };

@@ -354,7 +354,7 @@ mod from_engine {
             let (version, bound) = match rebound {
                 Rebound::Bound { version: None } => return None,
                 Rebound::Bound { version: Some(version) } => (version, true),
-                Rebound::Held { version } => (version, false),
+                Rebound::KeptInactive { version } => (version, false),
             };
             let binding = version.binding.as_ref()?;
             Some(Self {
@@ -363,7 +363,7 @@ mod from_engine {
                 model: binding.model.clone(),
                 unbinds: binding.target_id.is_none(),
                 bound,
-                regressions: engine::profile::held(version.evals.as_ref())
+                regressions: engine::profile::gate_refusal(version.evals.as_ref())
                     .map(|(_, regressions)| regressions)
                     .unwrap_or_default(),
             })

@@ -147,7 +147,7 @@ pub enum Lookup {
         why: String,
     },
     /// A pin matched, but cites a source that is disabled now.
-    Held {
+    SourceDisabled {
         question: String,
         why: String,
     },
@@ -201,7 +201,7 @@ pub async fn lookup(
             flag(lore, &pin.id, &why).await?;
             Lookup::Flagged { question: pin.question, why }
         }
-        Check::Disabled(why) => Lookup::Held { question: pin.question, why },
+        Check::Disabled(why) => Lookup::SourceDisabled { question: pin.question, why },
     })
 }
 

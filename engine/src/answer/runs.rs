@@ -60,13 +60,35 @@ pub async fn record(
     Ok(id)
 }
 
+/// A question Lore refused, with how often: what the corpus is missing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContentGap {
+    /// The normalised question (what the count is keyed by).
+    pub question: String,
+    /// The question as last asked.
+    pub example: String,
+    pub count: i64,
+    pub first_seen: chrono::DateTime<Utc>,
+    pub last_seen: chrono::DateTime<Utc>,
+}
+
 /// The content gaps, most asked first.
-pub async fn gaps(lore: &Lore, limit: u64) -> Result<Vec<content_gap::Model>> {
+pub async fn gaps(lore: &Lore, limit: u64) -> Result<Vec<ContentGap>> {
     lore.recorder().flush().await?;
-    Ok(content_gap::Entity::find()
+    let rows = content_gap::Entity::find()
         .order_by_desc(content_gap::Column::Count)
         .order_by_desc(content_gap::Column::LastSeen)
         .limit(limit)
         .all(&lore.db)
-        .await?)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| ContentGap {
+            question: row.question,
+            example: row.example,
+            count: row.count,
+            first_seen: row.first_seen,
+            last_seen: row.last_seen,
+        })
+        .collect())
 }

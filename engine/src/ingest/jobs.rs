@@ -228,12 +228,12 @@ pub async fn get(lore: &Lore, id: &str) -> Result<index_job::Model> {
 }
 
 /// The most recent jobs, newest first (of one source, when given).
-pub async fn recent(lore: &Lore, source_id: Option<&str>, limit: u64) -> Result<Vec<index_job::Model>> {
+pub async fn recent(lore: &Lore, source_id: Option<&str>, limit: u64) -> Result<Vec<Job>> {
     let mut query = index_job::Entity::find().order_by_desc(index_job::Column::CreatedAt).limit(limit);
     if let Some(id) = source_id {
         query = query.filter(index_job::Column::SourceId.eq(id));
     }
-    Ok(query.all(&lore.db).await?)
+    query.all(&lore.db).await?.into_iter().map(Job::decode).collect()
 }
 
 /// How many indexing runs are in each status (queued, running, succeeded,
@@ -815,26 +815,6 @@ async fn set_source_status(lore: &Lore, id: &str, status: &str) -> Result<()> {
         .exec(&lore.db)
         .await?;
     Ok(())
-}
-
-/// Creates a job already held by `owner` (the CLI runs it in-process, so no
-/// server worker may take it meanwhile), once nothing it would overlap runs
-/// (see [`claim_when_free`]).
-pub async fn start_held(
-    lore: &Lore,
-    source_id: Option<&str>,
-    full: bool,
-    trigger: &str,
-    owner: &str,
-) -> Result<index_job::Model> {
-    let job = enqueue(lore, source_id, full, trigger).await?;
-    match claim_when_free(lore, &job.id, owner).await? {
-        Some(held) => Ok(held),
-        None => Err(Error::Internal(format!(
-            "the run was {} by another process first; follow it in the console",
-            if get(lore, &job.id).await?.status == CANCELLED { "cancelled" } else { "taken" }
-        ))),
-    }
 }
 
 /// Claims queued job `job_id` for `owner`, waiting while a run it would

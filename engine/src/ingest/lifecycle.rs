@@ -8,14 +8,14 @@ use super::jobs::{self, Job};
 use crate::audit::Actor;
 use crate::ingest::IngestError;
 use crate::sources::{self, NewSource, Source, SourceKind};
-use crate::{Lore, Result};
+use crate::{Error, Lore, Result};
 
 /// Queues an indexing run of one source, or with `None` and `full` of every
 /// source (an existing queued run of the same kind is returned instead).
 /// Starting an index is when the profile comes to be: the first time, it is
 /// built here from the persona chosen in the wizard (or the default one), as
 /// an explicit step after the run is queued. Every surface that starts
-/// indexing comes through here (or [`start_held`]); only the scheduler's
+/// indexing comes through here (or [`start_claimed`]); only the scheduler's
 /// re-syncs, of sources indexed before, queue directly.
 pub async fn start_run(lore: &Lore, source_id: Option<&str>, full: bool, trigger: &str) -> Result<Job> {
     let job = jobs::enqueue(lore, source_id, full, trigger).await?;
@@ -23,19 +23,27 @@ pub async fn start_run(lore: &Lore, source_id: Option<&str>, full: bool, trigger
     Job::decode(job)
 }
 
-/// [`start_run`] for a process that runs the job itself (the benchmarks):
-/// the job is created already held by `owner`, so no server worker takes
+/// [`start_run`] for a process that runs the job itself (the CLI, the
+/// benchmarks): the job is claimed by `owner` as soon as nothing it would
+/// overlap runs (see [`jobs::claim_when_free`]), so no server worker takes
 /// it meanwhile, and the first index makes the profile the same way.
-pub async fn start_held(
+pub async fn start_claimed(
     lore: &Lore,
     source_id: Option<&str>,
     full: bool,
     trigger: &str,
     owner: &str,
 ) -> Result<entity::index_job::Model> {
-    let job = jobs::start_held(lore, source_id, full, trigger, owner).await?;
+    let job = jobs::enqueue(lore, source_id, full, trigger).await?;
+    let Some(claimed) = jobs::claim_when_free(lore, &job.id, owner).await? else {
+        let taken =
+            if jobs::get(lore, &job.id).await?.status == jobs::CANCELLED { "cancelled" } else { "taken" };
+        return Err(Error::Internal(format!(
+            "the run was {taken} by another process first; follow it in the console"
+        )));
+    };
     crate::profile::ensure_on_first_index(lore, &Actor::System).await?;
-    Ok(job)
+    Ok(claimed)
 }
 
 /// A source just added, with the first sync queued for it (a website's).
@@ -118,8 +126,7 @@ pub struct Overview {
 
 /// The [`Overview`] of `source`.
 pub async fn overview(lore: &Lore, source: Source) -> Result<Overview> {
-    let latest = jobs::recent(lore, Some(&source.id), 1).await?.into_iter().next();
-    let latest_job = latest.map(Job::decode).transpose()?;
+    let latest_job = jobs::recent(lore, Some(&source.id), 1).await?.into_iter().next();
     let fresh = sources::is_fresh(&source, chrono::Utc::now());
     Ok(Overview { source, latest_job, fresh })
 }

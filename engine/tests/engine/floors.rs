@@ -6,23 +6,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Each top-level module of `engine/src` and its floor. `lib.rs` (the `Lore`
-/// handle that wires the floors together), `cluster.rs` (what that handle
-/// holds in memory, and `Lore::announce`, which every floor calls when it
-/// changes something a replica holds) and `error.rs` (the crate's error,
-/// one variant per floor's error) stand beside the floors.
+/// Each top-level module of `engine/src` and its floor. The ground floor
+/// (settings, store, audit, secrets, trace, logbook, fetch) is the crate
+/// `lore-core` now, below the engine, where the compiler keeps it from
+/// reaching up. `lib.rs` (the `Lore` handle that wires the floors together),
+/// `cluster.rs` (what that handle holds in memory, and `Lore::announce`,
+/// which every floor calls when it changes something a replica holds) and
+/// `error.rs` (the crate's error, one variant per floor's error) stand
+/// beside the floors.
 const FLOORS: &[(&str, u8)] = &[
     // 1. Records and settings.
-    ("settings", 1),
-    ("store", 1),
-    ("audit", 1),
-    ("secrets", 1),
-    ("trace", 1),
     ("auth", 1),
     ("extract", 1),
     ("appdb", 1),
-    ("logbook", 1),
-    ("fetch", 1),
     // 2. Models, corpus and index.
     ("providers", 2),
     ("embed", 2),

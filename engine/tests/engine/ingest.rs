@@ -487,7 +487,7 @@ async fn a_stored_setting_that_cannot_be_read_is_an_error_not_a_default() {
 
 #[tokio::test]
 async fn a_run_never_starts_beside_a_run_it_overlaps_whichever_process_holds_it() {
-    use engine::ingest::jobs;
+    use engine::ingest::{jobs, lifecycle};
     let (lore, _dir) = open().await;
     let handbook = upload_source(&lore).await;
     let other = sources::create(
@@ -517,7 +517,7 @@ async fn a_run_never_starts_beside_a_run_it_overlaps_whichever_process_holds_it(
     // run's end, then holds the queued one.
     let waiting = tokio::spawn({
         let (lore, handbook) = (lore.clone(), handbook.clone());
-        async move { jobs::start_held(&lore, Some(&handbook), false, "cli", "process-3").await }
+        async move { lifecycle::start_claimed(&lore, Some(&handbook), false, "cli", "process-3").await }
     });
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert!(!waiting.is_finished(), "it waits while the first run holds the source");

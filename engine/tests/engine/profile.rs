@@ -65,7 +65,7 @@ async fn a_run_held_by_the_process_that_starts_it_makes_the_profile_too() {
     )
     .await
     .unwrap();
-    let held = engine::ingest::lifecycle::start_held(&lore, Some(&source.id), false, "bench", "process-1")
+    let held = engine::ingest::lifecycle::start_claimed(&lore, Some(&source.id), false, "bench", "process-1")
         .await
         .unwrap();
     assert_eq!(held.lease_owner.as_deref(), Some("process-1"), "{held:?}");

@@ -14,6 +14,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Json, Router};
 use engine::audit::Actor;
+use engine::profile;
 use engine::providers::{self, AccountInput, ProviderError, QuickAdd, TargetInput};
 use engine::settings::Secret;
 use engine::Error;
@@ -72,7 +73,7 @@ async fn a_provider_echoing_the_key_in_a_401_reply_leaks_it_nowhere() {
     let (base, seen) = echoing_provider().await;
 
     // Quick add probes before storing anything; its refusal is redacted.
-    let failed = providers::quick_add(
+    let failed = profile::quick_add(
         &lore,
         &admin(),
         QuickAdd {

@@ -486,7 +486,7 @@ impl Serving {
 /// Binds the generation role to the OpenAI-compatible `endpoint`
 /// (`--llm-endpoint`) serving `model`.
 async fn bind_generation(lore: &Lore, endpoint: &str, model: &str) -> anyhow::Result<()> {
-    engine::providers::quick_add(
+    engine::profile::quick_add(
         lore,
         &engine::audit::Actor::System,
         engine::providers::QuickAdd {
@@ -533,7 +533,8 @@ async fn index_site(lore: &Lore, site: &str, pages: usize) -> anyhow::Result<eng
     )
     .await?;
     let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::lifecycle::start_held(lore, Some(&source.id), false, "bench", &owner).await?;
+    let job =
+        engine::ingest::lifecycle::start_claimed(lore, Some(&source.id), false, "bench", &owner).await?;
     let ended = engine::ingest::jobs::run(lore, job, &owner, None).await?;
     anyhow::ensure!(
         ended.status == "succeeded",
@@ -598,7 +599,8 @@ pub async fn index(
     .await?;
     lore.embedder().await?; // load outside the timing
     let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::lifecycle::start_held(&lore, Some(&source.id), false, "bench", &owner).await?;
+    let job =
+        engine::ingest::lifecycle::start_claimed(&lore, Some(&source.id), false, "bench", &owner).await?;
     let started = Instant::now();
     let ended = engine::ingest::jobs::run(&lore, job, &owner, None).await?;
     let crawl_s = started.elapsed().as_secs_f64();

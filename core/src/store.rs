@@ -16,7 +16,7 @@ use crate::{Error, Result, Settings};
 /// Makes the directories this machine keeps Lore's data in, when missing:
 /// the data directory, the folder of a SQLite file that `database.url`
 /// names, and a local `vectors.uri`. Every command that opens the data goes
-/// through here first ([`crate::Lore::open`], `lore migrate`), so none meets
+/// through here first (`engine::Lore::open`, `lore migrate`), so none meets
 /// a missing directory as a database error. A directory that cannot be made
 /// or written is [`Error::Directory`], naming the path and why.
 pub fn prepare_dirs(settings: &Settings) -> Result<()> {
@@ -181,7 +181,7 @@ pub async fn begin_locked(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm
 
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {
+pub fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {
     serde_json::from_value(value)
         .map_err(|err| crate::Error::Internal(format!("the stored {what} cannot be read: {err}")))
 }

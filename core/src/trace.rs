@@ -108,22 +108,22 @@ pub type StageSink = tokio::sync::mpsc::UnboundedSender<Stage>;
 
 /// The trace being written: each stage's duration runs from the end of the
 /// one before.
-pub(crate) struct Tracer {
-    pub(crate) stages: Vec<Stage>,
+pub struct Tracer {
+    pub stages: Vec<Stage>,
     last: Instant,
     sink: Option<StageSink>,
 }
 
 impl Tracer {
-    pub(crate) fn new(sink: Option<StageSink>) -> Self {
+    pub fn new(sink: Option<StageSink>) -> Self {
         Self { stages: Vec::new(), last: Instant::now(), sink }
     }
 
-    pub(crate) fn stage(&mut self, stage: StageName, decision: &str, reason: impl Into<String>) {
+    pub fn stage(&mut self, stage: StageName, decision: &str, reason: impl Into<String>) {
         self.stage_costing(stage, decision, reason, None);
     }
 
-    pub(crate) fn stage_costing(
+    pub fn stage_costing(
         &mut self,
         stage: StageName,
         decision: &str,
@@ -134,7 +134,7 @@ impl Tracer {
     }
 
     /// A stage whose reason summarises a longer `detail`.
-    pub(crate) fn stage_detailed(
+    pub fn stage_detailed(
         &mut self,
         stage: StageName,
         decision: &str,

@@ -20,7 +20,7 @@ const MASTER_KEY_FILE: &str = "master.key";
 /// Keys derived from the master key. Never logged, never serialised.
 pub struct Keys {
     /// HMAC key for session tokens.
-    pub(crate) session_signing: [u8; 32],
+    pub session_signing: [u8; 32],
     /// AES-256-GCM key for provider API keys at rest.
     provider_sealing: [u8; 32],
 }

@@ -1,0 +1,105 @@
+//! `svc://` resources: reading one, the URI of a record, and who may
+//! subscribe to what.
+
+use super::*;
+
+/// What `resources/read` returns: the URI and its JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Read {
+    pub uri: String,
+    pub json: Value,
+}
+
+/// Reads resource `uri` of `profile` for `caller`: permission-denied for a
+/// table schema the caller may neither read nor describe (SPEC, Errors 1).
+pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<Read> {
+    let permission = permission_of(caller);
+    let not_found = || crate::Error::from(AppDbError::UnknownResource(uri.to_owned()));
+    let json = match (profile, uri) {
+        (_, "svc://about") => about(profile),
+        (Profile::Operations, "svc://operations") => {
+            let names: Vec<String> = operation_tools(lore, &permission).into_iter().map(|t| t.name).collect();
+            json!({"operations": names})
+        }
+        (Profile::Application, "svc://openapi") => resources::openapi(lore).await?,
+        (Profile::Application, _) if uri.starts_with("svc://schema/") => {
+            let rest = &uri["svc://schema/".len()..];
+            let (database, table) = rest.split_once('/').ok_or_else(not_found)?;
+            let table = match lore.appdb_cache().table(&lore.db, database, table).await {
+                Ok(table) => table,
+                Err(crate::Error::AppDb(AppDbError::UnknownDatabase(_) | AppDbError::UnknownTable(_))) => {
+                    return Err(not_found())
+                }
+                Err(other) => return Err(other),
+            };
+            if !permission.sees_table(&table.database, &table.name) {
+                return Err(AppDbError::denied("describe", table.path()).into());
+            }
+            schema::table_document(&table, &permission)
+        }
+        (Profile::Application, _) => {
+            let path =
+                uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(not_found)?;
+            let exported = exported(lore).await?;
+            let tool = names_of(&exported).get(path).cloned().ok_or_else(not_found)?;
+            let (entry, table) = exported.into_iter().find(|(e, _)| e.path == path).ok_or_else(not_found)?;
+            if !described(&entry, table.as_ref(), &permission) {
+                return Err(not_found());
+            }
+            json!({
+                "uri": uri,
+                "path": entry.path,
+                "database": table.as_ref().map(|t| t.database.clone()).unwrap_or_default(),
+                "table": table.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
+                "hint": format!("Use the get_{tool} tool for one record by primary key and search_{tool} to find records; this descriptor holds no records."),
+            })
+        }
+        _ => return Err(not_found()),
+    };
+    Ok(Read { uri: uri.to_owned(), json })
+}
+
+/// The URI of one record of an exported table: what `resources/subscribe`
+/// takes (`{base_url}/data/<path>/<id>`).
+pub fn record_uri(lore: &Lore, path: &str, id: &Value) -> String {
+    let id = match id {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    format!("{}/{id}", descriptor_uri(lore, path))
+}
+
+/// Checks that `uri` is a record of a table exported to this profile that
+/// the caller may read: only row-backed resources take subscriptions.
+pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<()> {
+    let refused = || {
+        crate::Error::from(AppDbError::Invalid(format!(
+            "`{uri}` is not a record of an exported table (`{}/data/<path>/<id>`)",
+            lore.settings.base_url()
+        )))
+    };
+    if profile != Profile::Application {
+        return Err(refused());
+    }
+    let rest = uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(refused)?;
+    let (path, _id) = rest.rsplit_once('/').filter(|(_, id)| !id.is_empty()).ok_or_else(refused)?;
+    let entry =
+        resources::registry(lore).await?.entry(path).filter(|e| e.export_types.mcp).ok_or_else(refused)?;
+    let table = entry.resource.table(lore).await?.ok_or_else(refused)?;
+    let permission = permission_of(caller);
+    if !permission.may(&table.database, &table.name, Access::Read) {
+        return Err(AppDbError::denied("read", table.path()).into());
+    }
+    Ok(())
+}
+
+/// Tells the push channels subscribed to records of `table` that these
+/// changed (a write of this process; see `docs/mcp.md`).
+pub fn records_changed(lore: &Lore, table: &Table, ids: &[Value]) {
+    let Some(export) = table.options.export.as_ref().filter(|e| e.mcp) else {
+        return;
+    };
+    for id in ids {
+        lore.mcp_hub().resource_updated(&record_uri(lore, &export.path, id));
+    }
+}

@@ -1,0 +1,110 @@
+//! The built-in `lore` resource: the answer pipeline as the custom tools
+//! `answer` and `retrieve`, which check the caller's key themselves.
+
+use super::*;
+
+/// Lore's own resource: the answer pipeline as the custom tools `answer`
+/// and `retrieve`. The tool server lists custom tools to every session, so
+/// each checks its caller: a key with the tool's scope.
+pub struct LoreResource;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(super) struct AnswerToolArgs {
+    /// The question, in the user's words.
+    pub(super) question: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(super) struct RetrieveToolArgs {
+    /// What to search the indexed content for.
+    pub(super) query: String,
+    /// How many passages (default: the active profile's).
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub(super) top_k: Option<usize>,
+}
+
+pub(super) fn tool_schema<T: schemars::JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+    }
+    schema
+}
+
+pub(super) fn tool_args<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|err| AppDbError::Invalid(format!("{tool}: {err}")).into())
+}
+
+#[async_trait]
+impl Resource for LoreResource {
+    fn verbs(&self) -> Vec<Verb> {
+        Vec::new()
+    }
+
+    fn tools(&self) -> Vec<CustomTool> {
+        vec![
+            CustomTool {
+                name: "answer".into(),
+                method: "answer".into(),
+                description: "Answers a question from the indexed content, with citations; refuses when nothing retrievable answers it. Needs a key with the `answer` scope.".into(),
+                input_schema: tool_schema::<AnswerToolArgs>(),
+            },
+            CustomTool {
+                name: "retrieve".into(),
+                method: "retrieve".into(),
+                description: "The passages of the indexed content that best match a query (hybrid retrieval), with scores. Needs a key with the `retrieve` scope.".into(),
+                input_schema: tool_schema::<RetrieveToolArgs>(),
+            },
+        ]
+    }
+
+    async fn call_tool(&self, lore: &Lore, caller: &Caller, method: &str, args: Value) -> Result<ToolOutput> {
+        // The tool server read the generation at the start of this request,
+        // so the key may come from what is held (a revocation still counts).
+        let raw = caller.key.as_ref().map(Secret::expose);
+        match method {
+            "answer" => {
+                let key =
+                    crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Answer, None).await?;
+                let a: AnswerToolArgs = tool_args("answer", args)?;
+                let ask = crate::answer::Ask {
+                    question: a.question,
+                    surface: crate::answer::Surface::Mcp,
+                    key_id: Some(key.key_id),
+                };
+                Ok(ToolOutput::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
+            }
+            "retrieve" => {
+                crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Retrieve, None).await?;
+                let a: RetrieveToolArgs = tool_args("retrieve", args)?;
+                Ok(ToolOutput::Retrieved(crate::search::retrieve(lore, &a.query, a.top_k).await?))
+            }
+            other => {
+                Err(AppDbError::Invalid(format!("the `lore` resource has no tool method `{other}`")).into())
+            }
+        }
+    }
+}
+
+/// Runs the custom tool `name` of the resource at `path`.
+pub async fn call_tool(
+    lore: &Lore,
+    caller: &Caller,
+    path: &str,
+    name: &str,
+    args: Value,
+) -> Result<ToolOutput> {
+    let entry = registry(lore)
+        .await?
+        .entry(path)
+        .ok_or_else(|| crate::Error::from(AppDbError::UnknownResource(path.to_owned())))?;
+    let tool = entry
+        .resource
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == name)
+        .ok_or_else(|| AppDbError::Invalid(format!("the resource `{path}` has no tool `{name}`")))?;
+    entry.resource.call_tool(lore, caller, &tool.method, args).await
+}
