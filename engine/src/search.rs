@@ -176,7 +176,7 @@ pub struct RetrievalTrace {
 /// [`search_active`] with the trace a caller of `/retrieve` reads: the
 /// retrieval stage's decision (`results` or `empty`), what it considered
 /// and how long it took, then the rerank stage while a reranker is bound.
-pub async fn retrieve(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<Traced> {
+pub async fn traced_retrieval(lore: &Lore, query: &str, top_k: Option<usize>) -> Result<Traced> {
     let started = Instant::now();
     let Searched { found, settings, reranked } = search_active_traced(lore, query, top_k).await?;
     let rerank_ms = reranked.as_ref().map_or(0.0, |r| r.duration_ms);

@@ -41,7 +41,7 @@ use arrow_array::{
     Array, BooleanArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array, RecordBatch,
     RecordBatchIterator, RecordBatchReader, StringArray,
 };
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use lancedb::query::ExecutableQuery;
@@ -50,7 +50,7 @@ use lancedb::Table;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::index::lance::{column, connect, store_error, Location};
+use crate::index::lance::{column, connect, schema_with_vector, store_error, Location};
 use crate::index::{quote, IndexError};
 
 const TABLE: &str = "answer_cache";
@@ -104,17 +104,17 @@ enum Write {
 }
 
 fn schema(dimensions: usize) -> SchemaRef {
-    let item = Arc::new(Field::new("item", DataType::Float32, true));
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("question", DataType::Utf8, false),
-        Field::new("profile_version", DataType::Int32, false),
-        Field::new("created_at_ms", DataType::Int64, false),
-        Field::new("grounded", DataType::Boolean, false),
-        Field::new("payload", DataType::Utf8, false),
-        Field::new("cited", DataType::Utf8, false),
-        Field::new("vector", DataType::FixedSizeList(item, dimensions as i32), false),
-    ]))
+    use DataType::{Boolean, Int32, Int64, Utf8};
+    let columns = [
+        ("id", Utf8, false),
+        ("question", Utf8, false),
+        ("profile_version", Int32, false),
+        ("created_at_ms", Int64, false),
+        ("grounded", Boolean, false),
+        ("payload", Utf8, false),
+        ("cited", Utf8, false),
+    ];
+    schema_with_vector(&columns, dimensions)
 }
 
 impl AnswerCache {
@@ -366,6 +366,7 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_schema::{Field, Schema};
 
     fn entry(question: &str, version: i32, vector: Vec<f32>) -> Entry {
         Entry {

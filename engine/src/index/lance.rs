@@ -95,20 +95,30 @@ pub(crate) fn store_error(err: impl std::fmt::Display) -> IndexError {
     IndexError::Store(err.to_string())
 }
 
-fn schema(dimensions: usize) -> SchemaRef {
+/// The schema of a Lore table: `columns` (name, type, nullable), then the
+/// `vector` column of `dimensions` floats that every Lore table ends with
+/// (the chunks, the answer cache).
+pub(crate) fn schema_with_vector(columns: &[(&str, DataType, bool)], dimensions: usize) -> SchemaRef {
     let item = Arc::new(Field::new("item", DataType::Float32, true));
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("source_id", DataType::Utf8, false),
-        Field::new("document_id", DataType::Utf8, false),
-        Field::new("title", DataType::Utf8, false),
-        Field::new("url", DataType::Utf8, true),
-        Field::new("heading", DataType::Utf8, true),
-        Field::new("position", DataType::UInt32, false),
-        Field::new("text", DataType::Utf8, false),
-        Field::new("content_hash", DataType::Utf8, false),
-        Field::new("vector", DataType::FixedSizeList(item, dimensions as i32), false),
-    ]))
+    let vector = Field::new("vector", DataType::FixedSizeList(item, dimensions as i32), false);
+    let fields = columns.iter().map(|(name, kind, nullable)| Field::new(*name, kind.clone(), *nullable));
+    Arc::new(Schema::new(fields.chain([vector]).collect::<Vec<_>>()))
+}
+
+fn schema(dimensions: usize) -> SchemaRef {
+    use DataType::{UInt32, Utf8};
+    let columns = [
+        ("id", Utf8, false),
+        ("source_id", Utf8, false),
+        ("document_id", Utf8, false),
+        ("title", Utf8, false),
+        ("url", Utf8, true),
+        ("heading", Utf8, true),
+        ("position", UInt32, false),
+        ("text", Utf8, false),
+        ("content_hash", Utf8, false),
+    ];
+    schema_with_vector(&columns, dimensions)
 }
 
 impl LanceChunkStore {

@@ -258,7 +258,7 @@ pub(super) async fn run(
         "list_profile_versions" => Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?)),
         "retrieve" => {
             let a: RetrieveArgs = parse(spec, args)?;
-            Ok(Outcome::Retrieved(crate::search::retrieve(lore, &a.query, a.top_k).await?))
+            Ok(Outcome::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
         }
         "answer" => {
             let a: AnswerArgs = parse(spec, args)?;

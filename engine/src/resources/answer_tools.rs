@@ -79,7 +79,7 @@ impl Resource for LoreResource {
             "retrieve" => {
                 crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Retrieve, None).await?;
                 let a: RetrieveToolArgs = tool_args("retrieve", args)?;
-                Ok(ToolOutput::Retrieved(crate::search::retrieve(lore, &a.query, a.top_k).await?))
+                Ok(ToolOutput::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
             }
             other => {
                 Err(AppDbError::Invalid(format!("the `lore` resource has no tool method `{other}`")).into())

@@ -67,7 +67,7 @@ fn dog_source() -> NewSource {
 
 /// The best passage for `query`: its document's title and its citation URL.
 async fn best(lore: &Lore, query: &str) -> Option<(String, Option<String>, String)> {
-    let traced = engine::search::retrieve(lore, query, Some(5)).await.unwrap();
+    let traced = engine::search::traced_retrieval(lore, query, Some(5)).await.unwrap();
     traced
         .found
         .results

@@ -12,7 +12,7 @@
 //!    each timed on its own.
 //! 4. With the indexing worker running as in `lore serve`, `updates` rows are
 //!    rewritten one at a time with a phrase no other row has, and the time
-//!    from the committed update to retrieval (`engine::search::retrieve`,
+//!    from the committed update to retrieval (`engine::search::traced_retrieval`,
 //!    as `/retrieve` runs it) finding the new text is measured.
 
 use std::time::{Duration, Instant};
@@ -181,7 +181,7 @@ pub async fn table(mut settings: Settings, options: TableOptions) -> anyhow::Res
         .await?;
         let committed = Instant::now();
         loop {
-            let found = engine::search::retrieve(&lore, &format!("{word} gearbox"), Some(5)).await?;
+            let found = engine::search::traced_retrieval(&lore, &format!("{word} gearbox"), Some(5)).await?;
             if found.found.results.iter().any(|hit| hit.chunk.text.contains(&word)) {
                 latencies.push(millis(committed.elapsed()));
                 break;

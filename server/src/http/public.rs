@@ -140,7 +140,7 @@ pub async fn retrieve(
     Extension(_caller): Extension<Caller>,
     ApiJson(request): ApiJson<RetrieveRequest>,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let traced = engine::search::retrieve(&state.lore, &request.query, request.top_k)
+    let traced = engine::search::traced_retrieval(&state.lore, &request.query, request.top_k)
         .await
         .map_err(ApiError::public)?;
     Ok(Json(RetrieveResponse::from(traced)))
