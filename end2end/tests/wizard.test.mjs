@@ -130,7 +130,10 @@ test('a new admin lands on the wizard and walks it with the embedded model to a 
   const documents = Number(await progress.getAttribute('data-documents'));
   const chunks = Number(await progress.getAttribute('data-chunks'));
   assert.ok(documents >= 1 && documents <= files.length, `documents: ${documents}`);
-  assert.ok(chunks >= documents, `at least a chunk a document: ${chunks} for ${documents}`);
+  // Each uploaded file queues a run; when the worker took the first run before the last
+  // file arrived, the latest run is a second one that finds the first one's documents
+  // unchanged, so its own chunk count has no lower bound. Every file's chunks are
+  // checked on the source's totals below.
   assert.equal(await progress.getAttribute('data-documents-done'), String(documents));
   assert.equal(await progress.getAttribute('data-chunks-done'), String(chunks));
   await progress.locator('.documents', { hasText: `${documents} of ${documents} documents` }).waitFor();
