@@ -50,7 +50,7 @@ pub async fn active_table(db: &impl sea_orm::ConnectionTrait) -> Result<String> 
 }
 
 /// A fresh table name for a build: never the active table's, nor an
-/// earlier build's (a held candidate keeps the table it was judged on).
+/// earlier build's (a candidate kept inactive keeps the table it was judged on).
 fn new_table() -> String {
     format!("{}_{}", lance::DEFAULT_TABLE, uuid::Uuid::new_v4().simple())
 }

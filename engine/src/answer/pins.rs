@@ -6,7 +6,7 @@
 //!   was pinned. When a cited chunk changes or leaves the index, the pin is
 //!   flagged for review (on the next lookup or listing) and stops serving;
 //!   the question goes through the pipeline again until the admin re-pins
-//!   or removes it. A pin citing a disabled source is held, not flagged.
+//!   or removes it. A pin citing a disabled source is set aside (`SourceDisabled`), not flagged.
 //! - One pin per normalised question: pinning again replaces it (and clears
 //!   a flag).
 //! - The pins are kept in memory, read from the database on first use and

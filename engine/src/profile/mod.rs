@@ -17,7 +17,7 @@
 //!   serves at once.
 //! - A [`SaveGate`] judges each save when it applies (the golden-question
 //!   evals of the `evals` module, wired in by `Lore`): the candidate is stored
-//!   first, inactive and marked held until judged, then activated only when
+//!   first, kept inactive until judged, then activated only when
 //!   the gate passed it. A candidate kept inactive needs [`restore`] with
 //!   `anyway`, which is recorded in its gate and the audit log. A save the
 //!   gate could not judge, or that lost the race to another save meanwhile,

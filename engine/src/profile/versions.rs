@@ -225,7 +225,7 @@ pub async fn save(
     version_of(row, &id)
 }
 
-/// The gated save: the candidate is stored inactive (held until judged),
+/// The gated save: the candidate is stored inactive (kept inactive until judged),
 /// judged beside the active version, and activated only if it passed.
 /// `progress` hears how far the judging got.
 pub(super) async fn save_gated(
@@ -243,7 +243,7 @@ pub(super) async fn save_gated(
     if current.active_version_id != expected {
         return Err(ProfileError::VersionConflict { base, active: serving.version }.into());
     }
-    // Held until judged: a restore meanwhile (or after a crash) needs `anyway`.
+    // Kept inactive until judged: a restore meanwhile (or after a crash) needs `anyway`.
     let pending = serde_json::json!({"gate": {
         "baseline_version": serving.version,
         "passed": false,
@@ -494,7 +494,7 @@ pub async fn restore(
 /// Runs a judging to its end even when its caller stops waiting (a client
 /// that went away, a proxy's timeout): its verdict lands in the candidate
 /// version all the same, and its progress record shows it meanwhile,
-/// instead of leaving a candidate held as "not finished" for good.
+/// instead of leaving a candidate kept inactive as "not finished" for good.
 pub(super) async fn to_the_end<T: Send + 'static>(
     judging: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
