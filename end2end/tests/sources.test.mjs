@@ -94,6 +94,7 @@ test('an admin creates a website source and watches it index to ready', async ()
 
   // Disable, then delete with confirmation.
   await card.getByRole('button', { name: 'Disable' }).click();
+  await page.locator('.flash.ok', { hasText: '"Field manual" is disabled.' }).waitFor();
   await page.waitForSelector('li.source[data-source="Field manual"][data-status="disabled"]');
   await card.getByRole('button', { name: 'Delete' }).click();
   await card.getByRole('button', { name: 'Delete for good' }).click();

@@ -371,7 +371,7 @@ mod tests {
 
     use super::*;
     use crate::chunk::ChunkingParams;
-    use crate::sources::{SourceConfig, SourceKind, Volatility};
+    use crate::sources::{connector::AnyConnector, SourceKind, Volatility};
 
     const MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
@@ -380,15 +380,12 @@ mod tests {
         Source {
             id: "s1".into(),
             name: "Docs".into(),
-            kind: SourceKind::Website,
+            kind: SourceKind::parse("website").unwrap(),
             enabled: true,
             status: if last_synced { SourceStatus::Ready } else { SourceStatus::Indexing },
-            config: SourceConfig::Website(
-                crate::sources::parse_website_config(
-                    &serde_json::json!({"start_url": "https://docs.example.com/"}),
-                )
+            config: crate::sources::kinds::website::Website
+                .parse(Some(serde_json::json!({"start_url": "https://docs.example.com/"})))
                 .unwrap(),
-            ),
             volatility: Volatility::Medium,
             document_count: chunks / 4,
             chunk_count: chunks,

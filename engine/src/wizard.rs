@@ -14,7 +14,8 @@ use crate::audit::{self, Actor};
 use crate::ingest::{jobs, IngestError};
 use crate::profile::{self, PersonaChoice};
 use crate::providers::{self, QuickAdd, Role, TargetState};
-use crate::sources::{self, NewSource, SourceKind};
+use crate::sources::connector::FirstSync;
+use crate::sources::{self, NewSource};
 use crate::{Error, Lore, Result};
 
 const PROGRESS: &str = "setup.wizard";
@@ -205,7 +206,7 @@ pub async fn start_index(lore: &Lore, actor: &Actor) -> Result<Progress> {
     let source_id =
         progress.source_id.clone().ok_or_else(|| Error::InvalidInput("add the first source first".into()))?;
     let source = sources::get(lore, &source_id).await?;
-    let job = if matches!(source.kind, SourceKind::Website | SourceKind::Table) {
+    let job = if source.kind.info().first_sync == FirstSync::AtOnce {
         crate::ingest::lifecycle::start_run(lore, Some(&source_id), false, "setup").await?.id
     } else {
         jobs::recent(lore, Some(&source_id), 1)

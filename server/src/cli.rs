@@ -598,7 +598,8 @@ pub enum SchemaCommand {
 #[derive(Debug, Subcommand)]
 pub enum SourcesCommand {
     /// Create a source (an upload source, a website to crawl, or an
-    /// application table whose rows become documents).
+    /// application table whose rows become documents). The options below
+    /// fill the kind's configuration; the kind refuses one it does not take.
     Add {
         #[arg(long)]
         name: String,
@@ -643,6 +644,10 @@ pub enum SourcesCommand {
         /// `search_by_conditions` takes.
         #[arg(long)]
         conditions: Option<String>,
+        /// The whole configuration as a JSON object (any kind; the options
+        /// above override its keys).
+        #[arg(long)]
+        config: Option<String>,
         /// static, low, medium or high: how often it is re-synced.
         #[arg(long)]
         volatility: Option<String>,

@@ -9,6 +9,7 @@ mod prompt;
 mod providers;
 mod setup;
 mod signin;
+mod source_form;
 mod sources;
 mod tuning;
 mod users;

@@ -6,12 +6,12 @@
 use leptos::prelude::*;
 
 use super::providers::{model_placeholder, preset_label, ProviderPanels, EMBEDDED, EMBEDDED_NOTE};
+use super::source_form::SourceForm;
 use crate::client;
 use crate::pages::playground::AnswerPanel;
 use crate::wire::{
     AnswerResponse, AskRequest, CreateSourceRequest, JobView, NoBody, PersonaRequest, ProfileDetails,
-    ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceConfigInput, SourceView,
-    TableConfigInput, UploadReceipt, WebsiteConfigInput,
+    ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceView, UploadReceipt,
 };
 
 type Wizard = RwSignal<Option<SetupWizardView>>;
@@ -213,49 +213,10 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
 
 #[component]
 fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
-    let name = RwSignal::new(String::new());
-    let kind = RwSignal::new("website".to_owned());
-    let start_url = RwSignal::new(String::new());
-    let discovery = RwSignal::new("sitemap".to_owned());
-    let table = RwSignal::new(String::new());
-    let title = RwSignal::new(String::new());
-    let text = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let config = match kind.get().as_str() {
-            "website" => Some(SourceConfigInput::Website(WebsiteConfigInput {
-                start_url: start_url.get().trim().to_owned(),
-                discovery: discovery.get(),
-                include: None,
-                exclude: None,
-                max_pages: None,
-                max_depth: None,
-            })),
-            "table" => Some(SourceConfigInput::Table(TableConfigInput {
-                database: "data".to_owned(),
-                table: table.get().trim().to_owned(),
-                title: title.get().trim().to_owned(),
-                text: text
-                    .get()
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                template: None,
-                url: None,
-            })),
-            _ => None,
-        };
-        let body = CreateSourceRequest {
-            name: name.get().trim().to_owned(),
-            kind: kind.get(),
-            config,
-            volatility: None,
-        };
+    let add = Callback::new(move |body: CreateSourceRequest| {
         post_step("/admin/setup/source", body, wizard, notice, busy);
-    };
+    });
     let keep = view.source.clone().map(|source| {
         view! {
             <p class="existing">
@@ -269,37 +230,8 @@ fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Int
     });
     view! {
         {keep}
-        <form class="wizard-form source-step" on:submit=submit>
-            <p class="hint">"Where Lore's knowledge comes from. It is indexed two steps from now."</p>
-            <label>"Name" <input name="name" required bind:value=name placeholder="Product docs"/></label>
-            <label>
-                "Kind"
-                <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
-                    <option value="website">"Website (sitemap or crawl)"</option>
-                    <option value="upload">"Uploaded files (Markdown, text, HTML, PDF)"</option>
-                    <option value="table">"A table of Lore's application database"</option>
-                </select>
-            </label>
-            <Show when=move || kind.get() == "table">
-                <p class="warning" role="note">
-                    "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions."
-                </p>
-                <label>"Table" <input name="table" required bind:value=table placeholder="faq"/></label>
-                <label>"Title attribute" <input name="title" required bind:value=title placeholder="question"/></label>
-                <label>"Text attributes" <input name="text" required bind:value=text placeholder="answer"/></label>
-            </Show>
-            <Show when=move || kind.get() == "website">
-                <label>"Start URL" <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
-                <label>
-                    "Discovery"
-                    <select name="discovery" prop:value=move || discovery.get() on:change=move |ev| discovery.set(event_target_value(&ev))>
-                        <option value="sitemap">"Sitemap"</option>
-                        <option value="crawl">"Crawl links"</option>
-                    </select>
-                </label>
-            </Show>
-            <div class="form-actions"><button type="submit" disabled=move || busy.get()>"Add the source"</button></div>
-        </form>
+        <SourceForm class="wizard-form source-step" submit_label="Add the source" busy=busy on_submit=add
+            hint="Where Lore's knowledge comes from. It is indexed two steps from now."/>
     }
 }
 

@@ -5,10 +5,11 @@
 
 use leptos::prelude::*;
 
+use super::source_form::SourceForm;
 use crate::client;
 use crate::wire::{
-    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceConfigInput,
-    SourceView, TableConfigInput, UploadReceipt, WebsiteConfigInput,
+    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceView,
+    UploadReceipt,
 };
 
 /// Shared by the list and the form: bumping it reloads the list at once.
@@ -70,23 +71,17 @@ pub fn Sources() -> impl IntoView {
 #[component]
 fn ReindexEverything() -> impl IntoView {
     let busy = RwSignal::new(false);
-    let notice = use_context::<RwSignal<Option<(bool, String)>>>();
-    let reload_signal = use_context::<Reload>();
+    let feedback = Feedback::here();
     let start = move |_| {
         busy.set(true);
         leptos::task::spawn_local(async move {
             let result = client::send::<_, JobView>("POST", "/admin/reindex", &NoBody {}).await;
             busy.set(false);
-            let message = match result {
-                Ok(_) => (true, "A full reindex is queued: every source is embedded again.".to_owned()),
-                Err(message) => (false, message),
-            };
-            if let Some(notice) = notice {
-                notice.set(Some(message));
+            match result {
+                Ok(_) => feedback.say(true, "A full reindex is queued: every source is embedded again."),
+                Err(message) => feedback.say(false, message),
             }
-            if let Some(Reload(signal)) = reload_signal {
-                signal.update(|n| *n = n.wrapping_add(1));
-            }
+            feedback.reload();
         });
     };
     view! {
@@ -97,144 +92,56 @@ fn ReindexEverything() -> impl IntoView {
     }
 }
 
-fn say(ok: bool, text: impl Into<String>) {
-    if let Some(notice) = use_context::<RwSignal<Option<(bool, String)>>>() {
-        notice.set(Some((ok, text.into())));
+/// The screen's notice line and list reload, taken from the context while
+/// a component renders: a task it spawns runs outside the component's
+/// reactive owner, where the context can no longer be found.
+#[derive(Clone, Copy)]
+struct Feedback {
+    notice: Option<RwSignal<Option<(bool, String)>>>,
+    reload: Option<Reload>,
+}
+
+impl Feedback {
+    fn here() -> Self {
+        Self { notice: use_context(), reload: use_context() }
+    }
+
+    fn say(self, ok: bool, text: impl Into<String>) {
+        if let Some(notice) = self.notice {
+            notice.set(Some((ok, text.into())));
+        }
+    }
+
+    fn reload(self) {
+        if let Some(Reload(signal)) = self.reload {
+            signal.update(|n| *n = n.wrapping_add(1));
+        }
     }
 }
 
-fn reload() {
-    if let Some(Reload(signal)) = use_context::<Reload>() {
-        signal.update(|n| *n = n.wrapping_add(1));
-    }
-}
-
+/// "Add a source": the one source form, sent to `POST /admin/sources/`.
 #[component]
 fn NewSourceForm() -> impl IntoView {
-    let name = RwSignal::new(String::new());
-    let kind = RwSignal::new("website".to_owned());
-    let start_url = RwSignal::new(String::new());
-    let discovery = RwSignal::new("sitemap".to_owned());
-    let include = RwSignal::new(String::new());
-    let exclude = RwSignal::new(String::new());
-    let max_pages = RwSignal::new("500".to_owned());
-    let max_depth = RwSignal::new("5".to_owned());
-    let volatility = RwSignal::new("medium".to_owned());
-    let database = RwSignal::new("data".to_owned());
-    let table = RwSignal::new(String::new());
-    let title = RwSignal::new(String::new());
-    let text = RwSignal::new(String::new());
-    let template = RwSignal::new(String::new());
-    let url_template = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
-    let notice = use_context::<RwSignal<Option<(bool, String)>>>();
-    let reload_signal = use_context::<Reload>();
-
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let patterns = |raw: String| -> Vec<String> {
-            raw.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect()
-        };
-        let optional = |raw: String| Some(raw.trim().to_owned()).filter(|v| !v.is_empty());
-        let config = match kind.get().as_str() {
-            "website" => Some(SourceConfigInput::Website(WebsiteConfigInput {
-                start_url: start_url.get().trim().to_owned(),
-                discovery: discovery.get(),
-                include: Some(patterns(include.get())),
-                exclude: Some(patterns(exclude.get())),
-                max_pages: Some(max_pages.get().trim().parse::<u64>().unwrap_or(500)),
-                max_depth: Some(max_depth.get().trim().parse::<u64>().unwrap_or(5)),
-            })),
-            "table" => Some(SourceConfigInput::Table(TableConfigInput {
-                database: database.get().trim().to_owned(),
-                table: table.get().trim().to_owned(),
-                title: title.get().trim().to_owned(),
-                text: patterns(text.get()),
-                template: optional(template.get()),
-                url: optional(url_template.get()),
-            })),
-            _ => None,
-        };
-        let body = CreateSourceRequest {
-            name: name.get(),
-            kind: kind.get(),
-            volatility: config.is_some().then(|| volatility.get()),
-            config,
-        };
+    let cleared = RwSignal::new(0_u32);
+    let feedback = Feedback::here();
+    let create = Callback::new(move |body: CreateSourceRequest| {
         busy.set(true);
         leptos::task::spawn_local(async move {
             let result = client::send::<_, SourceView>("POST", "/admin/sources/", &body).await;
             busy.set(false);
-            let message = match result {
+            match result {
                 Ok(created) => {
-                    name.set(String::new());
-                    start_url.set(String::new());
-                    (true, format!("Created {:?}.", created.name))
+                    cleared.update(|n| *n = n.wrapping_add(1));
+                    feedback.say(true, format!("Created {:?}.", created.name));
                 }
-                Err(message) => (false, message),
-            };
-            if let Some(notice) = notice {
-                notice.set(Some(message));
+                Err(message) => feedback.say(false, message),
             }
-            if let Some(Reload(signal)) = reload_signal {
-                signal.update(|n| *n = n.wrapping_add(1));
-            }
+            feedback.reload();
         });
-    };
-
+    });
     view! {
-        <form class="panel new-source" on:submit=submit>
-            <h2>"Add a source"</h2>
-            <label>"Name" <input name="name" required bind:value=name placeholder="Product docs"/></label>
-            <label>
-                "Kind"
-                <select name="kind" prop:value=move || kind.get() on:change=move |ev| kind.set(event_target_value(&ev))>
-                    <option value="website">"Website (sitemap or crawl)"</option>
-                    <option value="upload">"Upload (Markdown, text, HTML, PDF)"</option>
-                    <option value="table">"Table (rows of Lore's application database)"</option>
-                    <option value="page_bank" disabled>"Page bank (announced, not yet available)"</option>
-                </select>
-            </label>
-            <Show when=move || kind.get() == "table">
-                <p class="warning" role="note">
-                    "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions."
-                </p>
-                <label>"Database" <input name="database" required bind:value=database/></label>
-                <label>"Table" <input name="table" required bind:value=table placeholder="faq"/></label>
-                <label>"Title attribute" <input name="title" required bind:value=title placeholder="question"/></label>
-                <label>"Text attributes" <input name="text" bind:value=text placeholder="answer, details"/></label>
-                <label>"Or a text template" <input name="template" bind:value=template placeholder="{question} {answer}"/></label>
-                <label>"Citation URL template" <input name="url_template" bind:value=url_template placeholder="https://example.com/faq/{id}"/></label>
-            </Show>
-            <Show when=move || kind.get() == "website">
-                <label>"Start URL" <input name="start_url" type="url" bind:value=start_url placeholder="https://docs.example.com/"/></label>
-                <label>
-                    "Find pages by"
-                    <select name="discovery" prop:value=move || discovery.get() on:change=move |ev| discovery.set(event_target_value(&ev))>
-                        <option value="sitemap">"Sitemap (falls back to crawling)"</option>
-                        <option value="crawl">"Following links"</option>
-                    </select>
-                </label>
-                <label>"Include paths" <input name="include" bind:value=include placeholder="/docs/**"/></label>
-                <label>"Exclude paths" <input name="exclude" bind:value=exclude placeholder="/blog/**, /changelog/*"/></label>
-                <label>"Max pages" <input name="max_pages" type="number" min="1" bind:value=max_pages/></label>
-                <label>"Max depth" <input name="max_depth" type="number" min="0" bind:value=max_depth/></label>
-            </Show>
-            <Show when=move || matches!(kind.get().as_str(), "website" | "table")>
-                <label>
-                    {move || if kind.get() == "table" { "Full re-sync" } else { "Re-sync" }}
-                    <select name="volatility" prop:value=move || volatility.get() on:change=move |ev| volatility.set(event_target_value(&ev))>
-                        <option value="high">"Hourly (changes often)"</option>
-                        <option value="medium">"Daily"</option>
-                        <option value="low">"Weekly"</option>
-                        <option value="static">
-                            {move || if kind.get() == "table" { "Never on its own (writes through Lore still count at once)" } else { "Never on its own" }}
-                        </option>
-                    </select>
-                </label>
-            </Show>
-            <button type="submit" disabled=move || busy.get()>"Add source"</button>
-        </form>
+        <SourceForm class="panel new-source" heading="Add a source" submit_label="Add source" busy=busy on_submit=create cleared=cleared/>
     }
 }
 
@@ -303,6 +210,7 @@ fn freshness(source: &SourceView) -> String {
 
 #[component]
 fn SourceCard(source: SourceView) -> impl IntoView {
+    let feedback = Feedback::here();
     let id = source.id.clone();
     let confirming = RwSignal::new(false);
     let show_docs = RwSignal::new(false);
@@ -326,10 +234,10 @@ fn SourceCard(source: SourceView) -> impl IntoView {
                     }),
                 };
                 match result {
-                    Ok(text) => say(true, text),
-                    Err(text) => say(false, text),
+                    Ok(text) => feedback.say(true, text),
+                    Err(text) => feedback.say(false, text),
                 }
-                reload();
+                feedback.reload();
             });
         }
     };
@@ -341,10 +249,10 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             let id = id.clone();
             leptos::task::spawn_local(async move {
                 match client::delete(&format!("/admin/sources/{id}")).await {
-                    Ok(()) => say(true, "Source deleted with its documents and chunks."),
-                    Err(text) => say(false, text),
+                    Ok(()) => feedback.say(true, "Source deleted with its documents and chunks."),
+                    Err(text) => feedback.say(false, text),
                 }
-                reload();
+                feedback.reload();
             });
         }
     };
@@ -359,11 +267,11 @@ fn SourceCard(source: SourceView) -> impl IntoView {
                     .await
                 {
                     Ok(receipts) => {
-                        say(true, format!("Received {} file(s); indexing started.", receipts.len()))
+                        feedback.say(true, format!("Received {} file(s); indexing started.", receipts.len()))
                     }
-                    Err(text) => say(false, text),
+                    Err(text) => feedback.say(false, text),
                 }
-                reload();
+                feedback.reload();
             });
         }
     };

@@ -118,65 +118,99 @@ pub struct SearchHit {
 
 /// `POST /admin/sources/` and the wizard's `POST /admin/setup/source`: a new
 /// source, in the JSON shape of `engine::sources::NewSource`. `config` is
-/// kind-specific and the engine validates it, so the server reads any JSON
-/// there (`C` is `serde_json::Value`); the console sends a
-/// [`SourceConfigInput`].
+/// kind-specific and the kind's connector checks it; the console builds it
+/// from the kind's form ([`SourceKindView::fields`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CreateSourceRequest<C = serde_json::Value> {
+pub struct CreateSourceRequest {
     pub name: String,
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<C>,
+    pub config: Option<serde_json::Value>,
     /// `static`, `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volatility: Option<String>,
 }
 
-/// A website source's configuration as the console sends it. What is left
-/// out takes the engine's default (`engine::sources::WebsiteConfig`, which
-/// also validates it). Only sent: the server reads `config` as any JSON.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WebsiteConfigInput {
-    pub start_url: String,
-    /// `sitemap` or `crawl`.
-    pub discovery: String,
-    /// Glob patterns on the URL path (`/docs/**`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub include: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exclude: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_pages: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_depth: Option<u64>,
+/// `GET /admin/sources/kinds`: a kind of source as the form that creates
+/// one shows it (`engine::sources::connector::KindInfo`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceKindView {
+    pub key: String,
+    pub label: String,
+    /// `false`: announced, not yet available.
+    pub available: bool,
+    /// Files are uploaded into it (after it is created).
+    pub takes_files: bool,
+    /// It re-syncs on a schedule, so the form asks how often.
+    pub resyncs: bool,
+    pub default_volatility: String,
+    pub resync_label: String,
+    pub never_label: String,
+    /// Shown above its fields.
+    pub note: Option<String>,
+    pub fields: Vec<FieldView>,
 }
 
-/// A table source's configuration as the console sends it (checked by
-/// `engine::sources::TableConfig` against the catalog). Only sent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TableConfigInput {
-    pub database: String,
-    pub table: String,
-    /// The attribute that titles each row's document.
-    pub title: String,
-    /// The attributes that make its text, a paragraph each.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub text: Vec<String>,
-    /// Or its text as a template over the attributes (`{name}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    /// Where citations link to, a template like `template` (`{id}`: the key).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
+/// One field of a kind's form, filling configuration key `key`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldView {
+    pub key: String,
+    pub label: String,
+    pub input: FieldInput,
+    pub required: bool,
+    pub default: String,
+    pub placeholder: String,
+    /// Under "More options".
+    pub advanced: bool,
+    /// The least a `number` may be.
+    pub min: Option<u32>,
+    pub choices: Vec<ChoiceView>,
 }
 
-/// The configuration the console sends with a new source: one kind's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum SourceConfigInput {
-    Website(WebsiteConfigInput),
-    Table(TableConfigInput),
+/// How a field is entered, and the JSON value it gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldInput {
+    /// A string.
+    Text,
+    /// A string that is a URL.
+    Url,
+    /// A whole number, at least `min`.
+    Number,
+    /// Strings entered separated by commas, sent as an array.
+    List,
+    /// One of `choices`.
+    Choice,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceView {
+    pub value: String,
+    pub label: String,
+}
+
+impl FieldView {
+    /// The JSON value the field's entry gives (`None`: left empty, so the
+    /// kind's default applies). A number that does not read as one is sent
+    /// as typed, for the kind's check to refuse with its own words.
+    pub fn value(&self, entered: &str) -> Option<serde_json::Value> {
+        let entered = entered.trim();
+        match self.input {
+            FieldInput::List => {
+                let items: Vec<serde_json::Value> = entered
+                    .split([',', '\n'])
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(|item| item.to_owned().into())
+                    .collect();
+                (!items.is_empty()).then_some(serde_json::Value::Array(items))
+            }
+            _ if entered.is_empty() => None,
+            FieldInput::Number => Some(entered.parse::<u64>().map_or_else(|_| entered.into(), Into::into)),
+            _ => Some(entered.into()),
+        }
+    }
 }
 
 /// `PUT /admin/sources/{id}/volatility`: how fast the source's content goes stale.
@@ -324,6 +358,58 @@ mod from_engine {
     impl From<engine::ingest::DocumentError> for DocumentErrorView {
         fn from(error: engine::ingest::DocumentError) -> Self {
             Self { uri: error.uri, error: error.error }
+        }
+    }
+
+    impl From<engine::sources::SourceKind> for SourceKindView {
+        fn from(kind: engine::sources::SourceKind) -> Self {
+            use engine::sources::connector::Input;
+            let info = kind.info();
+            let fields = info
+                .fields
+                .iter()
+                .map(|field| {
+                    let (input, min, choices) = match field.input {
+                        Input::Text => (FieldInput::Text, None, Vec::new()),
+                        Input::Url => (FieldInput::Url, None, Vec::new()),
+                        Input::Number { min } => (FieldInput::Number, Some(min), Vec::new()),
+                        Input::List => (FieldInput::List, None, Vec::new()),
+                        Input::Choice(of) => (
+                            FieldInput::Choice,
+                            None,
+                            of.iter()
+                                .map(|(value, label)| ChoiceView {
+                                    value: (*value).to_owned(),
+                                    label: (*label).to_owned(),
+                                })
+                                .collect(),
+                        ),
+                    };
+                    FieldView {
+                        key: field.key.to_owned(),
+                        label: field.label.to_owned(),
+                        input,
+                        required: field.required,
+                        default: field.default.to_owned(),
+                        placeholder: field.placeholder.to_owned(),
+                        advanced: field.advanced,
+                        min,
+                        choices,
+                    }
+                })
+                .collect();
+            Self {
+                key: info.key.to_owned(),
+                label: info.label.to_owned(),
+                available: info.available,
+                takes_files: info.takes_files,
+                resyncs: info.resyncs,
+                default_volatility: info.default_volatility.key().to_owned(),
+                resync_label: info.resync_label.to_owned(),
+                never_label: info.never_label.to_owned(),
+                note: info.note.map(str::to_owned),
+                fields,
+            }
         }
     }
 

@@ -26,7 +26,8 @@ use super::{DocumentError, Indexer, IngestError, Progress};
 
 use crate::corpus::{self, Fingerprint};
 use crate::index::ChunkStore;
-use crate::sources::{self, Source, SourceConfig, SourceStatus};
+use crate::sources::connector::Run;
+use crate::sources::{self, Source, SourceStatus};
 use crate::{Error, Lore, Result};
 
 pub const QUEUED: &str = "queued";
@@ -743,12 +744,7 @@ async fn sync_source(
 ) -> Result<()> {
     let lore = &indexer.lore;
     set_source_status(lore, &found.id, "indexing").await?;
-    let result = match &found.config {
-        SourceConfig::Upload => super::upload::sync(indexer, found, progress, cancel).await,
-        SourceConfig::Website(config) => super::web::sync(indexer, found, config, progress, cancel).await,
-        SourceConfig::Table(config) => super::table::sync(indexer, found, config, progress, cancel).await,
-        SourceConfig::PageBank => Err(IngestError::KindUnavailable(found.kind.key().to_owned()).into()),
-    };
+    let result = found.kind.connector().sync(Run { indexer, source: found, progress, cancel }).await;
     let Some(current) = source::Entity::find_by_id(found.id.clone()).one(&lore.db).await? else {
         return Ok(()); // deleted meanwhile
     };

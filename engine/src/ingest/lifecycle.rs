@@ -7,7 +7,9 @@
 use super::jobs::{self, Job};
 use crate::audit::Actor;
 use crate::ingest::IngestError;
-use crate::sources::{self, NewSource, Source, SourceKind};
+use crate::sources::connector::FirstSync;
+use crate::sources::kinds::{upload, website};
+use crate::sources::{self, NewSource, Source};
 use crate::{Error, Lore, Result};
 
 /// Queues an indexing run of one source, or with `None` and `full` of every
@@ -53,16 +55,14 @@ pub struct Added {
     pub first_sync: Option<Job>,
 }
 
-/// Creates a source and, for a website or a table, queues its first sync (`trigger`
-/// says who asked, as on every job). An upload source waits for its files:
-/// each upload queues a run.
+/// Creates a source and, for a kind synced at once (a website, a table),
+/// queues its first sync (`trigger` says who asked, as on every job). An
+/// upload source waits for its files: each upload queues a run.
 pub async fn add_source(lore: &Lore, actor: &Actor, new: NewSource, trigger: &str) -> Result<Added> {
     let created = sources::create(lore, actor, new).await?;
-    let first_sync = match created.kind {
-        SourceKind::Website | SourceKind::Table => {
-            Some(start_run(lore, Some(&created.id), false, trigger).await?)
-        }
-        SourceKind::Upload | SourceKind::PageBank => None,
+    let first_sync = match created.kind.info().first_sync {
+        FirstSync::AtOnce => Some(start_run(lore, Some(&created.id), false, trigger).await?),
+        FirstSync::OnContent => None,
     };
     // Re-read: queuing moved its status.
     let source = sources::get(lore, &created.id).await?;
@@ -80,14 +80,14 @@ pub async fn website_at(
     trigger: &str,
 ) -> Result<Added> {
     for existing in sources::list(lore).await? {
-        if existing.website().is_some_and(|config| config.start_url == url) {
+        if existing.config.get::<website::WebsiteConfig>().is_some_and(|config| config.start_url == url) {
             return Ok(Added { source: existing, first_sync: None });
         }
     }
     let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned));
     let new = NewSource {
         name: name.or(host).unwrap_or_else(|| url.to_owned()),
-        kind: SourceKind::Website.key().to_owned(),
+        kind: website::KEY.to_owned(),
         config: Some(serde_json::json!({ "start_url": url })),
         volatility: None,
     };
@@ -98,17 +98,14 @@ pub async fn website_at(
 /// that name of another kind is refused: files must not land in a website.
 pub async fn upload_source_named(lore: &Lore, actor: &Actor, name: &str) -> Result<Source> {
     match sources::find(lore, name).await {
-        Ok(found) if found.kind == SourceKind::Upload => Ok(found),
+        Ok(found) if found.kind.info().takes_files => Ok(found),
         Ok(found) => Err(crate::Error::InvalidInput(format!(
             "a source named {name:?} exists and is a {} source, not an upload source; choose another name",
             found.kind.key()
         ))),
         Err(crate::Error::Ingest(IngestError::SourceNotFound(_))) => {
-            let new = NewSource {
-                name: name.to_owned(),
-                kind: SourceKind::Upload.key().to_owned(),
-                ..NewSource::default()
-            };
+            let new =
+                NewSource { name: name.to_owned(), kind: upload::KEY.to_owned(), ..NewSource::default() };
             sources::create(lore, actor, new).await
         }
         Err(err) => Err(err),

@@ -40,7 +40,8 @@ use crate::appdb::catalog::{self, Managed, Table};
 use crate::appdb::permission::Permission;
 use crate::appdb::records::{self, Criterion, Search, SearchType};
 use crate::extract::Extracted;
-use crate::sources::{Source, SourceKind, TableConfig};
+use crate::sources::kinds::table::{TableConfig, KEY};
+use crate::sources::Source;
 use crate::{Lore, Result};
 
 /// How far before the last successful run's start the next run reads
@@ -109,7 +110,7 @@ pub async fn schedule_written(lore: &Lore) -> Result<usize> {
         return Ok(0);
     }
     let listed = source::Entity::find()
-        .filter(source::Column::Kind.eq(SourceKind::Table.key()))
+        .filter(source::Column::Kind.eq(KEY))
         .filter(source::Column::Enabled.eq(true))
         .all(&lore.db)
         .await;
@@ -130,7 +131,7 @@ pub async fn schedule_written(lore: &Lore) -> Result<usize> {
                 continue;
             }
         };
-        let Some(config) = found.table() else { continue };
+        let Some(config) = found.config.get::<TableConfig>() else { continue };
         let database = config.database.clone();
         if written.contains(&(database.clone(), config.table.clone()))
             || written.contains(&(database, EVERY_TABLE.to_owned()))

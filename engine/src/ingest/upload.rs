@@ -17,7 +17,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 
 use super::jobs::{Job, ProgressHandle};
 use super::{extract_off_thread, new_document, Fetched, Indexer, IngestError, Reading};
-use crate::sources::{Document, Source, SourceKind};
+use crate::sources::{Document, Source};
 use crate::{Error, Lore, Result};
 
 /// A file as received.
@@ -51,7 +51,7 @@ pub fn clean_file_name(raw: &str) -> Result<String, IngestError> {
 /// untouched.
 pub async fn receive(lore: &Lore, source_id: &str, upload: Upload) -> Result<(Document, Job)> {
     let found = crate::sources::get(lore, source_id).await?;
-    if found.kind != SourceKind::Upload {
+    if !found.kind.info().takes_files {
         return Err(IngestError::WrongKind {
             actual: found.kind.key().to_owned(),
             wanted: "only upload sources take files".into(),

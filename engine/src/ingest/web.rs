@@ -35,7 +35,8 @@ use super::address::{self, Reason};
 use super::jobs::ProgressHandle;
 use super::{text_hash, Fetched, Indexer, IngestError, Reading};
 use crate::settings::Settings;
-use crate::sources::{validate_website_config, Discovery, Source, WebsiteConfig};
+use crate::sources::kinds::website::{validate, Discovery, WebsiteConfig};
+use crate::sources::Source;
 use crate::{Error, Result};
 
 /// The crawler's name in User-Agent and for robots.txt rules.
@@ -547,7 +548,7 @@ pub async fn sync(
     progress: &ProgressHandle,
     cancel: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
-    validate_website_config(config)?;
+    validate(config)?;
     let mut crawler = Crawler::new(&indexer.lore.settings, config.clone())?;
     check_address(&crawler.start, crawler.allow_private).await?;
     let listed = crawler.load_robots().await;
@@ -761,7 +762,8 @@ fn is_html(fetched: &Fetched) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::parse_website_config;
+    use crate::sources::connector::Connector;
+    use crate::sources::kinds::website::Website;
 
     #[test]
     fn private_loopback_and_link_local_addresses_are_recognised() {
@@ -873,7 +875,7 @@ mod tests {
     }
 
     fn website(start_url: &str) -> WebsiteConfig {
-        parse_website_config(&serde_json::json!({ "start_url": start_url })).unwrap()
+        Website.parse(Some(serde_json::json!({ "start_url": start_url }))).unwrap()
     }
 
     #[tokio::test]

@@ -467,7 +467,7 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
     let found = lifecycle::upload_source_named(&lore, &Actor::System, "Manuals").await.unwrap();
     assert_eq!(found.id, added.source.id);
     let created = lifecycle::upload_source_named(&lore, &Actor::System, "Handbook").await.unwrap();
-    assert_eq!(created.kind, SourceKind::Upload);
+    assert_eq!(created.kind, SourceKind::parse("upload").unwrap());
     // A website's name is not an upload source's.
     let refused = lifecycle::upload_source_named(&lore, &Actor::System, "Docs").await.unwrap_err();
     assert!(matches!(refused, Error::InvalidInput(_)), "{refused:?}");

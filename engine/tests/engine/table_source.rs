@@ -14,6 +14,7 @@ use engine::embed::{EmbedError, Embedder};
 use engine::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
 use engine::ingest::jobs::ProgressHandle;
 use engine::ingest::{lifecycle, table, Indexer, IngestError};
+use engine::sources::kinds::table::TableConfig;
 use engine::sources::{self, NewSource};
 use engine::{Error, Lore};
 use futures::stream::BoxStream;
@@ -394,7 +395,7 @@ async fn rows_are_embedded_and_written_a_batch_at_a_time_and_a_bad_row_fails_alo
     )
     .await;
     let found = sources::create(&lore, &Actor::System, dog_source()).await.unwrap();
-    let config = found.table().cloned().expect("a table source");
+    let config = found.config.get::<TableConfig>().cloned().expect("a table source");
     let embedder =
         Arc::new(CountingEmbedder { inner: lore.embedder().await.unwrap(), calls: AtomicUsize::new(0) });
     let store = Arc::new(CountingStore { inner: lore.chunks().await.unwrap(), writes: AtomicUsize::new(0) });

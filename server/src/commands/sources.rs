@@ -28,49 +28,43 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             template,
             url_template,
             conditions,
+            config,
             volatility,
             json,
         } => {
-            let config = match (url, table) {
-                (None, Some(table)) => {
-                    let mut config = serde_json::json!({"table": table});
-                    if let Some(title) = title {
-                        config["title"] = title.into();
-                    }
-                    if !text.is_empty() {
-                        config["text"] = text.into();
-                    }
-                    if let Some(database) = database {
-                        config["database"] = database.into();
-                    }
-                    if let Some(template) = template {
-                        config["template"] = template.into();
-                    }
-                    if let Some(url) = url_template {
-                        config["url"] = url.into();
-                    }
-                    if let Some(conditions) = conditions {
-                        config["conditions"] = serde_json::from_str(&conditions)
-                            .map_err(|err| invalid(format!("--conditions is not JSON: {err}")))?;
-                    }
-                    Some(config)
-                }
-                (Some(start_url), _) => {
-                    let mut config =
-                        serde_json::json!({"start_url": start_url, "include": include, "exclude": exclude});
-                    if let Some(discovery) = discovery {
-                        config["discovery"] = discovery.into();
-                    }
-                    if let Some(max) = max_pages {
-                        config["max_pages"] = max.into();
-                    }
-                    if let Some(max) = max_depth {
-                        config["max_depth"] = max.into();
-                    }
-                    Some(config)
-                }
-                (None, None) => None,
+            let mut given = match config {
+                None => serde_json::Map::new(),
+                Some(raw) => match serde_json::from_str(&raw) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    Ok(_) => return Err(invalid("--config must be a JSON object")),
+                    Err(err) => return Err(invalid(format!("--config is not JSON: {err}"))),
+                },
             };
+            let conditions = conditions
+                .map(|raw| serde_json::from_str::<serde_json::Value>(&raw))
+                .transpose()
+                .map_err(|err| invalid(format!("--conditions is not JSON: {err}")))?;
+            let list = |values: Vec<String>| (!values.is_empty()).then(|| values.into());
+            for (key, value) in [
+                ("start_url", url.map(Into::into)),
+                ("discovery", discovery.map(Into::into)),
+                ("include", list(include)),
+                ("exclude", list(exclude)),
+                ("max_pages", max_pages.map(Into::into)),
+                ("max_depth", max_depth.map(Into::into)),
+                ("database", database.map(Into::into)),
+                ("table", table.map(Into::into)),
+                ("title", title.map(Into::into)),
+                ("text", list(text)),
+                ("template", template.map(Into::into)),
+                ("url", url_template.map(Into::into)),
+                ("conditions", conditions),
+            ] {
+                if let Some(value) = value {
+                    given.insert(key.to_owned(), value);
+                }
+            }
+            let config = (!given.is_empty()).then_some(serde_json::Value::Object(given));
             let new = sources::NewSource { name, kind, config, volatility };
             let added = lifecycle::add_source(&lore, &ACTOR, new, "cli").await.map_err(fail)?;
             let view = SourceView::from(lifecycle::overview(&lore, added.source).await.map_err(fail)?);

@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/setup/next", post(setup::next))
         .route("/admin/setup/back", post(setup::back))
         .route("/admin/sources/", get(sources::list).post(sources::create))
+        .route("/admin/sources/kinds", get(sources::kinds))
         .route("/admin/sources/{id}", get(sources::get_one).delete(sources::delete))
         .route("/admin/sources/{id}/enable", post(sources::enable))
         .route("/admin/sources/{id}/disable", post(sources::disable))

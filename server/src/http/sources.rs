@@ -4,6 +4,7 @@
 //! | --- | --- | --- |
 //! | GET | /admin/sources/ | list with counts, freshness and the latest run |
 //! | POST | /admin/sources/ | create (`{"name", "kind", "config"?, "volatility"?}`) |
+//! | GET | /admin/sources/kinds | the kinds of source, with their forms' fields |
 //! | GET | /admin/sources/{id} | one source |
 //! | DELETE | /admin/sources/{id} | delete with documents, chunks and files |
 //! | POST | /admin/sources/{id}/enable, /disable | the enabled switch |
@@ -20,7 +21,9 @@ use axum::Json;
 use engine::ingest::{lifecycle, upload, IngestError};
 use engine::{sources, Lore};
 
-use app::wire::{CreateSourceRequest, DocumentView, SourceView, UploadReceipt, VolatilityRequest};
+use app::wire::{
+    CreateSourceRequest, DocumentView, SourceKindView, SourceView, UploadReceipt, VolatilityRequest,
+};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -45,6 +48,11 @@ pub async fn create(
     let added =
         engine::ingest::lifecycle::add_source(&state.lore, &admin.actor(), new.into(), "admin").await?;
     Ok((StatusCode::CREATED, Json(source_view(&state.lore, added.source).await?)))
+}
+
+/// Every kind of source, as the form that creates one draws it.
+pub async fn kinds(_admin: Admin) -> Json<Vec<SourceKindView>> {
+    Json(sources::SourceKind::all().map(SourceKindView::from).collect())
 }
 
 pub async fn get_one(

@@ -26,44 +26,10 @@ use crate::index::Scope;
 use crate::ingest::IngestError;
 use crate::{Error, Lore, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceKind {
-    Upload,
-    Website,
-    /// The rows of an application table (see [`crate::ingest::table`]).
-    Table,
-    /// Announced, not yet available.
-    PageBank,
-}
+pub mod connector;
+pub mod kinds;
 
-impl SourceKind {
-    pub fn key(self) -> &'static str {
-        match self {
-            SourceKind::Upload => "upload",
-            SourceKind::Website => "website",
-            SourceKind::Table => "table",
-            SourceKind::PageBank => "page_bank",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Result<Self, IngestError> {
-        match raw {
-            "upload" => Ok(SourceKind::Upload),
-            "website" => Ok(SourceKind::Website),
-            "table" => Ok(SourceKind::Table),
-            "page_bank" => Ok(SourceKind::PageBank),
-            other => Err(IngestError::InvalidSource(format!(
-                "unknown source kind {other:?}; use upload, website or table"
-            ))),
-        }
-    }
-
-    /// Whether sources of this kind can be created today.
-    pub fn available(self) -> bool {
-        !matches!(self, SourceKind::PageBank)
-    }
-}
+pub use connector::{SourceConfig, SourceKind};
 
 /// How fast a source's content goes stale; sets the re-sync interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,81 +79,6 @@ impl Volatility {
     }
 }
 
-/// How a website source finds its pages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Discovery {
-    /// The site's sitemap (from robots.txt, else `/sitemap.xml`), falling back
-    /// to a crawl when there is none.
-    #[default]
-    Sitemap,
-    /// Follow links from the start URL.
-    Crawl,
-}
-
-/// Configuration of a website source.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebsiteConfig {
-    pub start_url: String,
-    #[serde(default)]
-    pub discovery: Discovery,
-    /// An explicit sitemap URL (otherwise robots.txt, then `/sitemap.xml`).
-    #[serde(default)]
-    pub sitemap_url: Option<String>,
-    /// Glob patterns on the URL path (`/docs/**`); empty: everything in scope.
-    #[serde(default)]
-    pub include: Vec<String>,
-    #[serde(default)]
-    pub exclude: Vec<String>,
-    #[serde(default = "default_max_pages")]
-    pub max_pages: usize,
-    #[serde(default = "default_max_depth")]
-    pub max_depth: usize,
-}
-
-/// Configuration of a table source: which rows, and what makes a document
-/// of one (see [`crate::ingest::table`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TableConfig {
-    #[serde(default = "default_database", alias = "schema")]
-    pub database: String,
-    pub table: String,
-    /// The attribute whose value titles the row's document.
-    pub title: String,
-    /// The attributes whose values make its text, each a paragraph (or
-    /// give `template`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub text: Vec<String>,
-    /// Its text as a template over the attributes: `{name}`, and `{id}`
-    /// for the primary key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    /// Where its citations link to, a template like `template` (values
-    /// URL-encoded); without one, the row's REST URL when the table is
-    /// exported over HTTP.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Only the rows that meet these (as `search_by_conditions` takes them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<crate::appdb::records::ConditionArgs>,
-    #[serde(default)]
-    pub operator: crate::appdb::records::Operator,
-}
-
-fn default_database() -> String {
-    crate::appdb::catalog::DEFAULT_DATABASE.to_owned()
-}
-
-fn default_max_pages() -> usize {
-    500
-}
-
-fn default_max_depth() -> usize {
-    5
-}
-
 /// What an admin gives to create a source.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,31 +120,6 @@ impl SourceStatus {
     }
 }
 
-/// A source's kind-specific configuration, decoded.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SourceConfig {
-    /// Files arrive by upload; nothing to configure.
-    Upload,
-    Website(WebsiteConfig),
-    Table(TableConfig),
-    PageBank,
-}
-
-impl SourceConfig {
-    /// As stored and as the wire shows it: a website's settings, `{}` otherwise.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            SourceConfig::Website(config) => {
-                serde_json::to_value(config).unwrap_or_else(|_| serde_json::json!({}))
-            }
-            SourceConfig::Table(config) => {
-                serde_json::to_value(config).unwrap_or_else(|_| serde_json::json!({}))
-            }
-            SourceConfig::Upload | SourceConfig::PageBank => serde_json::json!({}),
-        }
-    }
-}
-
 /// A source as every surface sees it: its row with the kind, status,
 /// volatility and configuration decoded once, here. A stored value that
 /// cannot be read is an error naming the source, never a default.
@@ -287,18 +153,10 @@ impl Source {
             .ok_or_else(|| corrupt(format!("its stored status {:?} is unknown", row.status)))?;
         let volatility = Volatility::parse(&row.volatility)
             .map_err(|_| corrupt(format!("its stored volatility {:?} is unknown", row.volatility)))?;
-        let config = match kind {
-            SourceKind::Upload => SourceConfig::Upload,
-            SourceKind::PageBank => SourceConfig::PageBank,
-            SourceKind::Website => SourceConfig::Website(
-                serde_json::from_value(row.config.clone())
-                    .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?,
-            ),
-            SourceKind::Table => SourceConfig::Table(
-                serde_json::from_value(row.config.clone())
-                    .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?,
-            ),
-        };
+        let config = kind
+            .connector()
+            .decode(row.config.clone())
+            .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?;
         let count = |n: i32, what: &str| {
             u32::try_from(n).map_err(|_| corrupt(format!("its stored {what} {n} is negative")))
         };
@@ -318,22 +176,6 @@ impl Source {
             last_synced_at: row.last_synced_at,
             next_sync_at: row.next_sync_at,
         })
-    }
-
-    /// The website configuration, for a website source.
-    pub fn website(&self) -> Option<&WebsiteConfig> {
-        match &self.config {
-            SourceConfig::Website(config) => Some(config),
-            SourceConfig::Upload | SourceConfig::Table(_) | SourceConfig::PageBank => None,
-        }
-    }
-
-    /// The table configuration, for a table source.
-    pub fn table(&self) -> Option<&TableConfig> {
-        match &self.config {
-            SourceConfig::Table(config) => Some(config),
-            SourceConfig::Upload | SourceConfig::Website(_) | SourceConfig::PageBank => None,
-        }
     }
 }
 
@@ -407,93 +249,24 @@ impl Document {
     }
 }
 
-/// Validates a website configuration (URL, patterns, limits).
-pub fn parse_website_config(value: &serde_json::Value) -> Result<WebsiteConfig, IngestError> {
-    let config: WebsiteConfig = serde_json::from_value(value.clone())
-        .map_err(|err| IngestError::InvalidSource(format!("website configuration: {err}")))?;
-    validate_website_config(&config)?;
-    Ok(config)
-}
-
-/// Checks a website configuration's URLs, patterns and limits (on creation,
-/// and again before each run of a stored one).
-pub fn validate_website_config(config: &WebsiteConfig) -> Result<(), IngestError> {
-    let url = url::Url::parse(&config.start_url)
-        .map_err(|err| IngestError::InvalidSource(format!("start_url {:?}: {err}", config.start_url)))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(IngestError::InvalidSource("start_url must be an http(s) URL with a host".into()));
-    }
-    if let Some(sitemap) = &config.sitemap_url {
-        url::Url::parse(sitemap)
-            .map_err(|err| IngestError::InvalidSource(format!("sitemap_url {sitemap:?}: {err}")))?;
-    }
-    for pattern in config.include.iter().chain(&config.exclude) {
-        globset::Glob::new(pattern)
-            .map_err(|err| IngestError::InvalidSource(format!("pattern {pattern:?}: {err}")))?;
-    }
-    if config.max_pages == 0 || config.max_pages > 100_000 {
-        return Err(IngestError::InvalidSource("max_pages must be between 1 and 100000".into()));
-    }
-    if config.max_depth > 50 {
-        return Err(IngestError::InvalidSource("max_depth must be at most 50".into()));
-    }
-    Ok(())
-}
-
-/// Creates a source. Nothing is fetched yet: a website is synced by a job
-/// ([`crate::ingest::lifecycle::add_source`] queues it), an upload source waits for files.
+/// Creates a source: its kind's connector checks the configuration, then
+/// the row is stored. Nothing is fetched yet: a kind synced at once gets its
+/// first run from [`crate::ingest::lifecycle::add_source`], an upload source
+/// waits for files.
 pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<Source> {
     let name = new.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(IngestError::InvalidSource("a source needs a name of 1 to 200 characters".into()).into());
     }
     let kind = SourceKind::parse(new.kind.trim())?;
-    if !kind.available() {
+    if !kind.info().available {
         return Err(IngestError::KindUnavailable(kind.key().to_owned()).into());
     }
-    let config = match kind {
-        SourceKind::Website => {
-            let value = new.config.clone().ok_or_else(|| {
-                IngestError::InvalidSource("a website source needs a configuration with start_url".into())
-            })?;
-            let config = parse_website_config(&value)?;
-            // Refuse a private target now rather than at the first run.
-            if let Ok(start) = url::Url::parse(&config.start_url) {
-                // (A name that does not resolve yet is the run's problem.)
-                let allow = lore.settings.ingest.allow_private_addresses;
-                if let Err(refused @ IngestError::PrivateAddress(_)) =
-                    crate::ingest::web::check_address(&start, allow).await
-                {
-                    return Err(refused.into());
-                }
-            }
-            serde_json::to_value(config).map_err(|err| Error::Internal(err.to_string()))?
-        }
-        SourceKind::Table => {
-            let value = new.config.clone().ok_or_else(|| {
-                IngestError::InvalidSource(
-                    "a table source needs a configuration with table, title and text (or template)".into(),
-                )
-            })?;
-            let config: TableConfig = serde_json::from_value(value)
-                .map_err(|err| IngestError::InvalidSource(format!("table configuration: {err}")))?;
-            crate::ingest::table::validate(lore, &config).await?;
-            serde_json::to_value(config).map_err(|err| Error::Internal(err.to_string()))?
-        }
-        SourceKind::Upload | SourceKind::PageBank => match &new.config {
-            None => serde_json::json!({}),
-            Some(serde_json::Value::Object(map)) if map.is_empty() => serde_json::json!({}),
-            Some(_) => {
-                return Err(
-                    IngestError::InvalidSource("an upload source takes no configuration".into()).into()
-                )
-            }
-        },
-    };
-    let volatility = match (&new.volatility, kind) {
-        (Some(raw), _) => Volatility::parse(raw.trim())?,
-        (None, SourceKind::Upload) => Volatility::Static,
-        (None, _) => Volatility::default(),
+    let config = kind.connector().parse(new.config.clone())?;
+    kind.connector().check(lore, &config).await?;
+    let volatility = match &new.volatility {
+        Some(raw) => Volatility::parse(raw.trim())?,
+        None => kind.info().default_volatility,
     };
     let now = Utc::now();
     let row = source::ActiveModel {
@@ -502,7 +275,7 @@ pub async fn create(lore: &Lore, actor: &Actor, new: NewSource) -> Result<Source
         kind: Set(kind.key().to_owned()),
         enabled: Set(true),
         status: Set("empty".to_owned()),
-        config: Set(config),
+        config: Set(config.to_json()),
         volatility: Set(volatility.key().to_owned()),
         document_count: Set(0),
         chunk_count: Set(0),
@@ -623,7 +396,7 @@ pub async fn set_volatility(lore: &Lore, actor: &Actor, id: &str, volatility: &s
 
 /// When the scheduler should next re-sync `source`, counted from `from`.
 pub fn next_sync_after(source: &Source, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    if !matches!(source.kind, SourceKind::Website | SourceKind::Table) || !source.enabled {
+    if !source.kind.info().resyncs || !source.enabled {
         return None;
     }
     let interval = source.volatility.resync_interval()?;
