@@ -145,6 +145,7 @@ impl Lore {
             db,
         };
         resources::install(&lore.resources);
+        mcp::documents::install(&lore.resources);
         // A schema file that cannot be applied stops the start, naming its line.
         appdb::schema::apply_configured(&lore).await?;
         Ok(lore)

@@ -16,6 +16,7 @@
 //! `resources/templates/list` show; its [`Snapshot`] is what a session
 //! compares when a role or the schema changes ([`hub`]).
 
+pub mod documents;
 pub mod hub;
 pub mod naming;
 pub mod schema;
@@ -33,6 +34,7 @@ use crate::appdb::catalog::Table;
 use crate::appdb::permission::StructureUser;
 use crate::appdb::{Access, AppDbError, Permission, Principal};
 use crate::operations::{self, Family, Outcome};
+pub use crate::resources::Profile;
 use crate::resources::{self, Caller, Entry, Query, ToolOutput, Verb};
 use crate::settings::McpOperationsSettings;
 use crate::{Lore, Result};
@@ -58,38 +60,6 @@ pub const EXCLUDED_GET: [&str; 8] = [
     "get_deployment",
     "get_deployment_payload",
 ];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Profile {
-    Application,
-    Operations,
-}
-
-impl Profile {
-    pub fn key(self) -> &'static str {
-        match self {
-            Profile::Application => "application",
-            Profile::Operations => "operations",
-        }
-    }
-
-    pub fn parse(key: &str) -> Option<Self> {
-        match key {
-            "application" => Some(Profile::Application),
-            "operations" => Some(Profile::Operations),
-            _ => None,
-        }
-    }
-
-    /// Whether the configuration turns this profile on.
-    pub fn enabled(self, lore: &Lore) -> bool {
-        match self {
-            Profile::Application => lore.settings.mcp.application.enabled,
-            Profile::Operations => lore.settings.mcp.operations.as_ref().is_some_and(|o| o.enabled),
-        }
-    }
-}
 
 /// One tool as listed.
 #[derive(Clone, Debug, PartialEq)]

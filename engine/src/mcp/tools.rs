@@ -178,44 +178,45 @@ pub(super) fn described(entry: &Entry, table: Option<&Table>, permission: &Permi
     !entry.resource.verbs().is_empty() && table.is_none_or(|t| permission.sees_table(&t.database, &t.name))
 }
 
-/// What `caller` sees on `profile`, tools sorted by name.
+/// What `caller` sees on `profile`, tools sorted by name: the tools, the
+/// documents of the registered resources that the profile lists (the
+/// tool server's own first, see [`super::documents`]) and, on the
+/// application profile, the descriptor of each exported resource the
+/// caller may see.
 pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<Surface> {
     let permission = permission_of(caller);
-    let about = Listed {
-        uri: "svc://about".into(),
-        name: "about".into(),
-        description: "This tool server: version, profile, protocol revisions, capabilities.".into(),
-        mime_type: "application/json",
-    };
-    let mut surface = match profile {
-        Profile::Operations => Surface {
-            tools: operation_tools(lore, &permission),
-            resources: vec![
-                about,
-                Listed {
-                    uri: "svc://operations".into(),
-                    name: "operations".into(),
-                    description: "The operations you may call.".into(),
+    let mut surface = Surface::default();
+    let registry = resources::registry(lore).await?;
+    let mut entries = registry.entries();
+    // The tool server's own documents first, as clients have always seen them.
+    entries.sort_by_key(|entry| entry.path != super::documents::PATH);
+    for entry in entries.iter().filter(|entry| entry.export_types.mcp) {
+        for document in entry.resource.documents().iter().filter(|d| d.profiles.contains(&profile)) {
+            if document.is_template() {
+                surface.templates.push(Template {
+                    uri_template: document.uri.into(),
+                    name: document.name.into(),
+                    description: document.description.into(),
                     mime_type: "application/json",
-                },
-            ],
-            templates: Vec::new(),
-        },
+                });
+            } else {
+                surface.resources.push(Listed {
+                    uri: document.uri.into(),
+                    name: document.name.into(),
+                    description: document.description.into(),
+                    mime_type: "application/json",
+                });
+            }
+        }
+    }
+    match profile {
+        Profile::Operations => surface.tools = operation_tools(lore, &permission),
         Profile::Application => {
-            let mut resources = vec![
-                about,
-                Listed {
-                    uri: "svc://openapi".into(),
-                    name: "openapi".into(),
-                    description: "The OpenAPI 3.0.3 document of the REST surface under /data/.".into(),
-                    mime_type: "application/json",
-                },
-            ];
             for (entry, table) in exported(lore).await? {
                 if !described(&entry, table.as_ref(), &permission) {
                     continue;
                 }
-                resources.push(Listed {
+                surface.resources.push(Listed {
                     uri: descriptor_uri(lore, &entry.path),
                     name: entry.path.clone(),
                     description: format!(
@@ -225,18 +226,9 @@ pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<S
                     mime_type: "application/json",
                 });
             }
-            Surface {
-                tools: application_tools(lore, &permission).await?,
-                resources,
-                templates: vec![Template {
-                    uri_template: "svc://schema/{database}/{table}".into(),
-                    name: "schema".into(),
-                    description: "A table's attributes as you may see them.".into(),
-                    mime_type: "application/json",
-                }],
-            }
+            surface.tools = application_tools(lore, &permission).await?;
         }
-    };
+    }
     surface.tools.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(surface)
 }

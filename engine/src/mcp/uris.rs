@@ -10,52 +10,40 @@ pub struct Read {
     pub json: Value,
 }
 
-/// Reads resource `uri` of `profile` for `caller`: permission-denied for a
-/// table schema the caller may neither read nor describe (SPEC, Errors 1).
+/// Reads resource `uri` of `profile` for `caller`: a document of a
+/// registered resource (the tool server's own among them, see
+/// [`super::documents`]), else on the application profile the descriptor
+/// of an exported resource.
 pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<Read> {
-    let permission = permission_of(caller);
     let not_found = || crate::Error::from(AppDbError::UnknownResource(uri.to_owned()));
-    let json = match (profile, uri) {
-        (_, "svc://about") => about(profile),
-        (Profile::Operations, "svc://operations") => {
-            let names: Vec<String> = operation_tools(lore, &permission).into_iter().map(|t| t.name).collect();
-            json!({"operations": names})
+    for entry in resources::registry(lore).await?.entries() {
+        if !entry.export_types.mcp {
+            continue;
         }
-        (Profile::Application, "svc://openapi") => resources::openapi(lore).await?,
-        (Profile::Application, _) if uri.starts_with("svc://schema/") => {
-            let rest = &uri["svc://schema/".len()..];
-            let (database, table) = rest.split_once('/').ok_or_else(not_found)?;
-            let table = match lore.appdb_cache().table(&lore.db, database, table).await {
-                Ok(table) => table,
-                Err(crate::Error::AppDb(AppDbError::UnknownDatabase(_) | AppDbError::UnknownTable(_))) => {
-                    return Err(not_found())
-                }
-                Err(other) => return Err(other),
-            };
-            if !permission.sees_table(&table.database, &table.name) {
-                return Err(AppDbError::denied("describe", table.path()).into());
-            }
-            schema::table_document(&table, &permission)
+        let documents = entry.resource.documents();
+        if let Some(document) = documents.iter().find(|d| d.profiles.contains(&profile) && d.matches(uri)) {
+            let json = entry.resource.read_document(lore, profile, caller, document, uri).await?;
+            return Ok(Read { uri: uri.to_owned(), json });
         }
-        (Profile::Application, _) => {
-            let path =
-                uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(not_found)?;
-            let exported = exported(lore).await?;
-            let tool = names_of(&exported).get(path).cloned().ok_or_else(not_found)?;
-            let (entry, table) = exported.into_iter().find(|(e, _)| e.path == path).ok_or_else(not_found)?;
-            if !described(&entry, table.as_ref(), &permission) {
-                return Err(not_found());
-            }
-            json!({
-                "uri": uri,
-                "path": entry.path,
-                "database": table.as_ref().map(|t| t.database.clone()).unwrap_or_default(),
-                "table": table.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
-                "hint": format!("Use the get_{tool} tool for one record by primary key and search_{tool} to find records; this descriptor holds no records."),
-            })
-        }
-        _ => return Err(not_found()),
-    };
+    }
+    if profile != Profile::Application {
+        return Err(not_found());
+    }
+    let permission = permission_of(caller);
+    let path = uri.strip_prefix(&format!("{}/data/", lore.settings.base_url())).ok_or_else(not_found)?;
+    let exported = exported(lore).await?;
+    let tool = names_of(&exported).get(path).cloned().ok_or_else(not_found)?;
+    let (entry, table) = exported.into_iter().find(|(e, _)| e.path == path).ok_or_else(not_found)?;
+    if !described(&entry, table.as_ref(), &permission) {
+        return Err(not_found());
+    }
+    let json = json!({
+        "uri": uri,
+        "path": entry.path,
+        "database": table.as_ref().map(|t| t.database.clone()).unwrap_or_default(),
+        "table": table.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
+        "hint": format!("Use the get_{tool} tool for one record by primary key and search_{tool} to find records; this descriptor holds no records."),
+    });
     Ok(Read { uri: uri.to_owned(), json })
 }
 

@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::appdb::catalog::{self, AttrType, Attribute, Table};
@@ -65,6 +65,69 @@ impl Verb {
             Verb::Put => "put",
             Verb::Patch => "patch",
             Verb::Delete => "delete",
+        }
+    }
+}
+
+/// The tool server's two profiles: the application profile (`/mcp`: the
+/// resources' verb and custom tools) and the operations profile
+/// (`/operation/mcp`: the operations API as tools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    Application,
+    Operations,
+}
+
+impl Profile {
+    pub fn key(self) -> &'static str {
+        match self {
+            Profile::Application => "application",
+            Profile::Operations => "operations",
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Self> {
+        match key {
+            "application" => Some(Profile::Application),
+            "operations" => Some(Profile::Operations),
+            _ => None,
+        }
+    }
+
+    /// Whether the configuration turns this profile on.
+    pub fn enabled(self, lore: &Lore) -> bool {
+        match self {
+            Profile::Application => lore.settings.mcp.application.enabled,
+            Profile::Operations => lore.settings.mcp.operations.as_ref().is_some_and(|o| o.enabled),
+        }
+    }
+}
+
+/// A document a resource serves to the tool server under `svc://` (the
+/// tool server's own `svc://about`, `svc://openapi`, …): at one URI, or at
+/// every URI a template (`svc://schema/{database}/{table}`) matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Document {
+    pub uri: &'static str,
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The profiles that list it and read it.
+    pub profiles: &'static [Profile],
+}
+
+impl Document {
+    /// Whether it is listed as a template (`resources/templates/list`).
+    pub fn is_template(&self) -> bool {
+        self.uri.contains('{')
+    }
+
+    /// Whether `uri` is this document: the same URI, or for a template one
+    /// that starts as it does before its first `{` and goes on.
+    pub fn matches(&self, uri: &str) -> bool {
+        match self.uri.split_once('{') {
+            Some((prefix, _)) => uri.len() > prefix.len() && uri.starts_with(prefix),
+            None => uri == self.uri,
         }
     }
 }
@@ -178,6 +241,24 @@ pub trait Resource: Send + Sync {
 
     fn tools(&self) -> Vec<CustomTool> {
         Vec::new()
+    }
+
+    /// The documents it serves to the tool server (most serve none).
+    fn documents(&self) -> &'static [Document] {
+        &[]
+    }
+
+    /// Reads `document`, one of [`Resource::documents`], at `uri` (which
+    /// it matches) for `caller` on `profile`.
+    async fn read_document(
+        &self,
+        _lore: &Lore,
+        _profile: Profile,
+        _caller: &Caller,
+        _document: &Document,
+        uri: &str,
+    ) -> Result<Value> {
+        Err(AppDbError::UnknownResource(uri.to_owned()).into())
     }
 
     /// Runs the custom tool whose method is `method`.

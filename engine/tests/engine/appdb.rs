@@ -294,3 +294,81 @@ type D @table(database: "dev", table: "d") @export(name: "dogs") { id: ID @prima
     let again = names(engine::Lore::open(settings).await.unwrap()).await;
     assert_eq!(first, again, "the same names after a restart");
 }
+
+/// A resource's documents are the tool server's through the registry, like
+/// its tools: listed and read on the profiles they name, after the tool
+/// server's own (which are served the same way), and not at all when the
+/// resource is not exported to the tool server.
+#[tokio::test]
+async fn a_registered_resource_serves_its_documents_on_the_profiles_it_names() {
+    use std::sync::Arc;
+
+    use engine::appdb::Principal;
+    use engine::mcp::{self, Profile};
+    use engine::resources::{Caller, Document, ExportTypes, Resource, Verb};
+
+    const TERMS: Document = Document {
+        uri: "svc://glossary",
+        name: "glossary",
+        description: "The product's terms.",
+        profiles: &[Profile::Application],
+    };
+    struct Glossary;
+    #[async_trait::async_trait]
+    impl Resource for Glossary {
+        fn verbs(&self) -> Vec<Verb> {
+            Vec::new()
+        }
+        fn documents(&self) -> &'static [Document] {
+            &[TERMS]
+        }
+        async fn read_document(
+            &self,
+            _lore: &engine::Lore,
+            profile: Profile,
+            caller: &Caller,
+            document: &Document,
+            uri: &str,
+        ) -> engine::Result<serde_json::Value> {
+            assert_eq!(*document, TERMS);
+            Ok(
+                serde_json::json!({"uri": uri, "profile": profile.key(), "signed_in": caller.principal.is_some()}),
+            )
+        }
+    }
+
+    let (lore, _dir) = support::open().await;
+    let caller = Caller { principal: Some(Principal::Admin { account_id: "ada".into() }), key: None };
+    lore.resources().set("glossary", Arc::new(Glossary), ExportTypes { http: false, mcp: true });
+
+    let application = mcp::surface(&lore, Profile::Application, &caller).await.unwrap();
+    let uris: Vec<&str> = application.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["svc://about", "svc://openapi", "svc://glossary"]);
+    let templates: Vec<&str> = application.templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(templates, ["svc://schema/{database}/{table}"]);
+    let read = mcp::read(&lore, Profile::Application, &caller, "svc://glossary").await.unwrap();
+    assert_eq!(
+        read.json,
+        serde_json::json!({"uri": "svc://glossary", "profile": "application", "signed_in": true})
+    );
+
+    // Not on the profile it does not name.
+    let operations = mcp::surface(&lore, Profile::Operations, &caller).await.unwrap();
+    let uris: Vec<&str> = operations.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["svc://about", "svc://operations"]);
+    let refused = mcp::read(&lore, Profile::Operations, &caller, "svc://glossary").await.unwrap_err();
+    assert!(matches!(refused, Error::AppDb(AppDbError::UnknownResource(_))), "{refused:?}");
+
+    // The tool server's own documents are read the same way, on both profiles.
+    for profile in [Profile::Application, Profile::Operations] {
+        let about = mcp::read(&lore, profile, &caller, "svc://about").await.unwrap();
+        assert_eq!(about.json["profile"], profile.key());
+    }
+
+    // Served over HTTP only, it is no longer the tool server's.
+    lore.resources().set("glossary", Arc::new(Glossary), ExportTypes { http: true, mcp: false });
+    let refused = mcp::read(&lore, Profile::Application, &caller, "svc://glossary").await.unwrap_err();
+    assert!(matches!(refused, Error::AppDb(AppDbError::UnknownResource(_))), "{refused:?}");
+    let application = mcp::surface(&lore, Profile::Application, &caller).await.unwrap();
+    assert!(!application.resources.iter().any(|r| r.uri == "svc://glossary"));
+}
