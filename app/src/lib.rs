@@ -9,6 +9,7 @@
 pub mod api;
 pub mod client;
 pub mod pages;
+pub mod routes;
 pub mod wire;
 
 use leptos::prelude::*;

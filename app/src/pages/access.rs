@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use super::users::UsersAndRoles;
 use crate::client;
+use crate::routes;
 use crate::wire::{CreateKeyRequest, CreatedKey, KeyView, NoBody};
 
 #[component]
@@ -18,7 +19,7 @@ pub fn Access() -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            keys.set(Some(client::get::<Vec<KeyView>>("/admin/keys").await));
+            keys.set(Some(client::get::<Vec<KeyView>>(routes::KEYS.url()).await));
         });
     });
     let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
@@ -148,7 +149,7 @@ fn NewKeyForm(
             }
         };
         leptos::task::spawn_local(async move {
-            match client::send::<_, CreatedKey>("POST", "/admin/keys", &body).await {
+            match client::send::<_, CreatedKey>("POST", routes::KEYS.url(), &body).await {
                 Ok(key) => {
                     name.set(String::new());
                     notice.set(None);
@@ -206,7 +207,7 @@ fn KeyRow(
         let id = id.clone();
         confirming.set(false);
         leptos::task::spawn_local(async move {
-            match client::send::<_, KeyView>("POST", &format!("/admin/keys/{id}/revoke"), &NoBody {}).await {
+            match client::send::<_, KeyView>("POST", &routes::KEY_REVOKE.at([&id]), &NoBody {}).await {
                 Ok(k) => notice.set(Some((true, format!("Revoked “{}”.", k.name)))),
                 Err(message) => notice.set(Some((false, message))),
             }

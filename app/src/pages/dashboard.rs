@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use crate::client;
+use crate::routes;
 use crate::wire::{
     GapGroupView, GoldenRequest, GoldenView, MetricPoint, ObservabilityRequest, ObservabilityResponse,
     QueryCountView, SetupState,
@@ -32,7 +33,9 @@ fn Metrics() -> impl IntoView {
     let data = LocalResource::new(move || {
         generation.track();
         let request = ObservabilityRequest { hours: Some(hours.get()), ..ObservabilityRequest::default() };
-        async move { client::send::<_, ObservabilityResponse>("POST", "/admin/observability/", &request).await }
+        async move {
+            client::send::<_, ObservabilityResponse>("POST", routes::OBSERVABILITY.url(), &request).await
+        }
     });
     view! {
         <div class="panel metrics" aria-live="polite">
@@ -198,7 +201,7 @@ fn TopQuestions(rows: Vec<QueryCountView>) -> impl IntoView {
                 let save = move |_| {
                     let body = GoldenRequest { question: question.clone(), origin: Some("dashboard".into()), ..GoldenRequest::default() };
                     leptos::task::spawn_local(async move {
-                        saved.set(Some(client::send::<_, GoldenView>("POST", "/admin/golden", &body).await.map(|_| ())));
+                        saved.set(Some(client::send::<_, GoldenView>("POST", routes::GOLDEN.url(), &body).await.map(|_| ())));
                     });
                 };
                 view! {
@@ -355,7 +358,7 @@ fn label(check: &str) -> &'static str {
 
 #[cfg(feature = "hydrate")]
 async fn fetch_setup_state() -> Result<SetupState, String> {
-    let response = gloo_net::http::Request::get("/admin/setup-state/")
+    let response = gloo_net::http::Request::get(routes::SETUP_STATE.url())
         .send()
         .await
         .map_err(|err| format!("Readiness could not be fetched: {err}"))?;

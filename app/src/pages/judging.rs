@@ -7,6 +7,7 @@
 use leptos::prelude::*;
 
 use crate::client;
+use crate::routes;
 use crate::wire::JudgingView;
 
 #[component]
@@ -17,7 +18,7 @@ pub(crate) fn JudgingUnderWay() -> impl IntoView {
         tick.track();
         leptos::task::spawn_local(async move {
             // A failed poll keeps what was shown; the next one tries again.
-            if let Ok(list) = client::get::<Vec<JudgingView>>("/admin/profile/judging").await {
+            if let Ok(list) = client::get::<Vec<JudgingView>>(routes::PROFILE_JUDGING.url()).await {
                 if under_way.get_untracked() != list {
                     under_way.set(list);
                 }

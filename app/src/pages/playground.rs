@@ -15,6 +15,7 @@
 use leptos::prelude::*;
 
 use crate::client;
+use crate::routes;
 use crate::wire::{
     AnswerRequest, AnswerResponse, ErrorBody, GoldenRequest, GoldenView, PinRequest, PinView,
     ProfileRetrievalView, RetrievalRequest, SearchRequest, SearchResults, StageView,
@@ -70,14 +71,14 @@ pub fn Playground() -> impl IntoView {
                 .map(Outcome::Answer),
                 Mode::Profile => client::send::<_, ProfileRetrievalView>(
                     "POST",
-                    "/admin/playground/retrieval",
+                    routes::PLAYGROUND_RETRIEVAL.url(),
                     &RetrievalRequest { query: text },
                 )
                 .await
                 .map(Outcome::Profile),
                 Mode::Corpus => client::send::<_, SearchResults>(
                     "POST",
-                    "/admin/search",
+                    routes::SEARCH.url(),
                     &SearchRequest { query: text, top_k: Some(10), raw: true },
                 )
                 .await
@@ -147,7 +148,7 @@ async fn stream_answer(
 ) -> Result<AnswerResponse, String> {
     let mut finished = None;
     client::stream(
-        "/admin/playground/answer",
+        routes::PLAYGROUND_ANSWER.url(),
         &AnswerRequest { question: question.to_owned(), stream: Some(true) },
         |event, data| match event {
             "stage" => {
@@ -274,7 +275,7 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
             origin: Some("playground".into()),
         };
         leptos::task::spawn_local(async move {
-            said.set(Some(match client::send::<_, GoldenView>("POST", "/admin/golden", &body).await {
+            said.set(Some(match client::send::<_, GoldenView>("POST", routes::GOLDEN.url(), &body).await {
                 Ok(_) => (true, "Saved as a golden question: every saved version is evaluated on it.".into()),
                 Err(message) => (false, message),
             }));
@@ -286,7 +287,7 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
         let body =
             PinRequest { question: question.clone(), answer: pin_text.get(), citations: citations.clone() };
         leptos::task::spawn_local(async move {
-            said.set(Some(match client::send::<_, PinView>("POST", "/admin/pins", &body).await {
+            said.set(Some(match client::send::<_, PinView>("POST", routes::PINS.url(), &body).await {
                 Ok(_) => {
                     pinning.set(false);
                     (true, "Pinned: this answer is served for the question and close paraphrases.".into())

@@ -12,6 +12,7 @@ use leptos::prelude::*;
 
 use super::judging::JudgingUnderWay;
 use crate::client;
+use crate::routes;
 use crate::wire::{
     EvalReportView, EvalResultView, EvalRunView, GoldenRequest, GoldenView, PersonaRequest, PinView,
     ProfileDetails, ProfileOverview, ProfileSnapshot, ProfileVersionView, RestoreRequest, SaveProfileRequest,
@@ -25,7 +26,7 @@ pub fn Prompt() -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            overview.set(Some(client::get::<ProfileOverview>("/admin/profile").await));
+            overview.set(Some(client::get::<ProfileOverview>(routes::PROFILE.url()).await));
         });
     });
     let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
@@ -69,7 +70,7 @@ fn ChoosePersona(data: ProfileOverview, notice: RwSignal<Option<(bool, String)>>
             },
         };
         leptos::task::spawn_local(async move {
-            match client::send_no_content("PUT", "/admin/profile/persona", &body).await {
+            match client::send_no_content("PUT", routes::PROFILE_PERSONA.url(), &body).await {
                 Ok(()) => notice
                     .set(Some((true, "Saved: the first index builds the profile from this persona.".into()))),
                 Err(message) => notice.set(Some((false, message))),
@@ -140,7 +141,7 @@ fn Editor(
     let reset_prompt = move |_| {
         let body = PersonaRequest { persona: persona.get(), details: details() };
         leptos::task::spawn_local(async move {
-            match client::send::<_, ProfileSnapshot>("POST", "/admin/profile/render", &body).await {
+            match client::send::<_, ProfileSnapshot>("POST", routes::PROFILE_RENDER.url(), &body).await {
                 Ok(rendered) => {
                     prompt.set(rendered.prompt);
                     tone.set(rendered.behavior.tone);
@@ -177,7 +178,7 @@ fn Editor(
             note: (!note_text.trim().is_empty()).then_some(note_text),
         };
         leptos::task::spawn_local(async move {
-            match client::send::<_, ProfileVersionView>("POST", "/admin/profile/versions", &body).await {
+            match client::send::<_, ProfileVersionView>("POST", routes::PROFILE_VERSIONS.url(), &body).await {
                 Ok(saved) if saved.active => {
                     conflict.set(None);
                     notice
@@ -285,7 +286,7 @@ fn History(
                             anyway,
                         };
                         leptos::task::spawn_local(async move {
-                            match client::send::<_, ProfileVersionView>("POST", &format!("/admin/profile/versions/{number}/restore"), &body).await {
+                            match client::send::<_, ProfileVersionView>("POST", &routes::PROFILE_RESTORE.at([&number.to_string()]), &body).await {
                                 Ok(_) => {
                                     let what = if anyway { "is active: activated anyway, and recorded" } else { "is active again" };
                                     notice.set(Some((true, format!("Version {number} {what}."))));
@@ -402,7 +403,7 @@ fn GoldenQuestions(
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            set.set(Some(client::get::<Vec<GoldenView>>("/admin/golden").await));
+            set.set(Some(client::get::<Vec<GoldenView>>(routes::GOLDEN.url()).await));
         });
     });
     let question = RwSignal::new(String::new());
@@ -420,7 +421,7 @@ fn GoldenQuestions(
             origin: Some("prompt".into()),
         };
         leptos::task::spawn_local(async move {
-            match client::send::<_, GoldenView>("POST", "/admin/golden", &body).await {
+            match client::send::<_, GoldenView>("POST", routes::GOLDEN.url(), &body).await {
                 Ok(_) => {
                     question.set(String::new());
                     facts.set(String::new());
@@ -436,7 +437,7 @@ fn GoldenQuestions(
         leptos::task::spawn_local(async move {
             match client::send::<_, EvalRunView>(
                 "POST",
-                "/admin/profile/evals",
+                routes::PROFILE_EVALS.url(),
                 &crate::wire::RunEvalsRequest::default(),
             )
             .await
@@ -477,7 +478,7 @@ fn GoldenQuestions(
                             let remove = move |_| {
                                 let id = id.clone();
                                 leptos::task::spawn_local(async move {
-                                    match client::delete(&format!("/admin/golden/{id}")).await {
+                                    match client::delete(&routes::GOLDEN_ONE.at([&id])).await {
                                         Ok(()) => reload.update(|n| *n = n.wrapping_add(1)),
                                         Err(message) => notice.set(Some((false, message))),
                                     }
@@ -521,7 +522,7 @@ fn PinnedAnswers(notice: RwSignal<Option<(bool, String)>>) -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            pins.set(Some(client::get::<Vec<PinView>>("/admin/pins").await));
+            pins.set(Some(client::get::<Vec<PinView>>(routes::PINS.url()).await));
         });
     });
     view! {
@@ -539,7 +540,7 @@ fn PinnedAnswers(notice: RwSignal<Option<(bool, String)>>) -> impl IntoView {
                             let remove = move |_| {
                                 let id = id.clone();
                                 leptos::task::spawn_local(async move {
-                                    match client::delete(&format!("/admin/pins/{id}")).await {
+                                    match client::delete(&routes::PIN.at([&id])).await {
                                         Ok(()) => reload.update(|n| *n = n.wrapping_add(1)),
                                         Err(message) => notice.set(Some((false, message))),
                                     }

@@ -9,6 +9,7 @@ use leptos::prelude::*;
 
 use super::judging::JudgingUnderWay;
 use crate::client;
+use crate::routes;
 use crate::wire::{
     AccountRequest, AccountView, BindRequest, NoBody, ProbeView, ProviderPresetView, ProvidersOverview,
     QuickAddRequest, QuickAddResult, RoleView, TargetPatch, TargetRequest, TargetView, TiersRequest,
@@ -37,7 +38,7 @@ pub(crate) fn ProviderPanels() -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            overview.set(Some(client::get::<ProvidersOverview>("/admin/providers/").await));
+            overview.set(Some(client::get::<ProvidersOverview>(routes::PROVIDERS.url()).await));
         });
     });
     let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
@@ -93,7 +94,7 @@ fn QuickAdd(
         busy.set(true);
         notice.set(Some((true, "Probing the model with a short chat completion…".into())));
         leptos::task::spawn_local(async move {
-            let result = client::send::<_, QuickAddResult>("POST", "/admin/providers/quick-add", &body).await;
+            let result = client::send::<_, QuickAddResult>("POST", routes::QUICK_ADD.url(), &body).await;
             busy.set(false);
             match result {
                 Ok(added) => {
@@ -208,7 +209,7 @@ fn RoleRow(
         let target = choice.get();
         let body = BindRequest { target_id: (!target.is_empty()).then_some(target) };
         leptos::task::spawn_local(async move {
-            match client::send::<_, ProvidersOverview>("PUT", &format!("/admin/roles/{name}"), &body).await {
+            match client::send::<_, ProvidersOverview>("PUT", &routes::ROLE.at([&name]), &body).await {
                 Ok(overview) => {
                     let (ok, text) = match overview.verdict {
                         Some(verdict) => (verdict.bound, verdict.message()),
@@ -292,7 +293,7 @@ fn TargetRow(
         let id = id.clone();
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let url = format!("/admin/targets/{id}/probe");
+            let url = routes::TARGET_PROBE.at([&id]);
             let result = client::send::<_, TargetView>("POST", &url, &NoBody {}).await;
             busy.set(false);
             match result {
@@ -314,7 +315,7 @@ fn TargetRow(
     let patch = move |body: TargetPatch, done: &'static str| {
         let id = target_id.clone();
         leptos::task::spawn_local(async move {
-            match client::send::<_, TargetView>("PATCH", &format!("/admin/targets/{id}"), &body).await {
+            match client::send::<_, TargetView>("PATCH", &routes::TARGET.at([&id]), &body).await {
                 Ok(t) => notice.set(Some((true, format!("{} {done}.", t.model)))),
                 Err(message) => notice.set(Some((false, message))),
             }
@@ -380,9 +381,7 @@ fn AddTarget(
         move |_| {
             let account_id = account_id.clone();
             leptos::task::spawn_local(async move {
-                match client::get::<Vec<String>>(&format!("/admin/providers/accounts/{account_id}/models"))
-                    .await
-                {
+                match client::get::<Vec<String>>(&routes::ACCOUNT_MODELS.at([&account_id])).await {
                     Ok(models) if models.is_empty() => {
                         notice.set(Some((false, "The provider lists no models; type the name.".into())))
                     }
@@ -405,7 +404,7 @@ fn AddTarget(
             output_price_per_mtok: None,
         };
         leptos::task::spawn_local(async move {
-            match client::send::<_, TargetView>("POST", "/admin/targets", &body).await {
+            match client::send::<_, TargetView>("POST", routes::TARGETS.url(), &body).await {
                 Ok(t) => {
                     model.set(String::new());
                     notice.set(Some((
@@ -458,7 +457,7 @@ fn AddAccount(
             api_key: filled(api_key),
         };
         leptos::task::spawn_local(async move {
-            match client::send::<_, AccountView>("POST", "/admin/providers/accounts", &body).await {
+            match client::send::<_, AccountView>("POST", routes::ACCOUNTS.url(), &body).await {
                 Ok(account) => {
                     api_key.set(String::new());
                     name.set(String::new());
@@ -517,7 +516,7 @@ fn EditAccount(
                 endpoint: Some(endpoint.get()),
                 api_key: (!key.is_empty()).then_some(key),
             };
-            let url = format!("/admin/providers/accounts/{id}");
+            let url = routes::ACCOUNT.at([&id]);
             leptos::task::spawn_local(async move {
                 match client::send::<_, AccountView>("PUT", &url, &body).await {
                     Ok(saved) => {
@@ -534,7 +533,7 @@ fn EditAccount(
         }
     };
     let delete = move |_| {
-        let url = format!("/admin/providers/accounts/{id}");
+        let url = routes::ACCOUNT.at([&id]);
         leptos::task::spawn_local(async move {
             match client::delete(&url).await {
                 Ok(()) => {
@@ -570,7 +569,7 @@ fn ProbeHistory(target_id: String) -> impl IntoView {
             probes.set(None);
             return;
         }
-        let url = format!("/admin/targets/{target_id}/probes");
+        let url = routes::TARGET_PROBES.at([&target_id]);
         leptos::task::spawn_local(async move {
             probes.set(Some(client::get::<Vec<ProbeView>>(&url).await));
         });
@@ -616,9 +615,7 @@ fn EscalationChain(
     let set = move |ids: Vec<String>| {
         leptos::task::spawn_local(async move {
             let body = TiersRequest { target_ids: ids };
-            match client::send::<_, ProvidersOverview>("PUT", "/admin/providers/escalation-tiers", &body)
-                .await
-            {
+            match client::send::<_, ProvidersOverview>("PUT", routes::ESCALATION_TIERS.url(), &body).await {
                 Ok(_) => {
                     notice.set(Some((true, "The escalation chain is saved.".to_owned())));
                     refresh();

@@ -9,6 +9,7 @@ use super::providers::{model_placeholder, preset_label, ProviderPanels, EMBEDDED
 use super::source_form::SourceForm;
 use crate::client;
 use crate::pages::playground::AnswerPanel;
+use crate::routes;
 use crate::wire::{
     AnswerResponse, AskRequest, CreateSourceRequest, JobView, NoBody, PersonaRequest, ProfileDetails,
     ProfileOverview, ProvidersOverview, QuickAddRequest, SetupWizardView, SourceView, UploadReceipt,
@@ -57,7 +58,7 @@ pub fn SetupWizard() -> impl IntoView {
     let load_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            match client::get::<SetupWizardView>("/admin/setup/").await {
+            match client::get::<SetupWizardView>(routes::SETUP.url()).await {
                 Ok(view) => wizard.set(Some(view)),
                 Err(message) => load_error.set(Some(message)),
             }
@@ -87,7 +88,7 @@ pub fn SetupWizard() -> impl IntoView {
                             let busy = RwSignal::new(false);
                             view! {
                                 <button type="button" class="secondary back"
-                                    on:click=move |_| post_step("/admin/setup/back", NoBody {}, wizard, notice, busy)>
+                                    on:click=move |_| post_step(routes::SETUP_BACK.url(), NoBody {}, wizard, notice, busy)>
                                     "Back"
                                 </button>
                             }
@@ -156,7 +157,7 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
     let personas = RwSignal::new(Vec::new());
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            if let Ok(overview) = client::get::<ProfileOverview>("/admin/profile").await {
+            if let Ok(overview) = client::get::<ProfileOverview>(routes::PROFILE.url()).await {
                 personas.set(overview.personas);
             }
         });
@@ -181,7 +182,7 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
                 extra_instructions: None,
             },
         };
-        post_step("/admin/setup/persona", body, wizard, notice, busy);
+        post_step(routes::SETUP_PERSONA.url(), body, wizard, notice, busy);
     };
     view! {
         <form class="wizard-form persona-step" on:submit=submit>
@@ -215,14 +216,14 @@ fn PersonaStep(wizard: Wizard, notice: Notice) -> impl IntoView {
 fn SourceStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl IntoView {
     let busy = RwSignal::new(false);
     let add = Callback::new(move |body: CreateSourceRequest| {
-        post_step("/admin/setup/source", body, wizard, notice, busy);
+        post_step(routes::SETUP_SOURCE.url(), body, wizard, notice, busy);
     });
     let keep = view.source.clone().map(|source| {
         view! {
             <p class="existing">
                 "The first source is " <strong>{source.name}</strong> ". "
                 <button type="button" class="keep"
-                    on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
+                    on:click=move |_| post_step(routes::SETUP_NEXT.url(), NoBody {}, wizard, notice, busy)>
                     "Keep it and continue"
                 </button>
             </p>
@@ -240,7 +241,7 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
     let presets = RwSignal::new(Vec::new());
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            if let Ok(overview) = client::get::<ProvidersOverview>("/admin/providers/").await {
+            if let Ok(overview) = client::get::<ProvidersOverview>(routes::PROVIDERS.url()).await {
                 presets.set(overview.presets);
             }
         });
@@ -265,14 +266,14 @@ fn ProviderStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
         };
         api_key.set(String::new());
         notice.set(None);
-        post_step("/admin/setup/provider", body, wizard, notice, busy);
+        post_step(routes::SETUP_PROVIDER.url(), body, wizard, notice, busy);
     };
     let keep = view.generation_model.clone().map(|model| {
         view! {
             <p class="existing">
                 "Answers come from " <strong>{model}</strong> ". "
                 <button type="button" class="keep"
-                    on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
+                    on:click=move |_| post_step(routes::SETUP_NEXT.url(), NoBody {}, wizard, notice, busy)>
                     "Keep it and continue"
                 </button>
             </p>
@@ -315,7 +316,7 @@ fn AdvancedStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
         <div class="wizard-providers"><ProviderPanels/></div>
         <div class="form-actions">
             <button type="button" class="continue"
-                on:click=move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy)>
+                on:click=move |_| post_step(routes::SETUP_NEXT.url(), NoBody {}, wizard, notice, busy)>
                 "Continue"
             </button>
         </div>
@@ -328,12 +329,12 @@ fn IndexStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Into
     let Some(source) = view.source.clone() else {
         return view! { <p class="error">"There is no first source: go back and add one."</p> }.into_any();
     };
-    let start = move |_| post_step("/admin/setup/index", NoBody {}, wizard, notice, busy);
+    let start = move |_| post_step(routes::SETUP_INDEX.url(), NoBody {}, wizard, notice, busy);
     if source.kind == "upload" {
         let id = source.id.clone();
         let uploaded = RwSignal::new(0usize);
         let upload = move |_| {
-            let url = format!("/admin/sources/{id}/files");
+            let url = routes::SOURCE_FILES.at([&id]);
             leptos::task::spawn_local(async move {
                 match client::upload::<Vec<UploadReceipt>>(&url, "setup-files").await {
                     Ok(receipts) => uploaded.update(|n| *n += receipts.len()),
@@ -385,7 +386,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
         let latest = source.get_untracked().and_then(|s| s.latest_job).or_else(|| job.get_untracked());
         if latest.is_some_and(|j| j.status == "queued" || j.status == "running") {
             leptos::task::spawn_local(async move {
-                if let Ok(now) = client::get::<SetupWizardView>("/admin/setup/").await {
+                if let Ok(now) = client::get::<SetupWizardView>(routes::SETUP.url()).await {
                     job.set(now.job);
                     source.set(now.source);
                 }
@@ -398,7 +399,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
         let body = AskRequest { question: question.get() };
         asking.set(true);
         leptos::task::spawn_local(async move {
-            match client::send::<_, AnswerResponse>("POST", "/admin/setup/ask", &body).await {
+            match client::send::<_, AnswerResponse>("POST", routes::SETUP_ASK.url(), &body).await {
                 Ok(answered) => {
                     notice.set(None);
                     answer.set(Some(answered));
@@ -409,7 +410,7 @@ fn QuestionStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl I
             asking.set(false);
         });
     };
-    let finish = move |_| post_step("/admin/setup/next", NoBody {}, wizard, notice, busy);
+    let finish = move |_| post_step(routes::SETUP_NEXT.url(), NoBody {}, wizard, notice, busy);
     view! {
         {move || {
             let latest = source.get().and_then(|s| s.latest_job.clone()).or_else(|| job.get());

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use leptos::prelude::*;
 
 use crate::client;
+use crate::routes;
 use crate::wire::{CreateSourceRequest, FieldInput, FieldView, SourceKindView};
 
 /// The entries of the chosen kind's fields, by key.
@@ -56,7 +57,7 @@ pub fn SourceForm(
     // Loaded once, in the browser.
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            let loaded = client::get::<Vec<SourceKindView>>("/admin/sources/kinds").await;
+            let loaded = client::get::<Vec<SourceKindView>>(routes::SOURCE_KINDS.url()).await;
             let first =
                 loaded.as_ref().ok().and_then(|all| all.iter().find(|k| k.available)).map(|k| k.key.clone());
             kinds.set(Some(loaded));

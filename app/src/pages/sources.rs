@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use super::source_form::SourceForm;
 use crate::client;
+use crate::routes;
 use crate::wire::{
     CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceView,
     UploadReceipt,
@@ -28,7 +29,7 @@ pub fn Sources() -> impl IntoView {
     Effect::new(move |_| {
         reload.0.track();
         leptos::task::spawn_local(async move {
-            sources.set(Some(client::get::<Vec<SourceView>>("/admin/sources/").await));
+            sources.set(Some(client::get::<Vec<SourceView>>(routes::SOURCES.url()).await));
         });
     });
     super::tick_each_second(reload.0);
@@ -75,7 +76,7 @@ fn ReindexEverything() -> impl IntoView {
     let start = move |_| {
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let result = client::send::<_, JobView>("POST", "/admin/reindex", &NoBody {}).await;
+            let result = client::send::<_, JobView>("POST", routes::REINDEX.url(), &NoBody {}).await;
             busy.set(false);
             match result {
                 Ok(_) => feedback.say(true, "A full reindex is queued: every source is embedded again."),
@@ -128,7 +129,7 @@ fn NewSourceForm() -> impl IntoView {
     let create = Callback::new(move |body: CreateSourceRequest| {
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let result = client::send::<_, SourceView>("POST", "/admin/sources/", &body).await;
+            let result = client::send::<_, SourceView>("POST", routes::SOURCES.url(), &body).await;
             busy.set(false);
             match result {
                 Ok(created) => {
@@ -155,7 +156,7 @@ fn CorpusSearch() -> impl IntoView {
         ev.prevent_default();
         let body = SearchRequest { query: query.get(), top_k: Some(5), raw: false };
         leptos::task::spawn_local(async move {
-            found.set(Some(client::send::<_, SearchResults>("POST", "/admin/search", &body).await));
+            found.set(Some(client::send::<_, SearchResults>("POST", routes::SEARCH.url(), &body).await));
         });
     };
     view! {
@@ -224,7 +225,12 @@ fn SourceCard(source: SourceView) -> impl IntoView {
         move |what: &'static str| {
             let id = id.clone();
             leptos::task::spawn_local(async move {
-                let url = format!("/admin/sources/{id}/{what}");
+                let url = match what {
+                    "sync" => routes::SOURCE_SYNC,
+                    "enable" => routes::SOURCE_ENABLE,
+                    _ => routes::SOURCE_DISABLE,
+                }
+                .at([&id]);
                 let result = match what {
                     "sync" => client::send::<_, JobView>("POST", &url, &NoBody {})
                         .await
@@ -248,7 +254,7 @@ fn SourceCard(source: SourceView) -> impl IntoView {
         move |_| {
             let id = id.clone();
             leptos::task::spawn_local(async move {
-                match client::delete(&format!("/admin/sources/{id}")).await {
+                match client::delete(&routes::SOURCE.at([&id])).await {
                     Ok(()) => feedback.say(true, "Source deleted with its documents and chunks."),
                     Err(text) => feedback.say(false, text),
                 }
@@ -263,9 +269,7 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             let id = id.clone();
             let input_id = input_id.clone();
             leptos::task::spawn_local(async move {
-                match client::upload::<Vec<UploadReceipt>>(&format!("/admin/sources/{id}/files"), &input_id)
-                    .await
-                {
+                match client::upload::<Vec<UploadReceipt>>(&routes::SOURCE_FILES.at([&id]), &input_id).await {
                     Ok(receipts) => {
                         feedback.say(true, format!("Received {} file(s); indexing started.", receipts.len()))
                     }
@@ -281,7 +285,7 @@ fn SourceCard(source: SourceView) -> impl IntoView {
         let wanted = show_docs.get();
         async move {
             if wanted {
-                Some(client::get::<Vec<DocumentView>>(&format!("/admin/sources/{id}/documents")).await)
+                Some(client::get::<Vec<DocumentView>>(&routes::SOURCE_DOCUMENTS.at([&id])).await)
             } else {
                 None
             }

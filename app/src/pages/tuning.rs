@@ -12,6 +12,7 @@ use leptos::prelude::*;
 
 use super::judging::JudgingUnderWay;
 use crate::client;
+use crate::routes;
 use crate::wire::{EffectiveValue, SourceView, TuningApplied, TuningChange, TuningView, VolatilityRequest};
 
 const REINDEX_NEEDED: &str = "(reindex_acknowledgement_required)";
@@ -25,8 +26,8 @@ pub fn Tuning() -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            tuning.set(Some(client::get::<TuningView>("/admin/tuning").await));
-            sources.set(Some(client::get::<Vec<SourceView>>("/admin/sources/").await));
+            tuning.set(Some(client::get::<TuningView>(routes::TUNING.url()).await));
+            sources.set(Some(client::get::<Vec<SourceView>>(routes::SOURCES.url()).await));
         });
     });
     let refresh = move || reload.update(|n| *n = n.wrapping_add(1));
@@ -85,7 +86,7 @@ fn TuningForm(
 
     let send = move |change: TuningChange| {
         leptos::task::spawn_local(async move {
-            match client::send::<_, TuningApplied>("PUT", "/admin/tuning", &change).await {
+            match client::send::<_, TuningApplied>("PUT", routes::TUNING.url(), &change).await {
                 Ok(applied) => {
                     pending.set(None);
                     let mut said = vec!["Saved.".to_owned()];
@@ -230,7 +231,7 @@ fn Volatility(
                             let id = id.clone();
                             let body = VolatilityRequest { volatility: event_target_value(&ev) };
                             leptos::task::spawn_local(async move {
-                                let url = format!("/admin/sources/{id}/volatility");
+                                let url = routes::SOURCE_VOLATILITY.at([&id]);
                                 match client::send::<_, SourceView>("PUT", &url, &body).await {
                                     Ok(updated) => {
                                         notice.set(Some((true, format!("{} is now {} volatility.", updated.name, updated.volatility))));

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Profile, Snapshot};
@@ -56,7 +56,7 @@ struct Channel {
     key: Option<Secret>,
     filter: Filter,
     snapshot: Snapshot,
-    sender: mpsc::UnboundedSender<Value>,
+    sender: mpsc::UnboundedSender<Pushed>,
 }
 
 /// The open channels of this process.
@@ -66,10 +66,29 @@ pub struct Hub {
     next: AtomicU64,
 }
 
+/// What a channel is told; the transport writes it as MCP's notification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated`, for this URI.
+    ResourceUpdated(String),
+}
+
+/// One message of a channel: the notice, and on a listen stream the
+/// JSON-RPC id of its `subscriptions/listen` request, which tags it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pushed {
+    pub notice: Notice,
+    pub subscription: Option<Value>,
+}
+
 /// An open channel: the messages to push, in order. Dropping it (the
 /// client went away, the stream ended) removes the channel from the hub.
 pub struct Stream {
-    pub messages: mpsc::UnboundedReceiver<Value>,
+    pub messages: mpsc::UnboundedReceiver<Pushed>,
     lore: Lore,
     id: u64,
 }
@@ -157,11 +176,7 @@ impl Hub {
     pub fn resource_updated(&self, uri: &str) {
         for channel in self.channels().values() {
             if channel.filter.updates.iter().any(|u| u == uri) {
-                let _ = channel.sender.send(notification(
-                    &channel.origin,
-                    "notifications/resources/updated",
-                    Some(uri),
-                ));
+                let _ = channel.sender.send(pushed(&channel.origin, Notice::ResourceUpdated(uri.to_owned())));
             }
         }
     }
@@ -218,36 +233,24 @@ impl Hub {
             return None;
         }
         if tools && channel.filter.tools {
-            let _ =
-                channel.sender.send(notification(&channel.origin, "notifications/tools/list_changed", None));
+            let _ = channel.sender.send(pushed(&channel.origin, Notice::ToolsListChanged));
         }
         if resources && channel.filter.resources {
-            let _ = channel.sender.send(notification(
-                &channel.origin,
-                "notifications/resources/list_changed",
-                None,
-            ));
+            let _ = channel.sender.send(pushed(&channel.origin, Notice::ResourcesListChanged));
         }
         channel.snapshot = now.clone();
         Some(channel.origin.clone())
     }
 }
 
-/// A JSON-RPC notification as a channel of `origin` carries it: on a listen
-/// stream, tagged with the subscription's id.
-pub fn notification(origin: &Origin, method: &str, uri: Option<&str>) -> Value {
-    let mut params = serde_json::Map::new();
-    if let Origin::Listen(id) = origin {
-        params.insert("_meta".into(), json!({"io.modelcontextprotocol/subscriptionId": id}));
-    }
-    if let Some(uri) = uri {
-        params.insert("uri".into(), Value::String(uri.to_owned()));
-    }
-    if params.is_empty() {
-        json!({"jsonrpc": "2.0", "method": method})
-    } else {
-        json!({"jsonrpc": "2.0", "method": method, "params": params})
-    }
+/// `notice` as a channel of `origin` carries it: on a listen stream,
+/// tagged with the subscription's id.
+fn pushed(origin: &Origin, notice: Notice) -> Pushed {
+    let subscription = match origin {
+        Origin::Listen(id) => Some(id.clone()),
+        Origin::Session(_) => None,
+    };
+    Pushed { notice, subscription }
 }
 
 /// Recomputes the channels whenever a role or the schema changes, in this

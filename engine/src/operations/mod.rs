@@ -54,6 +54,9 @@ pub struct Spec {
     pub description: &'static str,
     /// The JSON Schema of its arguments (the tool server's inputSchema).
     pub input_schema: fn() -> Value,
+    /// Reads a call's arguments into its [`Operation`] (a wrong argument is
+    /// an error naming the operation and the field).
+    pub parse: fn(&Spec, Map<String, Value>) -> Result<Operation>,
 }
 
 impl Spec {
@@ -74,155 +77,166 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
 }
 
-macro_rules! spec {
-    ($name:literal, [$($alias:literal),*], $family:ident, $args:ty, $description:literal) => {
-        Spec {
-            name: $name,
-            aliases: &[$($alias),*],
-            family: Family::$family,
-            description: $description,
-            input_schema: schema::<$args>,
+/// The operations: [`Operation`], one variant per operation with its typed
+/// arguments, and [`OPERATIONS`], each one's [`Spec`], from one list.
+macro_rules! operations {
+    ($($variant:ident($name:literal, [$($alias:literal),*], $family:ident, $args:ty, $description:literal)),* $(,)?) => {
+        /// One call of the operations API, its arguments read and typed:
+        /// what [`run`] matches on, exhaustively.
+        pub enum Operation {
+            $($variant($args)),*
         }
+
+        /// Every operation, by name.
+        pub const OPERATIONS: &[Spec] = &[$(
+            Spec {
+                name: $name,
+                aliases: &[$($alias),*],
+                family: Family::$family,
+                description: $description,
+                input_schema: schema::<$args>,
+                parse: |spec, args| Ok(Operation::$variant(parse::<$args>(spec, args)?)),
+            }
+        ),*];
     };
 }
 
-/// Every operation, by name.
-pub const OPERATIONS: &[Spec] = &[
-    spec!(
+operations! {
+    DescribeAll(
         "describe_all",
         [],
         Data,
         NoArgs,
         "Every database and table the caller may see, with attributes and record counts."
     ),
-    spec!(
+    DescribeDatabase(
         "describe_database",
         ["describe_schema"],
         Data,
         DatabaseArgs,
         "The tables of one database the caller may see."
     ),
-    spec!("describe_table", [], Data, TableArgs, "One table: primary key, attributes, record count."),
-    spec!("create_database", ["create_schema"], Structure, DatabaseArgs, "Creates a database."),
-    spec!(
+    DescribeTable("describe_table", [], Data, TableArgs, "One table: primary key, attributes, record count."),
+    CreateDatabase("create_database", ["create_schema"], Structure, DatabaseArgs, "Creates a database."),
+    DropDatabase(
         "drop_database",
         ["drop_schema"],
         Structure,
         DatabaseArgs,
         "Drops a database and every table in it."
     ),
-    spec!(
+    CreateTable(
         "create_table",
         [],
         Structure,
         CreateTableArgs,
         "Creates a table with a primary key and optional typed attributes."
     ),
-    spec!("drop_table", [], Structure, TableArgs, "Drops a table and its records."),
-    spec!("create_attribute", [], Structure, AttributeArgs, "Adds an attribute to a table."),
-    spec!("drop_attribute", [], Structure, AttributeArgs, "Drops an attribute and its values."),
-    spec!("insert", [], Data, WriteArgs, "Inserts records; a primary key that exists already is refused."),
-    spec!(
+    DropTable("drop_table", [], Structure, TableArgs, "Drops a table and its records."),
+    CreateAttribute("create_attribute", [], Structure, AttributeArgs, "Adds an attribute to a table."),
+    DropAttribute("drop_attribute", [], Structure, AttributeArgs, "Drops an attribute and its values."),
+    Insert("insert", [], Data, WriteArgs, "Inserts records; a primary key that exists already is refused."),
+    Update(
         "update",
         [],
         Data,
         WriteArgs,
         "Updates records by primary key (the attributes given); missing ones are skipped."
     ),
-    spec!("upsert", [], Data, WriteArgs, "Inserts records, or updates the ones whose primary key exists."),
-    spec!("delete", [], Data, DeleteArgs, "Deletes records by primary key."),
-    spec!("search_by_id", ["search_by_hash"], Data, SearchByIdArgs, "Records by primary key."),
-    spec!(
+    Upsert("upsert", [], Data, WriteArgs, "Inserts records, or updates the ones whose primary key exists."),
+    Delete("delete", [], Data, DeleteArgs, "Deletes records by primary key."),
+    SearchById("search_by_id", ["search_by_hash"], Data, SearchByIdArgs, "Records by primary key."),
+    SearchByValue(
         "search_by_value",
         [],
         Data,
         SearchByValueArgs,
         "Records whose attribute matches a value (`*` wildcards)."
     ),
-    spec!(
+    SearchByConditions(
         "search_by_conditions",
         [],
         Data,
         SearchByConditionsArgs,
         "Records matching conditions joined by and/or, paged."
     ),
-    spec!("list_users", [], Admin, NoArgs, "Every user with its role."),
-    spec!("add_user", [], Admin, AddUserArgs, "Adds a user with a role (no password: keys act for users)."),
-    spec!("alter_user", [], Admin, AlterUserArgs, "Changes a user's role or whether it is active."),
-    spec!("drop_user", [], Admin, UserArgs, "Drops a user and revokes its keys."),
-    spec!("list_roles", [], Admin, NoArgs, "Every role with its permission tree."),
-    spec!("add_role", [], Admin, AddRoleArgs, "Adds a role with a permission tree."),
-    spec!("alter_role", [], Admin, AlterRoleArgs, "Renames a role or replaces its permission tree."),
-    spec!("drop_role", [], Admin, RoleArgs, "Drops a role that no user has."),
-    spec!("user_info", [], Own, NoArgs, "The caller: user name, role and permission tree."),
-    spec!(
+    ListUsers("list_users", [], Admin, NoArgs, "Every user with its role."),
+    AddUser("add_user", [], Admin, AddUserArgs, "Adds a user with a role (no password: keys act for users)."),
+    AlterUser("alter_user", [], Admin, AlterUserArgs, "Changes a user's role or whether it is active."),
+    DropUser("drop_user", [], Admin, UserArgs, "Drops a user and revokes its keys."),
+    ListRoles("list_roles", [], Admin, NoArgs, "Every role with its permission tree."),
+    AddRole("add_role", [], Admin, AddRoleArgs, "Adds a role with a permission tree."),
+    AlterRole("alter_role", [], Admin, AlterRoleArgs, "Renames a role or replaces its permission tree."),
+    DropRole("drop_role", [], Admin, RoleArgs, "Drops a role that no user has."),
+    UserInfo("user_info", [], Own, NoArgs, "The caller: user name, role and permission tree."),
+    SystemInformation(
         "system_information",
         [],
         Lore,
         NoArgs,
         "Lore's version, database backend and application databases."
     ),
-    spec!(
+    ReadAuditLog(
         "read_audit_log",
         [],
         Lore,
         ReadAuditLogArgs,
         "The audit log, newest first: every write and every operation call."
     ),
-    spec!("list_sources", [], Lore, NoArgs, "The knowledge sources with their status."),
-    spec!("get_job", [], Lore, JobArgs, "One indexing run with its progress."),
-    spec!("list_keys", [], Lore, NoArgs, "The access keys with 7-day usage (never a raw key)."),
-    spec!("list_profile_versions", [], Lore, NoArgs, "The profile's versions, the active one marked."),
-    spec!("retrieve", [], Lore, RetrieveArgs, "Hybrid retrieval over the indexed content, with a trace."),
-    spec!(
+    ListSources("list_sources", [], Lore, NoArgs, "The knowledge sources with their status."),
+    GetJob("get_job", [], Lore, JobArgs, "One indexing run with its progress."),
+    ListKeys("list_keys", [], Lore, NoArgs, "The access keys with 7-day usage (never a raw key)."),
+    ListProfileVersions("list_profile_versions", [], Lore, NoArgs, "The profile's versions, the active one marked."),
+    Retrieve("retrieve", [], Lore, RetrieveArgs, "Hybrid retrieval over the indexed content, with a trace."),
+    Answer(
         "answer",
         [],
         Lore,
         AnswerArgs,
         "Answers a question from the indexed content, with citations and a trace; refuses when nothing retrievable answers."
     ),
-    spec!("get_status", [], Lore, NoArgs, "Whether Lore can answer, check by check (the readiness verdict)."),
-    spec!("search_jobs", [], Lore, SearchJobsArgs, "Recent indexing runs, newest first (of one source, if given)."),
-    spec!(
+    GetStatus("get_status", [], Lore, NoArgs, "Whether Lore can answer, check by check (the readiness verdict)."),
+    SearchJobs("search_jobs", [], Lore, SearchJobsArgs, "Recent indexing runs, newest first (of one source, if given)."),
+    AddSource(
         "add_source",
         [],
         Lore,
         AddSourceArgs,
         "Adds a knowledge source; a website's or a table's first sync is queued at once."
     ),
-    spec!("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
-    spec!(
+    SyncSource("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
+    StartIndex(
         "start_index",
         [],
         Lore,
         StartIndexArgs,
         "Queues a sync of every enabled source, or a full reindex of everything (which re-stamps the corpus)."
     ),
-    spec!("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
-    spec!(
+    GetConfiguration("get_configuration", [], Admin, NoArgs, "Lore's effective configuration, secrets redacted."),
+    SetConfiguration(
         "set_configuration",
         [],
         Admin,
         SetConfigurationArgs,
         "Persists settings (`\"section.key\": value`) in the data directory; they take effect at the next start (`restart`)."
     ),
-    spec!("restart", [], Admin, NoArgs, "Restarts Lore gracefully: in-flight requests finish, the configuration is read again."),
-    spec!("read_log", [], Admin, ReadLogArgs, "Lore's own log, newest lines first (the last 2,000 lines are kept)."),
-    spec!(
+    Restart("restart", [], Admin, NoArgs, "Restarts Lore gracefully: in-flight requests finish, the configuration is read again."),
+    ReadLog("read_log", [], Admin, ReadLogArgs, "Lore's own log, newest lines first (the last 2,000 lines are kept)."),
+    GetMetrics(
         "get_metrics",
         [],
         Lore,
         NoArgs,
         "Counters since the start of records: answers per surface (queries, cache hits, refusals, spend) and indexing runs per status."
     ),
-    spec!(
+    GetAnalytics(
         "get_analytics",
         [],
         Lore,
         AnalyticsArgs,
         "The Dashboard's figures over the last `hours` (default 24): totals, series, funnel, top questions and content gaps."
     ),
-];
+}
 
 /// The operation called `name` (or one of its aliases).
 pub fn find(name: &str) -> Option<&'static Spec> {
@@ -335,7 +349,10 @@ pub async fn dispatch(lore: &Lore, principal: &Principal, body: Value) -> Result
                 .then(|| catalog::DEFAULT_DATABASE.to_owned())
         });
     let result = match verify(&principal.permission(), spec, database.as_deref()) {
-        Ok(()) => run(lore, principal, spec, args).await,
+        Ok(()) => match (spec.parse)(spec, args) {
+            Ok(operation) => run(lore, principal, operation).await,
+            Err(wrong) => Err(wrong),
+        },
         Err(refused) => Err(refused.into()),
     };
     let outcome = match &result {
@@ -391,6 +408,19 @@ mod tests {
         }
         assert_eq!(find("create_schema").map(|s| s.name), Some("create_database"));
         assert_eq!(find("search_by_hash").map(|s| s.name), Some("search_by_id"));
+    }
+
+    #[test]
+    fn a_call_is_read_into_its_typed_operation_or_refused_naming_the_operation() {
+        let spec = find("describe_table").unwrap();
+        let mut args = Map::new();
+        args.insert("table".into(), json!("dog"));
+        assert!(matches!((spec.parse)(spec, args), Ok(Operation::DescribeTable(ref a)) if a.table == "dog"));
+        let refused = (spec.parse)(spec, Map::new()).err().unwrap().to_string();
+        assert!(refused.contains("describe_table") && refused.contains("`table`"), "{refused}");
+        // An alias reads into the operation it names.
+        let alias = find("describe_schema").unwrap();
+        assert!(matches!((alias.parse)(alias, Map::new()), Ok(Operation::DescribeDatabase(_))));
     }
 
     #[test]

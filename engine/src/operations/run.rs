@@ -3,35 +3,27 @@
 
 use super::*;
 
-pub(super) async fn run(
-    lore: &Lore,
-    principal: &Principal,
-    spec: &Spec,
-    args: Map<String, Value>,
-) -> Result<Outcome> {
+pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation) -> Result<Outcome> {
     let permission = principal.permission();
     let actor = principal.actor();
     let json = |value: Value| Ok(Outcome::Json(value));
-    match spec.name {
-        "describe_all" => json(describe_all(lore, &permission).await?),
-        "describe_database" => {
-            let a: DatabaseArgs = parse(spec, args)?;
+    match operation {
+        Operation::DescribeAll(_) => json(describe_all(lore, &permission).await?),
+        Operation::DescribeDatabase(a) => {
             let database = a.database_or_default();
             if !catalog::database_exists(&lore.db, &database).await? {
                 return Err(AppDbError::UnknownDatabase(database).into());
             }
             json(Value::Object(described_tables(lore, &permission, &database).await?))
         }
-        "describe_table" => {
-            let a: TableArgs = parse(spec, args)?;
+        Operation::DescribeTable(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             if !permission.sees_table(&table.database, &table.name) {
                 return Err(AppDbError::denied("read", table.path()).into());
             }
             json(describe(&permission, &table, catalog::record_count(&lore.db, &table).await?))
         }
-        "create_database" => {
-            let a: DatabaseArgs = parse(spec, args)?;
+        Operation::CreateDatabase(a) => {
             let database = a.database_or_default();
             structure(lore, &actor, "database.created", &database, |txn| {
                 let database = database.clone();
@@ -40,8 +32,7 @@ pub(super) async fn run(
             .await?;
             json(json!({"message": format!("database '{database}' successfully created")}))
         }
-        "drop_database" => {
-            let a: DatabaseArgs = parse(spec, args)?;
+        Operation::DropDatabase(a) => {
             let database = a.database.ok_or_else(|| AppDbError::MissingAttribute("database".into()))?;
             structure(lore, &actor, "database.dropped", &database, |txn| {
                 let database = database.clone();
@@ -52,8 +43,7 @@ pub(super) async fn run(
             lore.table_writes().note_named(&database, crate::ingest::table::EVERY_TABLE);
             json(json!({"message": format!("successfully deleted '{database}'")}))
         }
-        "create_table" => {
-            let a: CreateTableArgs = parse(spec, args)?;
+        Operation::CreateTable(a) => {
             let new = a.into_new_table()?;
             let path = format!("{}.{}", new.database, new.name);
             structure(lore, &actor, "table.created", &path, |txn| {
@@ -62,8 +52,7 @@ pub(super) async fn run(
             .await?;
             json(json!({"message": format!("table '{path}' successfully created.")}))
         }
-        "drop_table" => {
-            let a: TableArgs = parse(spec, args)?;
+        Operation::DropTable(a) => {
             let database = a.database_or_default();
             let path = format!("{database}.{}", a.table);
             let table = a.table.clone();
@@ -75,65 +64,12 @@ pub(super) async fn run(
             lore.table_writes().note_named(&database, &table);
             json(json!({"message": format!("successfully deleted table '{path}'")}))
         }
-        "create_attribute" | "drop_attribute" => {
-            let a: AttributeArgs = parse(spec, args)?;
-            let database = a.database_or_default();
-            let path = format!("{database}.{}.{}", a.table, a.attribute);
-            let create = spec.name == "create_attribute";
-            let kind = a.kind.as_deref().map(AttrType::parse).transpose()?;
-            let (noted_database, noted_table) = (database.clone(), a.table.clone());
-            structure(
-                lore,
-                &actor,
-                if create { "attribute.created" } else { "attribute.dropped" },
-                &path,
-                |txn| {
-                    Box::pin(async move {
-                        let mut table = catalog::table(txn, &database, &a.table).await?;
-                        if create {
-                            let attribute = Attribute {
-                                indexed: a.indexed,
-                                ..Attribute::new(&a.attribute, kind.unwrap_or(AttrType::Any))
-                            };
-                            catalog::add_attribute(txn, &mut table, attribute).await
-                        } else {
-                            catalog::drop_attribute(txn, &mut table, &a.attribute).await
-                        }
-                    })
-                },
-            )
-            .await?;
-            if !create {
-                // The table sources reading it find it gone.
-                lore.table_writes().note_named(&noted_database, &noted_table);
-            }
-            json(json!({"message": if create {
-                format!("attribute '{path}' successfully created.")
-            } else {
-                format!("successfully deleted attribute '{}'", path.rsplit('.').next().unwrap_or_default())
-            }}))
-        }
-        "insert" | "update" | "upsert" => {
-            let a: WriteArgs = parse(spec, args)?;
-            let mode = match spec.name {
-                "insert" => WriteMode::Insert,
-                "update" => WriteMode::Update,
-                _ => WriteMode::Upsert,
-            };
-            let total = a.records.len();
-            let txn = crate::store::begin_write(&lore.db).await?;
-            let mut table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
-            let attributes = table.attributes.len();
-            let written = records::write(&txn, &permission, &mut table, a.records, mode).await?;
-            txn.commit().await?;
-            crate::resources::written(lore, &table, &written.done);
-            if table.attributes.len() != attributes {
-                lore.appdb_event(Event::SchemaReloaded);
-            }
-            json(write_response(spec.name, total, written))
-        }
-        "delete" => {
-            let a: DeleteArgs = parse(spec, args)?;
+        Operation::CreateAttribute(a) => json(change_attribute(lore, &actor, a, true).await?),
+        Operation::DropAttribute(a) => json(change_attribute(lore, &actor, a, false).await?),
+        Operation::Insert(a) => json(write(lore, &permission, a, WriteMode::Insert).await?),
+        Operation::Update(a) => json(write(lore, &permission, a, WriteMode::Update).await?),
+        Operation::Upsert(a) => json(write(lore, &permission, a, WriteMode::Upsert).await?),
+        Operation::Delete(a) => {
             let total = a.ids.len();
             let txn = crate::store::begin_write(&lore.db).await?;
             let table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
@@ -146,14 +82,12 @@ pub(super) async fn run(
                 "skipped_hashes": written.skipped,
             }))
         }
-        "search_by_id" => {
-            let a: SearchByIdArgs = parse(spec, args)?;
+        Operation::SearchById(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let found = records::by_ids(&lore.db, &permission, &table, &a.ids, &a.get_attributes).await?;
             json(Value::Array(found.into_iter().map(Value::Object).collect()))
         }
-        "search_by_value" => {
-            let a: SearchByValueArgs = parse(spec, args)?;
+        Operation::SearchByValue(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let search = Search {
                 conditions: records::value_condition(&a.search_attribute, &a.search_value)
@@ -172,8 +106,7 @@ pub(super) async fn run(
             let found = records::search(&lore.db, &permission, &table, &search).await?;
             json(Value::Array(found.into_iter().map(Value::Object).collect()))
         }
-        "search_by_conditions" => {
-            let a: SearchByConditionsArgs = parse(spec, args)?;
+        Operation::SearchByConditions(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let search = Search {
                 conditions: a.conditions.into_iter().map(Criterion::from).collect(),
@@ -185,48 +118,42 @@ pub(super) async fn run(
             let found = records::search(&lore.db, &permission, &table, &search).await?;
             json(Value::Array(found.into_iter().map(Value::Object).collect()))
         }
-        "list_users" => json(Value::Array(users::users(lore).await?.iter().map(user_json).collect())),
-        "add_user" => {
-            let a: AddUserArgs = parse(spec, args)?;
+        Operation::ListUsers(_) => json(Value::Array(users::users(lore).await?.iter().map(user_json).collect())),
+        Operation::AddUser(a) => {
             let user = users::add_user(lore, &actor, &a.username, &a.role, a.active.unwrap_or(true)).await?;
             json(json!({"message": format!("{} successfully added", user.username)}))
         }
-        "alter_user" => {
-            let a: AlterUserArgs = parse(spec, args)?;
+        Operation::AlterUser(a) => {
             let user = users::alter_user(lore, &actor, &a.username, a.role.as_deref(), a.active).await?;
             json(
                 json!({"message": format!("{} successfully altered", user.username), "user": user_json(&user)}),
             )
         }
-        "drop_user" => {
-            let a: UserArgs = parse(spec, args)?;
+        Operation::DropUser(a) => {
             users::drop_user(lore, &actor, &a.username).await?;
             json(json!({"message": format!("{} successfully deleted", a.username)}))
         }
-        "list_roles" => json(Value::Array(users::roles(lore).await?.iter().map(role_json).collect())),
-        "add_role" => {
-            let a: AddRoleArgs = parse(spec, args)?;
+        Operation::ListRoles(_) => json(Value::Array(users::roles(lore).await?.iter().map(role_json).collect())),
+        Operation::AddRole(a) => {
             json(role_json(&users::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
-        "alter_role" => {
-            let a: AlterRoleArgs = parse(spec, args)?;
+        Operation::AlterRole(a) => {
             json(role_json(
                 &users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
             ))
         }
-        "drop_role" => {
-            let a: RoleArgs = parse(spec, args)?;
+        Operation::DropRole(a) => {
             let role = users::drop_role(lore, &actor, &a.id).await?;
             json(json!({"message": format!("{} successfully deleted", role.name)}))
         }
-        "user_info" => json(match principal {
+        Operation::UserInfo(_) => json(match principal {
             Principal::User(user) => user_json(user),
             Principal::Admin { account_id } => json!({
                 "username": Value::Null, "account_id": account_id, "active": true,
                 "role": {"role": "admin", "permission": Permission::super_user().to_json()},
             }),
         }),
-        "system_information" => json(json!({
+        Operation::SystemInformation(_) => json(json!({
             "version": env!("CARGO_PKG_VERSION"),
             "database": match sea_orm::ConnectionTrait::get_database_backend(&lore.db) {
                 sea_orm::DbBackend::Postgres => "postgresql",
@@ -235,8 +162,7 @@ pub(super) async fn run(
             },
             "databases": catalog::databases(&lore.db).await?,
         })),
-        "read_audit_log" => {
-            let a: ReadAuditLogArgs = parse(spec, args)?;
+        Operation::ReadAuditLog(a) => {
             lore.recorder().flush().await?;
             let entries = audit::recent(&lore.db, a.limit.unwrap_or(100).min(1000), a.before).await?;
             json(Value::Array(
@@ -249,19 +175,16 @@ pub(super) async fn run(
                     .collect(),
             ))
         }
-        "list_sources" => Ok(Outcome::Sources(crate::ingest::lifecycle::overviews(lore).await?)),
-        "get_job" => {
-            let a: JobArgs = parse(spec, args)?;
+        Operation::ListSources(_) => Ok(Outcome::Sources(crate::ingest::lifecycle::overviews(lore).await?)),
+        Operation::GetJob(a) => {
             Ok(Outcome::Job(crate::ingest::jobs::job(lore, &a.id).await?))
         }
-        "list_keys" => Ok(Outcome::Keys(crate::keys::list(lore).await?)),
-        "list_profile_versions" => Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?)),
-        "retrieve" => {
-            let a: RetrieveArgs = parse(spec, args)?;
+        Operation::ListKeys(_) => Ok(Outcome::Keys(crate::keys::list(lore).await?)),
+        Operation::ListProfileVersions(_) => Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?)),
+        Operation::Retrieve(a) => {
             Ok(Outcome::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
         }
-        "answer" => {
-            let a: AnswerArgs = parse(spec, args)?;
+        Operation::Answer(a) => {
             let ask = crate::answer::Ask {
                 question: a.question,
                 surface: crate::answer::Surface::Api,
@@ -269,14 +192,12 @@ pub(super) async fn run(
             };
             Ok(Outcome::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
         }
-        "get_status" => Ok(Outcome::Status(crate::readiness::assess(lore).await?)),
-        "search_jobs" => {
-            let a: SearchJobsArgs = parse(spec, args)?;
+        Operation::GetStatus(_) => Ok(Outcome::Status(crate::readiness::assess(lore).await?)),
+        Operation::SearchJobs(a) => {
             let limit = a.limit.unwrap_or(50).clamp(1, 500);
             Ok(Outcome::Jobs(crate::ingest::jobs::recent(lore, a.source_id.as_deref(), limit).await?))
         }
-        "add_source" => {
-            let a: AddSourceArgs = parse(spec, args)?;
+        Operation::AddSource(a) => {
             let new = crate::sources::NewSource {
                 name: a.name,
                 kind: a.kind,
@@ -287,14 +208,13 @@ pub(super) async fn run(
             let overview = crate::ingest::lifecycle::overview(lore, added.source).await?;
             Ok(Outcome::Source(Box::new(overview)))
         }
-        "sync_source" => {
-            let a: SyncSourceArgs = parse(spec, args)?;
+        Operation::SyncSource(a) => {
             let source = crate::sources::get(lore, &a.id).await?;
             Ok(Outcome::Job(
                 crate::ingest::lifecycle::start_run(lore, Some(&source.id), a.full, "operation").await?,
             ))
         }
-        "get_metrics" => {
+        Operation::GetMetrics(_) => {
             let answers: Vec<Value> = crate::metrics::totals_by_surface(lore)
                 .await?
                 .into_iter()
@@ -310,8 +230,7 @@ pub(super) async fn run(
                 .collect();
             json(json!({"answers": answers, "jobs": jobs}))
         }
-        "get_analytics" => {
-            let a: AnalyticsArgs = parse(spec, args)?;
+        Operation::GetAnalytics(a) => {
             let hours = a.hours.unwrap_or(24);
             if !(1..=24 * 400).contains(&hours) {
                 return Err(crate::Error::InvalidInput("`hours` must be between 1 and 9600".into()));
@@ -319,18 +238,16 @@ pub(super) async fn run(
             let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
             Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
         }
-        "set_configuration" => {
-            let a: SetConfigurationArgs = parse(spec, args)?;
+        Operation::SetConfiguration(a) => {
             json(set_configuration(lore, a.settings)?)
         }
-        "restart" => {
+        Operation::Restart(_) => {
             lore.request_restart();
             json(
                 json!({"message": "Restarting: requests in flight finish first, then Lore starts again with its configuration read anew."}),
             )
         }
-        "read_log" => {
-            let a: ReadLogArgs = parse(spec, args)?;
+        Operation::ReadLog(a) => {
             let lines =
                 crate::logbook::recent(a.limit.unwrap_or(100).min(crate::logbook::KEPT), a.level.as_deref());
             json(Value::Array(
@@ -340,16 +257,67 @@ pub(super) async fn run(
                     .collect(),
             ))
         }
-        "start_index" => {
-            let a: StartIndexArgs = parse(spec, args)?;
+        Operation::StartIndex(a) => {
             Ok(Outcome::Job(crate::ingest::lifecycle::start_run(lore, None, a.full, "operation").await?))
         }
         // Secrets serialize as `[redacted]`.
-        "get_configuration" => json(
+        Operation::GetConfiguration(_) => json(
             serde_json::to_value(&*lore.settings).map_err(|err| crate::Error::Internal(err.to_string()))?,
         ),
-        other => Err(crate::Error::Internal(format!("operation `{other}` is registered but has no handler"))),
     }
+}
+
+/// `create_attribute` (`create`) or `drop_attribute`.
+async fn change_attribute(lore: &Lore, actor: &audit::Actor, a: AttributeArgs, create: bool) -> Result<Value> {
+    let database = a.database_or_default();
+    let path = format!("{database}.{}.{}", a.table, a.attribute);
+    let kind = a.kind.as_deref().map(AttrType::parse).transpose()?;
+    let (noted_database, noted_table) = (database.clone(), a.table.clone());
+    structure(
+        lore,
+        actor,
+        if create { "attribute.created" } else { "attribute.dropped" },
+        &path,
+        |txn| {
+            Box::pin(async move {
+                let mut table = catalog::table(txn, &database, &a.table).await?;
+                if create {
+                    let attribute = Attribute {
+                        indexed: a.indexed,
+                        ..Attribute::new(&a.attribute, kind.unwrap_or(AttrType::Any))
+                    };
+                    catalog::add_attribute(txn, &mut table, attribute).await
+                } else {
+                    catalog::drop_attribute(txn, &mut table, &a.attribute).await
+                }
+            })
+        },
+    )
+    .await?;
+    if !create {
+        // The table sources reading it find it gone.
+        lore.table_writes().note_named(&noted_database, &noted_table);
+    }
+    Ok(json!({"message": if create {
+        format!("attribute '{path}' successfully created.")
+    } else {
+        format!("successfully deleted attribute '{}'", path.rsplit('.').next().unwrap_or_default())
+    }}))
+}
+
+/// `insert`, `update` or `upsert`, as `mode` says.
+async fn write(lore: &Lore, permission: &Permission, a: WriteArgs, mode: WriteMode) -> Result<Value> {
+    let total = a.records.len();
+    let txn = crate::store::begin_write(&lore.db).await?;
+    let mut table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
+    let attributes = table.attributes.len();
+    let written = records::write(&txn, permission, &mut table, a.records, mode).await?;
+    txn.commit().await?;
+    crate::resources::written(lore, &table, &written.done);
+    if table.attributes.len() != attributes {
+        lore.appdb_event(Event::SchemaReloaded);
+    }
+    Ok(write_response(mode, total, written))
 }
 
 pub(super) type Step<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
@@ -434,17 +402,17 @@ where
     Ok(())
 }
 
-pub(super) fn write_response(operation: &str, total: usize, written: Written) -> Value {
-    let (verb, field) = match operation {
-        "insert" => ("inserted", "inserted_hashes"),
-        "update" => ("updated", "update_hashes"),
-        _ => ("upserted", "upserted_hashes"),
+pub(super) fn write_response(mode: WriteMode, total: usize, written: Written) -> Value {
+    let (verb, field) = match mode {
+        WriteMode::Insert => ("inserted", "inserted_hashes"),
+        WriteMode::Update => ("updated", "update_hashes"),
+        WriteMode::Upsert => ("upserted", "upserted_hashes"),
     };
     let mut response = json!({
         "message": format!("{verb} {} of {total} records", written.done.len()),
         field: written.done,
     });
-    if operation != "upsert" {
+    if mode != WriteMode::Upsert {
         response["skipped_hashes"] = json!(written.skipped);
     }
     response

@@ -32,6 +32,10 @@ use engine::resources::Caller;
 use engine::settings::Secret;
 use serde_json::{json, Map, Value};
 
+mod rpc;
+
+use rpc::{Code, Incoming, Reply, RpcError};
+
 use super::error::ApiError;
 use super::public::API_KEY_HEADER;
 use crate::AppState;
@@ -46,20 +50,6 @@ const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
 /// Items per page of a list (DESIGN.md).
 const PAGE: usize = 200;
 
-// JSON-RPC error codes.
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
-/// Lore's own: the caller's permissions refuse it (`data.code` says more).
-const PERMISSION_DENIED: i64 = -32001;
-/// Session era: no resource at that URI.
-const RESOURCE_NOT_FOUND: i64 = -32002;
-/// 2026-07-28: a header disagrees with the body.
-const HEADER_MISMATCH: i64 = -32020;
-/// 2026-07-28: a protocol version Lore does not speak.
-const UNSUPPORTED_VERSION: i64 = -32022;
 
 pub async fn application(
     State(state): State<AppState>,
@@ -114,16 +104,13 @@ async fn serve(
     }
 }
 
-fn rpc_error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut error = json!({"code": code, "message": message});
-    if let Some(data) = data {
-        error["data"] = data;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
-}
-
 fn json_response(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
+}
+
+/// A JSON-RPC error to request `id`, with an HTTP status of its own.
+fn refuse(status: StatusCode, id: Value, error: RpcError) -> Response {
+    json_response(status, Reply::error(id, error).to_value())
 }
 
 /// What a request's `Accept` allows: JSON, an event stream, or neither.
@@ -203,13 +190,8 @@ impl Call {
     /// The live session a request names, bound to this caller.
     async fn session(&self, caller: &Caller) -> Result<sessions::Session, Response> {
         let Some(id) = header_text(&self.headers, SESSION_HEADER) else {
-            let body = rpc_error(
-                &Value::Null,
-                INVALID_REQUEST,
-                "the Mcp-Session-Id header is required (initialize first)",
-                None,
-            );
-            return Err(json_response(StatusCode::BAD_REQUEST, body));
+            let error = RpcError::new(Code::InvalidRequest, "the Mcp-Session-Id header is required (initialize first)");
+            return Err(refuse(StatusCode::BAD_REQUEST, Value::Null, error));
         };
         let (status, text) = match sessions::lookup(self.lore(), self.profile, id, caller).await {
             Ok(sessions::Lookup::Live(session)) => return Ok(*session),
@@ -219,65 +201,19 @@ impl Call {
             Ok(sessions::Lookup::NotYours) => (StatusCode::FORBIDDEN, "this session belongs to another user"),
             Err(err) => return Err(ApiError::from(err).into_response()),
         };
-        Err(json_response(status, rpc_error(&Value::Null, INVALID_REQUEST, text, None)))
+        Err(refuse(status, Value::Null, RpcError::new(Code::InvalidRequest, text)))
     }
 
     async fn post(self, viewer: Option<&Viewer>, body: Bytes) -> Response {
         let (json_ok, sse_ok) = accepts(&self.headers);
         if !json_ok && !sse_ok {
-            let body = rpc_error(
-                &Value::Null,
-                INVALID_REQUEST,
-                "Accept must allow application/json or text/event-stream",
-                None,
-            );
-            return json_response(StatusCode::NOT_ACCEPTABLE, body);
+            let error = RpcError::new(Code::InvalidRequest, "Accept must allow application/json or text/event-stream");
+            return refuse(StatusCode::NOT_ACCEPTABLE, Value::Null, error);
         }
-        let message: Value = match serde_json::from_slice(&body) {
-            Ok(message) => message,
-            Err(err) => {
-                let body =
-                    rpc_error(&Value::Null, PARSE_ERROR, &format!("the body is not JSON: {err}"), None);
-                return json_response(StatusCode::BAD_REQUEST, body);
-            }
-        };
-        let batch = message.is_array();
-        let Value::Object(message) = message else {
-            let text = if batch {
-                "batches are not supported: send one message per request"
-            } else {
-                "the body must be a JSON-RPC message"
-            };
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                rpc_error(&Value::Null, INVALID_REQUEST, text, None),
-            );
-        };
-        let id = message.get("id").cloned();
-        let Some(method) = message.get("method").and_then(Value::as_str).map(str::to_owned) else {
-            // A client's response to a request of ours: Lore sends none, so
-            // there is nothing to do with it.
-            if id.is_some() && (message.contains_key("result") || message.contains_key("error")) {
-                return StatusCode::ACCEPTED.into_response();
-            }
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                rpc_error(&Value::Null, INVALID_REQUEST, "not a JSON-RPC request", None),
-            );
-        };
-        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            let body =
-                rpc_error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`jsonrpc` must be \"2.0\"", None);
-            return json_response(StatusCode::BAD_REQUEST, body);
-        }
-        let params = match message.get("params") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(params)) => params.clone(),
-            Some(_) => {
-                let body =
-                    rpc_error(&id.unwrap_or(Value::Null), INVALID_PARAMS, "`params` must be an object", None);
-                return json_response(StatusCode::BAD_REQUEST, body);
-            }
+        let (id, method, params) = match rpc::parse(&body) {
+            Ok(Incoming::Call { id, method, params }) => (id, method, params),
+            Ok(Incoming::Response) => return StatusCode::ACCEPTED.into_response(),
+            Err((id, error)) => return refuse(StatusCode::BAD_REQUEST, id, error),
         };
         let modern = params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
         let (caller, key_id) = match self.caller(viewer).await {
@@ -306,26 +242,15 @@ impl Call {
     ) -> Response {
         if let Some(version) = header_text(&self.headers, VERSION_HEADER) {
             if !mcp::SESSION_VERSIONS.contains(&version) && method != "initialize" {
-                let body = rpc_error(
-                    &id.unwrap_or(Value::Null),
-                    INVALID_REQUEST,
-                    &format!("unsupported MCP-Protocol-Version `{version}`"),
-                    Some(json!({"supported": mcp::SESSION_VERSIONS})),
-                );
-                return json_response(StatusCode::BAD_REQUEST, body);
+                let error = RpcError::new(Code::InvalidRequest, format!("unsupported MCP-Protocol-Version `{version}`"))
+                    .with_data(json!({"supported": mcp::SESSION_VERSIONS}));
+                return refuse(StatusCode::BAD_REQUEST, id.unwrap_or(Value::Null), error);
             }
         }
         if method == "initialize" {
             let Some(id) = id else {
-                return json_response(
-                    StatusCode::BAD_REQUEST,
-                    rpc_error(
-                        &Value::Null,
-                        INVALID_REQUEST,
-                        "initialize is a request (it needs an id)",
-                        None,
-                    ),
-                );
+                let error = RpcError::new(Code::InvalidRequest, "initialize is a request (it needs an id)");
+                return refuse(StatusCode::BAD_REQUEST, Value::Null, error);
             };
             return self.initialize(caller, id, params).await;
         }
@@ -352,10 +277,7 @@ impl Call {
 
     async fn initialize(&self, caller: &Caller, id: Value, params: Map<String, Value>) -> Response {
         let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                rpc_error(&id, INVALID_PARAMS, "`protocolVersion` is required", None),
-            );
+            return refuse(StatusCode::BAD_REQUEST, id, RpcError::new(Code::InvalidParams, "`protocolVersion` is required"));
         };
         let client =
             json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
@@ -369,8 +291,7 @@ impl Call {
             "serverInfo": {"name": "lore", "title": "Lore", "version": mcp::SURFACE_VERSION},
             "instructions": instructions(self.profile),
         });
-        let mut response =
-            json_response(StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        let mut response = json_response(StatusCode::OK, Reply::result(id, result).to_value());
         if let Ok(value) = HeaderValue::from_str(&session.id) {
             response.headers_mut().insert(SESSION_HEADER, value);
         }
@@ -404,13 +325,37 @@ impl Call {
             "tools/list" | "resources/list" | "resources/templates/list" => {
                 let surface = mcp::surface(lore, self.profile, caller).await?;
                 let (field, items): (&str, Vec<Value>) = match method {
-                    "tools/list" => ("tools", surface.tools.iter().map(tool_json).collect()),
-                    "resources/list" => ("resources", surface.resources.iter().map(|r| {
-                        json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type})
-                    }).collect()),
-                    _ => ("resourceTemplates", surface.templates.iter().map(|t| {
-                        json!({"uriTemplate": t.uri_template, "name": t.name, "description": t.description, "mimeType": t.mime_type})
-                    }).collect()),
+                    "tools/list" => ("tools", surface.tools.iter().map(tool_listing).collect()),
+                    "resources/list" => (
+                        "resources",
+                        surface
+                            .resources
+                            .iter()
+                            .map(|r| {
+                                rpc::value(&rpc::ResourceListing {
+                                    uri: &r.uri,
+                                    name: &r.name,
+                                    description: &r.description,
+                                    mime_type: r.mime_type,
+                                })
+                            })
+                            .collect(),
+                    ),
+                    _ => (
+                        "resourceTemplates",
+                        surface
+                            .templates
+                            .iter()
+                            .map(|t| {
+                                rpc::value(&rpc::TemplateListing {
+                                    uri_template: &t.uri_template,
+                                    name: &t.name,
+                                    description: &t.description,
+                                    mime_type: t.mime_type,
+                                })
+                            })
+                            .collect(),
+                    ),
                 };
                 page(params, field, items)
             }
@@ -422,19 +367,19 @@ impl Call {
                 match mcp::read(lore, self.profile, caller, uri).await {
                     Ok(read) => {
                         let text = serde_json::to_string_pretty(&read.json).unwrap_or_default();
-                        Ok(
-                            json!({"contents": [{"uri": read.uri, "mimeType": "application/json", "text": text}]}),
-                        )
+                        let contents = rpc::Contents { uri: read.uri, mime_type: "application/json", text };
+                        Ok(rpc::value(&rpc::ReadResult { contents: [contents] }))
                     }
                     Err(engine::Error::AppDb(AppDbError::UnknownResource(_))) => {
-                        let code = if modern { INVALID_PARAMS } else { RESOURCE_NOT_FOUND };
-                        Err(Failure::Rpc(code, format!("no resource at `{uri}`"), Some(json!({"uri": uri}))))
+                        let code = if modern { Code::InvalidParams } else { Code::ResourceNotFound };
+                        let error = RpcError::new(code, format!("no resource at `{uri}`"));
+                        Err(Failure::Rpc(error.with_data(json!({"uri": uri}))))
                     }
                     Err(err) => Err(err.into()),
                 }
             }
             "tools/call" => self.call_tool(caller, key_id, params).await,
-            other => Err(Failure::Rpc(METHOD_NOT_FOUND, format!("no method `{other}`"), None)),
+            other => Err(Failure::Rpc(RpcError::new(Code::MethodNotFound, format!("no method `{other}`")))),
         }
     }
 
@@ -457,17 +402,12 @@ impl Call {
             .await
             .and_then(app::wire::tool_response);
         let (reply, outcome) = match result {
-            Ok(structured) => {
-                let text = serde_json::to_string(&structured).unwrap_or_default();
-                let reply = json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false});
-                (Ok(reply), "ok")
-            }
+            Ok(structured) => (Ok(rpc::value(&rpc::CallResult::new(structured, false))), "ok"),
             // Not offered to this caller: a protocol error, as for any unknown tool.
             Err(engine::Error::AppDb(AppDbError::UnknownTool(tool))) => {
                 let failure = Failure::Rpc(
-                    INVALID_PARAMS,
-                    format!("no tool `{tool}`"),
-                    Some(json!({"code": "tool_not_found"})),
+                    RpcError::new(Code::InvalidParams, format!("no tool `{tool}`"))
+                        .with_data(json!({"code": "tool_not_found"})),
                 );
                 (Err(failure), "tool_not_found")
             }
@@ -479,8 +419,7 @@ impl Call {
                     tracing::warn!(code, tool = name, "a tool call failed");
                 }
                 let body = json!({"error": {"code": code, "message": message, "details": error.details()}});
-                let reply = json!({"content": [{"type": "text", "text": body.to_string()}], "structuredContent": body, "isError": true});
-                (Ok(reply), code)
+                (Ok(rpc::value(&rpc::CallResult::new(body, true))), code)
             }
         };
         mcp::audit_call(lore, self.profile, caller, name, &args, outcome).await;
@@ -499,9 +438,8 @@ impl Call {
         let rpc_id = id.clone().unwrap_or(Value::Null);
         let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
         let version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
-        let mismatch = |text: String| {
-            json_response(StatusCode::BAD_REQUEST, rpc_error(&rpc_id, HEADER_MISMATCH, &text, None))
-        };
+        let mismatch =
+            |text: String| refuse(StatusCode::BAD_REQUEST, rpc_id.clone(), RpcError::new(Code::HeaderMismatch, text));
         let sent = header_text(&self.headers, VERSION_HEADER).map(str::to_owned);
         if let Err(text) = repeats(sent, "MCP-Protocol-Version", version) {
             return mismatch(text);
@@ -510,17 +448,15 @@ impl Call {
             let mut supported = vec![mcp::SESSIONLESS_VERSION];
             supported.extend(mcp::SESSION_VERSIONS);
             let data = json!({"supported": supported, "requested": version});
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                rpc_error(&rpc_id, UNSUPPORTED_VERSION, "Unsupported protocol version", Some(data)),
-            );
+            let error = RpcError::new(Code::UnsupportedVersion, "Unsupported protocol version").with_data(data);
+            return refuse(StatusCode::BAD_REQUEST, rpc_id, error);
         }
         let Some(id) = id else {
             return StatusCode::ACCEPTED.into_response();
         };
         if meta.get(META_CAPABILITIES).is_none() {
             let text = format!("params._meta is missing the required key {META_CAPABILITIES}");
-            return json_response(StatusCode::BAD_REQUEST, rpc_error(&id, INVALID_PARAMS, &text, None));
+            return refuse(StatusCode::BAD_REQUEST, id, RpcError::new(Code::InvalidParams, text));
         }
         let sent = header_text(&self.headers, METHOD_HEADER).and_then(decode_header);
         if let Err(text) = repeats(sent, "Mcp-Method", method) {
@@ -555,8 +491,8 @@ impl Call {
             }
             "tools/call" => self.method(caller, key_id, method, &params, true).await,
             other => {
-                let body = rpc_error(&id, METHOD_NOT_FOUND, &format!("no method `{other}`"), None);
-                return json_response(StatusCode::NOT_FOUND, body);
+                let error = RpcError::new(Code::MethodNotFound, format!("no method `{other}`"));
+                return refuse(StatusCode::NOT_FOUND, id, error);
             }
         };
         reply(id, outcome, true, sse_only)
@@ -584,8 +520,10 @@ impl Call {
         if !filter.updates.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(filter.updates));
         }
-        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}});
+        let mut params = Map::new();
+        params.insert("_meta".into(), json!({ rpc::SUBSCRIPTION_ID: id }));
+        params.insert("notifications".into(), Value::Object(honoured));
+        let ack = rpc::Notification::new("notifications/subscriptions/acknowledged", params).to_value();
         match hub::listen(self.lore(), self.profile, caller, id.clone(), filter).await {
             Ok(channel) => push_stream(Some(ack), channel),
             Err(err) => reply(id, Err(err.into()), true, false),
@@ -596,13 +534,11 @@ impl Call {
     async fn get(self, viewer: Option<&Viewer>) -> Response {
         let (_, sse_ok) = accepts(&self.headers);
         if !sse_ok {
-            let body = rpc_error(
-                &Value::Null,
-                INVALID_REQUEST,
+            let error = RpcError::new(
+                Code::InvalidRequest,
                 "the push channel is an event stream: Accept must allow text/event-stream",
-                None,
             );
-            return json_response(StatusCode::NOT_ACCEPTABLE, body);
+            return refuse(StatusCode::NOT_ACCEPTABLE, Value::Null, error);
         }
         let (caller, _) = match self.caller(viewer).await {
             Ok(found) => found,
@@ -646,7 +582,7 @@ impl Call {
 fn push_stream(first: Option<Value>, channel: hub::Stream) -> Response {
     use futures::StreamExt as _;
     let rest = futures::stream::unfold(channel, |mut channel| async move {
-        channel.messages.recv().await.map(|message| (message, channel))
+        channel.messages.recv().await.map(|pushed| (rpc::Notification::pushed(pushed).to_value(), channel))
     });
     let events = futures::stream::iter(first).chain(rest).map(|message| {
         Ok::<_, std::convert::Infallible>(Event::default().event("message").data(message.to_string()))
@@ -658,13 +594,13 @@ fn push_stream(first: Option<Value>, channel: hub::Stream) -> Response {
 
 /// Why a method failed: a JSON-RPC error, or an engine error to convert.
 enum Failure {
-    Rpc(i64, String, Option<Value>),
+    Rpc(RpcError),
     Engine(engine::Error),
 }
 
 impl Failure {
     fn params(message: &str) -> Self {
-        Failure::Rpc(INVALID_PARAMS, message.to_owned(), None)
+        Failure::Rpc(RpcError::new(Code::InvalidParams, message))
     }
 }
 
@@ -685,20 +621,20 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
                 result["resultType"] = json!("complete");
                 result["_meta"] = json!({META_SERVER: {"name": "lore", "version": mcp::SURFACE_VERSION}});
             }
-            (StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            (StatusCode::OK, Reply::result(id, result))
         }
-        Err(Failure::Rpc(code, message, data)) => {
+        Err(Failure::Rpc(error)) => {
             let status =
-                if code == METHOD_NOT_FOUND && modern { StatusCode::NOT_FOUND } else { StatusCode::OK };
-            (status, rpc_error(&id, code, &message, data))
+                if error.code == Code::MethodNotFound && modern { StatusCode::NOT_FOUND } else { StatusCode::OK };
+            (status, Reply::error(id, error))
         }
         Err(Failure::Engine(err)) => {
             let error = ApiError::from(err);
             let (status, code, message) = error.parts();
             let rpc = match status {
-                StatusCode::FORBIDDEN => PERMISSION_DENIED,
-                s if s.is_server_error() => INTERNAL_ERROR,
-                _ => INVALID_PARAMS,
+                StatusCode::FORBIDDEN => Code::PermissionDenied,
+                s if s.is_server_error() => Code::Internal,
+                _ => Code::InvalidParams,
             };
             let mut data = json!({"code": code});
             if let Some(details) = error.details() {
@@ -710,9 +646,10 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
             // A JSON-RPC error rides on 200, so clients read it as one; only
             // the rate limit keeps its 429 (clients back off on it).
             let status = if status == StatusCode::TOO_MANY_REQUESTS { status } else { StatusCode::OK };
-            (status, rpc_error(&id, rpc, &message, Some(data)))
+            (status, Reply::error(id, RpcError::new(rpc, message).with_data(data)))
         }
     };
+    let body = body.to_value();
     if sse_only {
         let event = Event::default().event("message").data(body.to_string());
         let mut response =
@@ -723,13 +660,13 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
     json_response(status, body)
 }
 
-fn tool_json(tool: &mcp::Tool) -> Value {
-    json!({
-        "name": tool.name,
-        "description": tool.description,
-        "inputSchema": tool.input_schema,
-        "outputSchema": tool.output_schema,
-        "annotations": {"readOnlyHint": tool.read_only, "destructiveHint": tool.destructive},
+fn tool_listing(tool: &mcp::Tool) -> Value {
+    rpc::value(&rpc::ToolListing {
+        name: &tool.name,
+        description: &tool.description,
+        input_schema: &tool.input_schema,
+        output_schema: &tool.output_schema,
+        annotations: rpc::Annotations { read_only_hint: tool.read_only, destructive_hint: tool.destructive },
     })
 }
 
