@@ -50,7 +50,6 @@ const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
 /// Items per page of a list (DESIGN.md).
 const PAGE: usize = 200;
 
-
 pub async fn application(
     State(state): State<AppState>,
     viewer: Option<Extension<Viewer>>,
@@ -190,7 +189,10 @@ impl Call {
     /// The live session a request names, bound to this caller.
     async fn session(&self, caller: &Caller) -> Result<sessions::Session, Response> {
         let Some(id) = header_text(&self.headers, SESSION_HEADER) else {
-            let error = RpcError::new(Code::InvalidRequest, "the Mcp-Session-Id header is required (initialize first)");
+            let error = RpcError::new(
+                Code::InvalidRequest,
+                "the Mcp-Session-Id header is required (initialize first)",
+            );
             return Err(refuse(StatusCode::BAD_REQUEST, Value::Null, error));
         };
         let (status, text) = match sessions::lookup(self.lore(), self.profile, id, caller).await {
@@ -207,13 +209,16 @@ impl Call {
     async fn post(self, viewer: Option<&Viewer>, body: Bytes) -> Response {
         let (json_ok, sse_ok) = accepts(&self.headers);
         if !json_ok && !sse_ok {
-            let error = RpcError::new(Code::InvalidRequest, "Accept must allow application/json or text/event-stream");
+            let error = RpcError::new(
+                Code::InvalidRequest,
+                "Accept must allow application/json or text/event-stream",
+            );
             return refuse(StatusCode::NOT_ACCEPTABLE, Value::Null, error);
         }
         let (id, method, params) = match rpc::parse(&body) {
             Ok(Incoming::Call { id, method, params }) => (id, method, params),
             Ok(Incoming::Response) => return StatusCode::ACCEPTED.into_response(),
-            Err((id, error)) => return refuse(StatusCode::BAD_REQUEST, id, error),
+            Err(refused) => return refuse(StatusCode::BAD_REQUEST, refused.id, refused.error),
         };
         let modern = params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
         let (caller, key_id) = match self.caller(viewer).await {
@@ -242,8 +247,11 @@ impl Call {
     ) -> Response {
         if let Some(version) = header_text(&self.headers, VERSION_HEADER) {
             if !mcp::SESSION_VERSIONS.contains(&version) && method != "initialize" {
-                let error = RpcError::new(Code::InvalidRequest, format!("unsupported MCP-Protocol-Version `{version}`"))
-                    .with_data(json!({"supported": mcp::SESSION_VERSIONS}));
+                let error = RpcError::new(
+                    Code::InvalidRequest,
+                    format!("unsupported MCP-Protocol-Version `{version}`"),
+                )
+                .with_data(json!({"supported": mcp::SESSION_VERSIONS}));
                 return refuse(StatusCode::BAD_REQUEST, id.unwrap_or(Value::Null), error);
             }
         }
@@ -277,7 +285,11 @@ impl Call {
 
     async fn initialize(&self, caller: &Caller, id: Value, params: Map<String, Value>) -> Response {
         let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
-            return refuse(StatusCode::BAD_REQUEST, id, RpcError::new(Code::InvalidParams, "`protocolVersion` is required"));
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                id,
+                RpcError::new(Code::InvalidParams, "`protocolVersion` is required"),
+            );
         };
         let client =
             json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
@@ -438,8 +450,9 @@ impl Call {
         let rpc_id = id.clone().unwrap_or(Value::Null);
         let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
         let version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
-        let mismatch =
-            |text: String| refuse(StatusCode::BAD_REQUEST, rpc_id.clone(), RpcError::new(Code::HeaderMismatch, text));
+        let mismatch = |text: String| {
+            refuse(StatusCode::BAD_REQUEST, rpc_id.clone(), RpcError::new(Code::HeaderMismatch, text))
+        };
         let sent = header_text(&self.headers, VERSION_HEADER).map(str::to_owned);
         if let Err(text) = repeats(sent, "MCP-Protocol-Version", version) {
             return mismatch(text);
@@ -448,7 +461,8 @@ impl Call {
             let mut supported = vec![mcp::SESSIONLESS_VERSION];
             supported.extend(mcp::SESSION_VERSIONS);
             let data = json!({"supported": supported, "requested": version});
-            let error = RpcError::new(Code::UnsupportedVersion, "Unsupported protocol version").with_data(data);
+            let error =
+                RpcError::new(Code::UnsupportedVersion, "Unsupported protocol version").with_data(data);
             return refuse(StatusCode::BAD_REQUEST, rpc_id, error);
         }
         let Some(id) = id else {
@@ -624,8 +638,11 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
             (StatusCode::OK, Reply::result(id, result))
         }
         Err(Failure::Rpc(error)) => {
-            let status =
-                if error.code == Code::MethodNotFound && modern { StatusCode::NOT_FOUND } else { StatusCode::OK };
+            let status = if error.code == Code::MethodNotFound && modern {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::OK
+            };
             (status, Reply::error(id, error))
         }
         Err(Failure::Engine(err)) => {

@@ -157,19 +157,28 @@ pub enum Incoming {
 
 /// A message that cannot be served: the error, and the id to answer it
 /// under (`null` when there is none).
-pub type Refused = (Value, RpcError);
+#[derive(Debug)]
+pub struct Refused {
+    pub id: Value,
+    pub error: RpcError,
+}
+
+fn refused(id: Value, error: RpcError) -> Box<Refused> {
+    Box::new(Refused { id, error })
+}
 
 /// Reads a POST body: one JSON-RPC message (batches are refused).
-pub fn parse(body: &[u8]) -> Result<Incoming, Refused> {
-    let refused = |code, text: &str| (Value::Null, RpcError::new(code, text));
-    let message: Value = serde_json::from_slice(body)
-        .map_err(|err| (Value::Null, RpcError::new(Code::ParseError, format!("the body is not JSON: {err}"))))?;
+pub fn parse(body: &[u8]) -> Result<Incoming, Box<Refused>> {
+    let invalid = |text: &str| refused(Value::Null, RpcError::new(Code::InvalidRequest, text));
+    let message: Value = serde_json::from_slice(body).map_err(|err| {
+        refused(Value::Null, RpcError::new(Code::ParseError, format!("the body is not JSON: {err}")))
+    })?;
     let batch = message.is_array();
     let Value::Object(message) = message else {
         return Err(if batch {
-            refused(Code::InvalidRequest, "batches are not supported: send one message per request")
+            invalid("batches are not supported: send one message per request")
         } else {
-            refused(Code::InvalidRequest, "the body must be a JSON-RPC message")
+            invalid("the body must be a JSON-RPC message")
         });
     };
     let id = message.get("id").cloned();
@@ -177,16 +186,18 @@ pub fn parse(body: &[u8]) -> Result<Incoming, Refused> {
         if id.is_some() && (message.contains_key("result") || message.contains_key("error")) {
             return Ok(Incoming::Response);
         }
-        return Err(refused(Code::InvalidRequest, "not a JSON-RPC request"));
+        return Err(invalid("not a JSON-RPC request"));
     };
     let answer_to = id.clone().unwrap_or(Value::Null);
     if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err((answer_to, RpcError::new(Code::InvalidRequest, "`jsonrpc` must be \"2.0\"")));
+        return Err(refused(answer_to, RpcError::new(Code::InvalidRequest, "`jsonrpc` must be \"2.0\"")));
     }
     let params = match message.get("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(params)) => params.clone(),
-        Some(_) => return Err((answer_to, RpcError::new(Code::InvalidParams, "`params` must be an object"))),
+        Some(_) => {
+            return Err(refused(answer_to, RpcError::new(Code::InvalidParams, "`params` must be an object")))
+        }
     };
     Ok(Incoming::Call { id, method, params })
 }
@@ -285,7 +296,8 @@ mod tests {
             Reply::result(json!(7), json!({"tools": []})).to_value(),
             json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}})
         );
-        let refused = RpcError::new(Code::PermissionDenied, "no").with_data(json!({"code": "permission_denied"}));
+        let refused =
+            RpcError::new(Code::PermissionDenied, "no").with_data(json!({"code": "permission_denied"}));
         assert_eq!(
             Reply::error(json!("a"), refused).to_value(),
             json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32001, "message": "no", "data": {"code": "permission_denied"}}})
@@ -300,20 +312,21 @@ mod tests {
     fn a_body_is_read_as_one_request_a_notification_or_a_response() {
         let call = parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
         assert_eq!(call, Incoming::Call { id: Some(json!(1)), method: "ping".into(), params: Map::new() });
-        let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{"a":1}}"#).unwrap();
+        let note =
+            parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{"a":1}}"#).unwrap();
         let Incoming::Call { id: None, params, .. } = note else { panic!("a notification") };
         assert_eq!(params.get("a"), Some(&json!(1)));
         assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap(), Incoming::Response);
         let null_id = parse(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#).unwrap();
         assert!(matches!(null_id, Incoming::Call { id: Some(Value::Null), .. }), "{null_id:?}");
 
-        let code = |body: &[u8]| parse(body).unwrap_err().1.code;
+        let code = |body: &[u8]| parse(body).unwrap_err().error.code;
         assert_eq!(code(b"{"), Code::ParseError);
         assert_eq!(code(b"[]"), Code::InvalidRequest);
         assert_eq!(code(b"3"), Code::InvalidRequest);
         assert_eq!(code(br#"{"id":1}"#), Code::InvalidRequest);
-        let (id, error) = parse(br#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#).unwrap_err();
-        assert_eq!((id, error.code), (json!(9), Code::InvalidRequest));
+        let wrong = parse(br#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#).unwrap_err();
+        assert_eq!((wrong.id, wrong.error.code), (json!(9), Code::InvalidRequest));
         assert_eq!(code(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#), Code::InvalidParams);
     }
 
