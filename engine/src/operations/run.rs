@@ -118,7 +118,9 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             let found = records::search(&lore.db, &permission, &table, &search).await?;
             json(Value::Array(found.into_iter().map(Value::Object).collect()))
         }
-        Operation::ListUsers(_) => json(Value::Array(users::users(lore).await?.iter().map(user_json).collect())),
+        Operation::ListUsers(_) => {
+            json(Value::Array(users::users(lore).await?.iter().map(user_json).collect()))
+        }
         Operation::AddUser(a) => {
             let user = users::add_user(lore, &actor, &a.username, &a.role, a.active.unwrap_or(true)).await?;
             json(json!({"message": format!("{} successfully added", user.username)}))
@@ -133,15 +135,15 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             users::drop_user(lore, &actor, &a.username).await?;
             json(json!({"message": format!("{} successfully deleted", a.username)}))
         }
-        Operation::ListRoles(_) => json(Value::Array(users::roles(lore).await?.iter().map(role_json).collect())),
+        Operation::ListRoles(_) => {
+            json(Value::Array(users::roles(lore).await?.iter().map(role_json).collect()))
+        }
         Operation::AddRole(a) => {
             json(role_json(&users::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
-        Operation::AlterRole(a) => {
-            json(role_json(
-                &users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
-            ))
-        }
+        Operation::AlterRole(a) => json(role_json(
+            &users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
+        )),
         Operation::DropRole(a) => {
             let role = users::drop_role(lore, &actor, &a.id).await?;
             json(json!({"message": format!("{} successfully deleted", role.name)}))
@@ -176,11 +178,11 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             ))
         }
         Operation::ListSources(_) => Ok(Outcome::Sources(crate::ingest::lifecycle::overviews(lore).await?)),
-        Operation::GetJob(a) => {
-            Ok(Outcome::Job(crate::ingest::jobs::job(lore, &a.id).await?))
-        }
+        Operation::GetJob(a) => Ok(Outcome::Job(crate::ingest::jobs::job(lore, &a.id).await?)),
         Operation::ListKeys(_) => Ok(Outcome::Keys(crate::keys::list(lore).await?)),
-        Operation::ListProfileVersions(_) => Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?)),
+        Operation::ListProfileVersions(_) => {
+            Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?))
+        }
         Operation::Retrieve(a) => {
             Ok(Outcome::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
         }
@@ -238,9 +240,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
             Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
         }
-        Operation::SetConfiguration(a) => {
-            json(set_configuration(lore, a.settings)?)
-        }
+        Operation::SetConfiguration(a) => json(set_configuration(lore, a.settings)?),
         Operation::Restart(_) => {
             lore.request_restart();
             json(
@@ -268,31 +268,30 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
 }
 
 /// `create_attribute` (`create`) or `drop_attribute`.
-async fn change_attribute(lore: &Lore, actor: &audit::Actor, a: AttributeArgs, create: bool) -> Result<Value> {
+async fn change_attribute(
+    lore: &Lore,
+    actor: &audit::Actor,
+    a: AttributeArgs,
+    create: bool,
+) -> Result<Value> {
     let database = a.database_or_default();
     let path = format!("{database}.{}.{}", a.table, a.attribute);
     let kind = a.kind.as_deref().map(AttrType::parse).transpose()?;
     let (noted_database, noted_table) = (database.clone(), a.table.clone());
-    structure(
-        lore,
-        actor,
-        if create { "attribute.created" } else { "attribute.dropped" },
-        &path,
-        |txn| {
-            Box::pin(async move {
-                let mut table = catalog::table(txn, &database, &a.table).await?;
-                if create {
-                    let attribute = Attribute {
-                        indexed: a.indexed,
-                        ..Attribute::new(&a.attribute, kind.unwrap_or(AttrType::Any))
-                    };
-                    catalog::add_attribute(txn, &mut table, attribute).await
-                } else {
-                    catalog::drop_attribute(txn, &mut table, &a.attribute).await
-                }
-            })
-        },
-    )
+    structure(lore, actor, if create { "attribute.created" } else { "attribute.dropped" }, &path, |txn| {
+        Box::pin(async move {
+            let mut table = catalog::table(txn, &database, &a.table).await?;
+            if create {
+                let attribute = Attribute {
+                    indexed: a.indexed,
+                    ..Attribute::new(&a.attribute, kind.unwrap_or(AttrType::Any))
+                };
+                catalog::add_attribute(txn, &mut table, attribute).await
+            } else {
+                catalog::drop_attribute(txn, &mut table, &a.attribute).await
+            }
+        })
+    })
     .await?;
     if !create {
         // The table sources reading it find it gone.
