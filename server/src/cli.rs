@@ -645,9 +645,10 @@ pub enum SourcesCommand {
         #[arg(long)]
         conditions: Option<String>,
         /// The whole configuration as a JSON object (any kind; the options
-        /// above override its keys).
-        #[arg(long)]
-        config: Option<String>,
+        /// above override its keys). Not `--config`: that names Lore's own
+        /// configuration file, for every command.
+        #[arg(long, value_name = "JSON")]
+        source_config: Option<String>,
         /// static, low, medium or high: how often it is re-synced.
         #[arg(long)]
         volatility: Option<String>,

@@ -34,19 +34,9 @@ pub fn SourceForm(
     let kind = RwSignal::new(String::new());
     let entries: Entries = RwSignal::new(HashMap::new());
     let volatility = RwSignal::new(String::new());
-    let chosen = move || {
-        kinds.with(|all| {
-            all.as_ref()
-                .and_then(|all| all.as_ref().ok())
-                .and_then(|all| all.iter().find(|k| k.key == kind.get()).cloned())
-        })
-    };
+    let chosen = move || kinds.with(|all| find(all, &kind.get()));
     let choose = move |key: String| {
-        let found = kinds.with_untracked(|all| {
-            all.as_ref()
-                .and_then(|all| all.as_ref().ok())
-                .and_then(|all| all.iter().find(|k| k.key == key).cloned())
-        });
+        let found = kinds.with_untracked(|all| find(all, &key));
         if let Some(found) = found {
             entries.set(found.fields.iter().map(|f| (f.key.clone(), initial(f))).collect());
             volatility.set(found.default_volatility.clone());
@@ -196,6 +186,11 @@ fn field(field: FieldView, entries: Entries) -> impl IntoView {
         }
     };
     view! { <label>{field.label} {input}</label> }
+}
+
+/// The loaded kind called `key`.
+fn find(kinds: &Option<Result<Vec<SourceKindView>, String>>, key: &str) -> Option<SourceKindView> {
+    kinds.as_ref()?.as_ref().ok()?.iter().find(|k| k.key == key).cloned()
 }
 
 /// What a field starts with: its default, or a choice's first value.

@@ -28,16 +28,16 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             template,
             url_template,
             conditions,
-            config,
+            source_config,
             volatility,
             json,
         } => {
-            let mut given = match config {
+            let mut given = match source_config {
                 None => serde_json::Map::new(),
                 Some(raw) => match serde_json::from_str(&raw) {
                     Ok(serde_json::Value::Object(map)) => map,
-                    Ok(_) => return Err(invalid("--config must be a JSON object")),
-                    Err(err) => return Err(invalid(format!("--config is not JSON: {err}"))),
+                    Ok(_) => return Err(invalid("--source-config must be a JSON object")),
+                    Err(err) => return Err(invalid(format!("--source-config is not JSON: {err}"))),
                 },
             };
             let conditions = conditions

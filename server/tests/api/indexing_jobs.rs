@@ -244,3 +244,49 @@ async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() 
     assert_eq!(chunks, ROWS, "one chunk a row: none lost, none duplicated");
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
 }
+
+/// `lore sources add` fills the kind's configuration from `--source-config` and
+/// the named options, and the kind refuses a key it does not take (here a
+/// website's start URL on a table source), naming it, with nothing created.
+#[tokio::test]
+async fn the_cli_adds_a_source_from_its_configuration_and_the_kind_refuses_a_key_it_does_not_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let watcher = open(dir.path()).await;
+    let admin = engine::appdb::Principal::Admin { account_id: "ada".into() };
+    for body in [
+        serde_json::json!({"operation": "create_table", "table": "note", "primary_key": "id"}),
+        serde_json::json!({"operation": "insert", "table": "note", "records": [{"id": 1, "topic": "Shelves", "body": "Shelf 3 holds volume 7."}]}),
+    ] {
+        engine::operations::dispatch(&watcher, &admin, body).await.unwrap();
+    }
+    let add = |args: &[&str]| {
+        let output = lore(dir.path())
+            .args(["sources", "add", "--name", "Notes", "--kind", "table", "--json"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let printed = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+        (output.status.success(), printed)
+    };
+
+    let (ok, refused) = add(&["--table", "note", "--title", "topic", "--url", "https://docs.example.com/"]);
+    assert!(!ok);
+    assert_eq!(refused["error"]["code"], "invalid_source", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("start_url"), "{refused}");
+    assert!(engine::sources::list(&watcher).await.unwrap().is_empty(), "nothing was created");
+
+    // The whole configuration as JSON; a named option overrides its key.
+    let (ok, created) = add(&[
+        "--source-config",
+        r#"{"table": "note", "title": "id", "text": ["body"]}"#,
+        "--title",
+        "topic",
+    ]);
+    assert!(ok, "{created}");
+    assert_eq!(created["kind"], "table");
+    assert_eq!(created["config"]["title"], "topic");
+    assert_eq!(created["config"]["text"], serde_json::json!(["body"]));
+}
