@@ -33,7 +33,7 @@ use crate::answer;
 use crate::audit::{self, Actor};
 use crate::judging::{Step, Tracker};
 use crate::profile::{Judged, ProfileError, Version};
-use crate::{Error, Lore, Result};
+use crate::{Corpus, Error, Lore, Result};
 
 /// The most golden questions kept: each costs two answer runs per save.
 pub const MAX_GOLDEN: u64 = 100;
@@ -205,7 +205,7 @@ pub async fn remove(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {
 }
 
 /// Whether any golden question exists.
-pub async fn any(lore: &Lore) -> Result<bool> {
+pub async fn any(lore: &Corpus) -> Result<bool> {
     Ok(golden_question::Entity::find().count(&lore.db).await? > 0)
 }
 
@@ -494,21 +494,43 @@ pub async fn store(lore: &Lore, number: i32, report: &Report) -> Result<()> {
 }
 
 /// The profile's save gate: the golden questions, when there are any.
-pub struct GoldenGate;
+/// Handed to the corpus floors at [`Lore::open`], where the profile's save
+/// consults it, and wired then to the answering floors it evaluates with.
+#[derive(Default)]
+pub struct GoldenGate {
+    answering: std::sync::OnceLock<std::sync::Arc<crate::Answering>>,
+}
+
+impl GoldenGate {
+    /// Gives the gate the answering floors of its process (once, at open).
+    pub(crate) fn wire(&self, answering: std::sync::Arc<crate::Answering>) {
+        let _ = self.answering.set(answering);
+    }
+
+    /// The handle that answers on `corpus` with this process's answering
+    /// floors.
+    fn lore(&self, corpus: &Corpus) -> Result<Lore> {
+        let answering = self.answering.get().ok_or_else(|| {
+            Error::Internal("the save gate was consulted before Lore finished opening".into())
+        })?;
+        Ok(Lore::of(corpus, answering.clone()))
+    }
+}
 
 #[async_trait::async_trait]
 impl crate::profile::SaveGate for GoldenGate {
-    async fn applies(&self, lore: &Lore) -> Result<bool> {
-        any(lore).await
+    async fn applies(&self, corpus: &Corpus) -> Result<bool> {
+        any(corpus).await
     }
 
     async fn judge(
         &self,
-        lore: &Lore,
+        corpus: &Corpus,
         candidate: &Version,
         serving: &Version,
         progress: &Tracker,
     ) -> Result<Option<Judged>> {
+        let lore = &self.lore(corpus)?;
         let as_candidate = |done, total| progress.report(Step::Candidate, done, total);
         let as_serving = |done, total| progress.report(Step::Baseline, done, total);
         let (Some(mut report), Some(baseline)) =

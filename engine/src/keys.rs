@@ -165,30 +165,9 @@ impl Key {
     }
 }
 
-/// Why a keyed request was refused. Each maps to a status and a stable code
-/// at the edge.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    #[error("this request needs an access key in the x-api-key header")]
-    Missing,
-    #[error("the access key is not valid")]
-    Unknown,
-    #[error("the access key has been revoked")]
-    Revoked,
-    #[error("the access key does not have the `{0}` scope")]
-    Scope(&'static str),
-    #[error("this widget key may not be used from origin {0}")]
-    Origin(String),
-    #[error("this widget key is limited to {0} requests a minute")]
-    RateLimited(u32),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("there is no access key {0}")]
-    NotFound(String),
-    /// The `operations` and `mcp` scopes act as a user; this key has none.
-    #[error("the `{0}` scope acts as a user, and this access key belongs to none: create a key for a user")]
-    NeedsUser(&'static str),
-}
+/// Why a keyed request was refused (an error of the floor below, so that
+/// its error type can name it).
+pub use crate::error::KeyError;
 
 /// What a new key is for.
 #[derive(Clone, Debug, Default)]
@@ -545,7 +524,7 @@ async fn check(
         return Err(KeyError::NeedsUser(scope.key()).into());
     }
     if let Some(rate) = key.rate_limit_per_minute {
-        if !lore.rate_limiter.allow(&key.id, rate.max(1)) {
+        if !lore.answering().rate_limiter.allow(&key.id, rate.max(1)) {
             return Err(KeyError::RateLimited(rate).into());
         }
     }
@@ -567,12 +546,6 @@ pub async fn origin_allowed(lore: &Lore, origin: &str) -> Result<bool> {
         }
     }
     Ok(false)
-}
-
-impl From<KeyError> for Error {
-    fn from(err: KeyError) -> Self {
-        Error::Key(err)
-    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use crate::sources::{Source, SourceStatus};
 
-use crate::corpus::{self, RetrievalState};
+use crate::fingerprint::{self, RetrievalState};
 use crate::ingest::jobs;
 use crate::providers::{self, Resolved, Role, TargetState};
 use crate::{embed, profile, Error, Lore, Result};
@@ -117,7 +117,7 @@ pub struct Assessment {
     /// The active profile version, when there is one.
     pub profile: Option<profile::Version>,
     sources: Vec<Source>,
-    stamp: Option<corpus::Fingerprint>,
+    stamp: Option<fingerprint::Fingerprint>,
     configured_model: String,
     /// The generation target the provider check passed, as read for it.
     generation: Option<Resolved>,
@@ -141,7 +141,7 @@ impl Assessment {
                 Ok::<_, Error>(running)
             },
             crate::sources::list(lore),
-            corpus::stamped(&lore.db),
+            fingerprint::stamped(&lore.db),
             profile::active(lore),
         )?;
         let configured_model = lore.embedding_model_for(embedding_binding.as_ref());
@@ -245,13 +245,13 @@ fn provider(lore: &Lore, bound: Option<&Resolved>) -> Check {
 fn indexing(
     sources: &[Source],
     running: u64,
-    stamp: Option<&corpus::Fingerprint>,
+    stamp: Option<&fingerprint::Fingerprint>,
     configured: &str,
 ) -> Check {
     let check = |status, detail: String| Check { concern: Concern::Indexing, status, detail };
     let chunks: i64 = sources.iter().map(|s| i64::from(s.chunk_count)).sum();
     if let RetrievalState::FailingClosed(why) =
-        corpus::retrieval_state(configured, stamp, chunks.max(0) as usize)
+        fingerprint::retrieval_state(configured, stamp, chunks.max(0) as usize)
     {
         let detail = if running > 0 {
             format!("Reindexing: {why}.")
@@ -397,8 +397,8 @@ mod tests {
         }
     }
 
-    fn stamp() -> corpus::Fingerprint {
-        corpus::Fingerprint {
+    fn stamp() -> fingerprint::Fingerprint {
+        fingerprint::Fingerprint {
             embedding_model: MODEL.into(),
             dimensions: 384,
             chunking: ChunkingParams::default(),
@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(indexing(&[source(false, 0)], 0, None, MODEL).status, Status::Missing);
 
         // A reindex for another embedding model still fails closed while it runs.
-        let other = corpus::Fingerprint { embedding_model: "BAAI/bge-small-en-v1.5".into(), ..stamp() };
+        let other = fingerprint::Fingerprint { embedding_model: "BAAI/bge-small-en-v1.5".into(), ..stamp() };
         assert_eq!(indexing(&[source(true, 120)], 1, Some(&other), MODEL).status, Status::Failing);
     }
 }

@@ -17,7 +17,7 @@ use lore_extract::{extract, links, parse_sitemap, Format, Limits};
 // The crawler's address classification: std only, so it is compiled here
 // from the engine's own file rather than pulled in with the whole engine.
 #[allow(dead_code)]
-#[path = "../../engine/src/ingest/address.rs"]
+#[path = "../../corpus/src/ingest/address.rs"]
 mod address;
 
 /// Which parser an input is for.

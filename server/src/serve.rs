@@ -29,8 +29,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped.clone()));
-    let sweeper = tokio::spawn(engine::appdb::records::keep_sweeping(lore.clone(), stopped.clone()));
+    let worker = tokio::spawn(engine::ingest::jobs::work(lore.corpus().clone(), stopped.clone()));
+    let sweeper = tokio::spawn(engine::appdb::records::keep_sweeping(lore.corpus().clone(), stopped.clone()));
     let evictor = tokio::spawn(engine::mcp::sessions::keep_evicting(lore.clone(), stopped.clone()));
     let listening = tokio::spawn(engine::mcp::hub::keep_listening(lore.clone()));
     let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));

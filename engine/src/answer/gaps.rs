@@ -51,7 +51,7 @@ async fn embed(lore: &Lore, gaps: &[QueryCount]) -> crate::Result<Vec<Vec<f32>>>
     }
     let embedder = lore.embedder().await?;
     let questions: Vec<String> = gaps.iter().map(|g| g.query.clone()).collect();
-    Ok(lore.gap_vectors.vectors(&embedder, &questions, false).await?)
+    Ok(lore.answering().gap_vectors.vectors(&embedder, &questions, false).await?)
 }
 
 /// Greedy grouping: each question, most asked first, joins the first group

@@ -16,6 +16,7 @@
 pub mod cache;
 pub mod gaps;
 pub mod grounding;
+pub mod memory;
 pub mod pins;
 mod pipeline;
 pub mod runs;
@@ -27,7 +28,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::RetrievalState;
+use crate::fingerprint::RetrievalState;
 use crate::profile::{self, Length, Snapshot};
 use crate::providers::client::{Completion, Message};
 use crate::providers::{self, Resolved, Role, TargetState};

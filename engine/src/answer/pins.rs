@@ -113,7 +113,7 @@ impl Pins {
 
 async fn loaded(lore: &Lore) -> Result<Arc<Vec<Pin>>> {
     let generation = {
-        let kept = lore.pins.kept();
+        let kept = lore.pins().kept();
         if let Some(pins) = kept.pins.clone() {
             return Ok(pins);
         }
@@ -130,7 +130,7 @@ async fn loaded(lore: &Lore) -> Result<Arc<Vec<Pin>>> {
         })
         .collect();
     let pins = Arc::new(pins);
-    let mut kept = lore.pins.kept();
+    let mut kept = lore.pins().kept();
     // A change committed while this read ran: the next lookup reads again.
     if kept.generation == generation {
         kept.pins = Some(pins.clone());
@@ -211,6 +211,7 @@ async fn nearest(lore: &Lore, live: &[&Pin], asked: &[f32]) -> Option<(Pin, f32)
     let embedder = lore.embedder().await.ok()?;
     let questions: Vec<String> = live.iter().map(|pin| pin.question.clone()).collect();
     let vectors = lore
+        .answering()
         .pin_vectors
         .vectors(&embedder, &questions, true)
         .await

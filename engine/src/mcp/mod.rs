@@ -265,7 +265,7 @@ pub async fn audit_call(
 /// refused past it (429 at the edge).
 pub fn admit_call(lore: &Lore, key_id: &str) -> Result<()> {
     let rate = lore.settings.mcp.tool_calls_per_minute.max(1);
-    if lore.rate_limiter.allow(&format!("mcp:{key_id}"), rate) {
+    if lore.answering().rate_limiter.allow(&format!("mcp:{key_id}"), rate) {
         Ok(())
     } else {
         Err(crate::keys::KeyError::RateLimited(rate).into())

@@ -4,7 +4,7 @@
 use crate::support::{open, open_with, pdf_bomb, progress, run, run_queued};
 use engine::audit::Actor;
 use engine::chunk::ChunkingParams;
-use engine::corpus::{self, Fingerprint};
+use engine::fingerprint::{self, Fingerprint};
 use engine::ingest::upload::{self, Upload};
 use engine::ingest::IngestError;
 use engine::retrieve::RetrievalSettings;
@@ -222,18 +222,19 @@ async fn retrieval_fails_closed_on_a_foreign_fingerprint_until_a_full_reindex() 
     let source = upload_source(&lore).await;
     put(&lore, &source, "backups.md", MARKDOWN.as_bytes()).await.unwrap();
     run(&lore, Some(&source), false).await;
-    let stamp = corpus::stamped(&lore.db).await.unwrap().expect("the first index stamps the empty corpus");
+    let stamp =
+        fingerprint::stamped(&lore.db).await.unwrap().expect("the first index stamps the empty corpus");
     assert_eq!(stamp.embedding_model, lore.settings.models.embedding);
 
     // As if the corpus had been embedded by another model.
     let foreign = Fingerprint { embedding_model: "intfloat/e5-small-v2".into(), ..stamp.clone() };
-    corpus::set(&lore.db, Some(&foreign)).await.unwrap();
+    fingerprint::set(&lore.db, Some(&foreign)).await.unwrap();
     let err = search::search(&lore, "nightly snapshots", &RetrievalSettings::default(), Reach::Enabled)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::RetrievalFailingClosed(ref why) if why.contains("e5-small-v2")), "{err:?}");
     // A cleared stamp over existing chunks fails closed too.
-    corpus::set(&lore.db, None).await.unwrap();
+    fingerprint::set(&lore.db, None).await.unwrap();
     assert!(matches!(
         search::search(&lore, "nightly snapshots", &RetrievalSettings::default(), Reach::Enabled).await,
         Err(Error::RetrievalFailingClosed(_))
@@ -243,7 +244,7 @@ async fn retrieval_fails_closed_on_a_foreign_fingerprint_until_a_full_reindex() 
     let job = run(&lore, Some(&source), false).await;
     assert_eq!(job.status, "succeeded");
     assert_eq!(progress(&job).unchanged, 0, "everything was re-embedded");
-    assert_eq!(corpus::stamped(&lore.db).await.unwrap(), Some(stamp));
+    assert_eq!(fingerprint::stamped(&lore.db).await.unwrap(), Some(stamp));
     assert_eq!(titles(&lore, "nightly snapshots").await[0], "Backups");
 }
 
@@ -282,7 +283,7 @@ async fn a_chunking_change_needs_the_reindex_acknowledgement() {
     assert_eq!(tuning::chunking(&lore).await.unwrap(), smaller);
     let done = run_queued(&lore, &job.id).await;
     assert_eq!(done.status, "succeeded");
-    assert_eq!(corpus::stamped(&lore.db).await.unwrap().unwrap().chunking, smaller);
+    assert_eq!(fingerprint::stamped(&lore.db).await.unwrap().unwrap().chunking, smaller);
 }
 
 #[tokio::test]

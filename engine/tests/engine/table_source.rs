@@ -400,7 +400,7 @@ async fn rows_are_embedded_and_written_a_batch_at_a_time_and_a_bad_row_fails_alo
         Arc::new(CountingEmbedder { inner: lore.embedder().await.unwrap(), calls: AtomicUsize::new(0) });
     let store = Arc::new(CountingStore { inner: lore.chunks().await.unwrap(), writes: AtomicUsize::new(0) });
     let indexer = Indexer {
-        lore: lore.clone(),
+        lore: lore.corpus().clone(),
         embedder: embedder.clone(),
         store: store.clone(),
         chunking: engine::tuning::chunking(&lore).await.unwrap(),

@@ -162,7 +162,7 @@ pub async fn table(mut settings: Settings, options: TableOptions) -> anyhow::Res
     // source once (reading only rows written since the first sync began),
     // and the updates start after it.
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(engine::ingest::jobs::work(lore.clone(), stopped));
+    let worker = tokio::spawn(engine::ingest::jobs::work(lore.corpus().clone(), stopped));
     tokio::time::sleep(Duration::from_secs(1)).await;
     last_run(&lore, &source_id).await?;
     let mut latencies = Vec::new();

@@ -402,12 +402,12 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
 
     // Retrieval failing closed → 503 retrieval_failing_closed.
     // A stamp from another embedding model (its name is the admin's to read).
-    let stamp = engine::corpus::Fingerprint {
+    let stamp = engine::fingerprint::Fingerprint {
         embedding_model: "other/embedder-v9".into(),
         dimensions: 384,
         chunking: engine::chunk::ChunkingParams::default(),
     };
-    engine::corpus::set(&s.app.lore.db, Some(&stamp)).await.unwrap();
+    engine::fingerprint::set(&s.app.lore.db, Some(&stamp)).await.unwrap();
     let closed = s.ask("What does guide 4 explain?").await;
     assert_eq!(closed.status(), 503);
     let closed: Value = closed.json().await.unwrap();

@@ -65,7 +65,7 @@ async fn binding_the_embedding_role_to_a_provider_reindexes_with_it() {
     // A corpus embedded on the node (all-MiniLM-L6-v2, 384 dimensions).
     index_runbook(&app, GUIDE).await;
     assert_eq!(search(&app).await.status(), 200);
-    let local = engine::corpus::stamped(&app.lore.db).await.unwrap().unwrap();
+    let local = engine::fingerprint::stamped(&app.lore.db).await.unwrap().unwrap();
     assert_eq!(
         (local.embedding_model.as_str(), local.dimensions),
         (app.lore.settings.models.embedding.as_str(), 384)
@@ -104,7 +104,7 @@ async fn binding_the_embedding_role_to_a_provider_reindexes_with_it() {
     let reindex: Value = app.post_json("/admin/reindex", json!({})).await.json().await.unwrap();
     let ended = finished(&app, reindex["id"].as_str().unwrap()).await;
     assert_eq!(ended["status"], "succeeded", "{ended}");
-    let remote = engine::corpus::stamped(&app.lore.db).await.unwrap().unwrap();
+    let remote = engine::fingerprint::stamped(&app.lore.db).await.unwrap().unwrap();
     assert!(remote.embedding_model.starts_with("smollm2-135m"), "{remote:?}");
     assert_eq!(remote.dimensions, 576, "SmolLM2-135M's hidden size");
     let found: Value = search(&app).await.json().await.unwrap();
@@ -177,7 +177,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
         json!({"question": "How do I restore Lore from a snapshot?", "expected_facts": ["snapshot"]});
     assert_eq!(app.post_json("/admin/golden", golden).await.status(), 201);
     let lore = &app.lore;
-    let local = engine::corpus::stamped(&lore.db).await.unwrap().unwrap();
+    let local = engine::fingerprint::stamped(&lore.db).await.unwrap().unwrap();
     let first = engine::profile::active(lore).await.unwrap().unwrap().version;
     let versions = engine::profile::versions(lore).await.unwrap().len();
     let bound_embedding = || async {
@@ -201,7 +201,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     assert_eq!(body["error"]["code"], "target_not_ready", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("could not embed the corpus"), "{body}");
     assert_eq!(bound_embedding().await, None);
-    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
+    assert_eq!(engine::fingerprint::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
     assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), "chunks");
     assert_eq!(engine::profile::versions(lore).await.unwrap().len(), versions);
     assert_eq!(search(&app).await.status(), 200);
@@ -230,7 +230,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     if verdict["bound"] == false {
         assert_eq!(evals["gate"]["passed"], false, "{evals:#}");
         assert_eq!(bound_embedding().await, None, "held: the role is unchanged");
-        assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
+        assert_eq!(engine::fingerprint::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
         assert_eq!(engine::shadow::active_table(&lore.db).await.unwrap(), "chunks");
         assert_eq!(engine::profile::active(lore).await.unwrap().unwrap().version, first);
         assert_eq!(search(&app).await.status(), 200);
@@ -245,7 +245,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     assert_eq!(serving.version, candidate, "the candidate serves");
     assert_eq!(serving.binding.as_ref().and_then(|b| b.target_id.as_deref()), Some(smollm.as_str()));
     assert_eq!(bound_embedding().await.as_deref(), Some(smollm.as_str()));
-    let stamp = engine::corpus::stamped(&lore.db).await.unwrap().unwrap();
+    let stamp = engine::fingerprint::stamped(&lore.db).await.unwrap().unwrap();
     assert!(stamp.embedding_model.starts_with("smollm2-135m"), "{stamp:?}");
     assert_eq!(stamp.dimensions, 576, "SmolLM2-135M's hidden size");
     let index =
@@ -261,7 +261,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     // the new model, and retrieval answers throughout and after it.
     embedding_reindex_succeeds(&app).await;
     assert_eq!(search(&app).await.status(), 200);
-    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().unwrap().dimensions, 576);
+    assert_eq!(engine::fingerprint::stamped(&lore.db).await.unwrap().unwrap().dimensions, 576);
 
     // Restoring an earlier version keeps the model (versions hold no
     // binding of their own), and restoring the binding's version again
@@ -305,7 +305,11 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     }
     assert_eq!(engine::profile::active(lore).await.unwrap().unwrap().version, back);
     assert_eq!(bound_embedding().await, None, "the role is unbound");
-    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local), "the on-node stamp");
+    assert_eq!(
+        engine::fingerprint::stamped(&lore.db).await.unwrap().as_ref(),
+        Some(&local),
+        "the on-node stamp"
+    );
     let on_node = engine::shadow::active_table(&lore.db).await.unwrap();
     assert_ne!(on_node, index, "a shadow of its own");
     let found = search(&app).await;
@@ -313,7 +317,7 @@ async fn with_golden_questions_a_new_embedding_model_is_judged_on_a_shadow_index
     assert_eq!(found.json::<Value>().await.unwrap()["results"][0]["title"], "Restores");
     embedding_reindex_succeeds(&app).await;
     assert_eq!(search(&app).await.status(), 200);
-    assert_eq!(engine::corpus::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
+    assert_eq!(engine::fingerprint::stamped(&lore.db).await.unwrap().as_ref(), Some(&local));
 
     // A document deleted after a shadow was built is not answerable once
     // the shadow is adopted: its chunks go at the adoption (the reindex that

@@ -464,7 +464,7 @@ async fn two_replicas_on_postgres_and_s3_serve_as_one() {
     assert!(failing_closed(a, &key).await);
     let reindex = cluster.post(b.url("/admin/reindex"), json!({})).await;
     assert_eq!(cluster.finished(a, reindex["id"].as_str().unwrap()).await["status"], "succeeded");
-    let stamp = engine::corpus::stamped(&cluster.watcher.db).await.unwrap().unwrap();
+    let stamp = engine::fingerprint::stamped(&cluster.watcher.db).await.unwrap().unwrap();
     assert!(stamp.embedding_model.starts_with("smollm2-135m"), "{stamp:?}");
     // (Another model, another ranking and cutoff: the same corpus found,
     // not the same hits.)

@@ -183,7 +183,7 @@ async fn the_configured_schema_file_is_applied_at_start_and_a_bad_one_stops_it()
     let lore = Lore::open(settings.clone()).await.unwrap();
     let cat = engine::appdb::catalog::table(&lore.db, "pets", "Cat").await.unwrap();
     assert_eq!(cat.options.export.as_ref().map(|e| e.path.as_str()), Some("Cat"));
-    lore.db.close().await.unwrap();
+    lore.db.clone().close().await.unwrap();
 
     std::fs::write(&path, "type Cat @table(database: \"pets\") {\n  id: ID @primaryKey\n  @oops\n}\n")
         .unwrap();

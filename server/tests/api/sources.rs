@@ -148,9 +148,9 @@ async fn chunking_changes_need_the_acknowledgement_and_a_foreign_fingerprint_fai
     assert_eq!(reindex["status"], "succeeded", "{reindex}");
 
     // The corpus as if another embedding model had made it.
-    let mut stamp = engine::corpus::stamped(&app.lore.db).await.unwrap().unwrap();
+    let mut stamp = engine::fingerprint::stamped(&app.lore.db).await.unwrap().unwrap();
     stamp.embedding_model = "BAAI/bge-small-en-v1.5".into();
-    engine::corpus::set(&app.lore.db, Some(&stamp)).await.unwrap();
+    engine::fingerprint::set(&app.lore.db, Some(&stamp)).await.unwrap();
     let failing = app.post_json("/admin/search", json!({"query": "restore a snapshot"})).await;
     assert_eq!(error_code(failing).await, (503, "retrieval_failing_closed".into()));
     let state: Value = app.get("/admin/setup-state/").await.json().await.unwrap();

@@ -74,7 +74,7 @@ async fn migrate_from_empty_then_start_again(settings: Settings) {
     assert!(migrations >= 1);
     let cluster = cluster_state::Entity::find().all(&first.db).await.unwrap();
     assert_eq!(cluster.len(), 1);
-    first.db.close().await.unwrap();
+    first.db.clone().close().await.unwrap();
 
     let second = Lore::open(settings).await.unwrap();
     assert!(engine::store::pending_migrations(&second.db).await.unwrap().is_empty());

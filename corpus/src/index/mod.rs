@@ -1,0 +1,121 @@
+//! The chunk index: every chunk's text, vector and provenance, searchable by
+//! vector similarity and by full text. [`ChunkStore`] is the storage concern;
+//! [`lance::LanceChunkStore`] keeps it in LanceDB (an embedded directory by
+//! default, object storage when scaled out).
+
+pub mod lance;
+
+use async_trait::async_trait;
+
+/// One chunk as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkRow {
+    /// `{document_id}:{position}`: stable, so re-indexing a document replaces its rows.
+    pub id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub heading: Option<String>,
+    pub position: u32,
+    pub text: String,
+    /// SHA-256 of what was embedded; the semantic cache checks citations against it.
+    pub content_hash: String,
+    pub vector: Vec<f32>,
+}
+
+/// Which chunks a search may return: those of `sources`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// The sources searched (the enabled ones).
+    pub sources: Vec<String>,
+    /// Whether `sources` is every source there is, as it usually is. The
+    /// store then searches without a filter, which LanceDB plans and applies
+    /// at a measurable cost per query (`lore bench answer`), and drops
+    /// afterwards any stray chunk of a source no longer listed.
+    pub every_source: bool,
+}
+
+impl Scope {
+    /// Only `sources`, filtered in the query.
+    pub fn only(sources: Vec<String>) -> Self {
+        Self { sources, every_source: false }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// Whether a chunk of `source_id` is in scope.
+    pub fn covers(&self, source_id: &str) -> bool {
+        self.sources.iter().any(|s| s == source_id)
+    }
+}
+
+/// A chunk found by one search mode, with that mode's raw score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub chunk: ChunkRow,
+    /// Vector mode: cosine similarity. Text mode: BM25 score.
+    pub score: f32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("the vector store failed: {0}")]
+    Store(String),
+    #[error("a vector has {got} dimensions, the index holds {expected}")]
+    Dimensions { expected: usize, got: usize },
+}
+
+#[async_trait]
+pub trait ChunkStore: Send + Sync {
+    /// Replaces all chunks of `document_id` with `rows` in one commit: readers
+    /// see the old chunks or the new ones, never a mix. Empty `rows` deletes.
+    async fn replace_document(&self, document_id: &str, rows: Vec<ChunkRow>) -> Result<(), IndexError> {
+        self.write_documents(&[document_id.to_owned()], rows).await
+    }
+    /// Writes the chunks of many documents in one commit: `rows` replace
+    /// every chunk of the documents in `replaced` (one with no rows left
+    /// loses its chunks); rows of any other document are added, so they
+    /// must be of documents that have none stored (new ones). Readers see
+    /// the whole write or none of it.
+    async fn write_documents(&self, replaced: &[String], rows: Vec<ChunkRow>) -> Result<(), IndexError>;
+    /// Deletes every chunk of a source.
+    async fn delete_source(&self, source_id: &str) -> Result<(), IndexError>;
+    /// The `limit` nearest chunks to `vector` in `scope`.
+    async fn vector_search(
+        &self,
+        vector: &[f32],
+        scope: &Scope,
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError>;
+    /// The `limit` best full-text matches for `query` in `scope`.
+    async fn text_search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<Hit>, IndexError>;
+    /// How many chunks are stored (of `source_id`, when given).
+    async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError>;
+    /// `chunk id → (source id, content hash)` for those of `ids` still stored
+    /// (the answer cache checks its citations against it).
+    async fn content_hashes(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, (String, String)>, IndexError>;
+    /// Every stored chunk, a batch at a time, in no particular order
+    /// (building a shadow index reads the active one this way).
+    async fn scan(
+        &self,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError>;
+    /// Folds recent writes into the indexes (after an indexing run).
+    async fn optimize(&self) -> Result<(), IndexError>;
+}
+
+/// A SQL string literal for LanceDB filters.
+pub fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+/// `source_id IN (...)`.
+pub(crate) fn sources_filter(sources: &[String]) -> String {
+    let list: Vec<String> = sources.iter().map(|s| quote(s)).collect();
+    format!("source_id IN ({})", list.join(", "))
+}
