@@ -16,7 +16,7 @@
 //! - [`restore`] points the profile at a prior version: its whole snapshot
 //!   serves at once.
 //! - A [`SaveGate`] judges each save when it applies (the golden-question
-//!   evals of the `evals` module, wired in by `Lore`): the candidate is stored
+//!   evals of `engine::evals`, handed down at `Lore::open`): the candidate is stored
 //!   first, kept inactive until judged, then activated only when
 //!   the gate passed it. A candidate kept inactive needs [`restore`] with
 //!   `anyway`, which is recorded in its gate and the audit log. A save the
