@@ -12,7 +12,7 @@
 //!
 //! On PostgreSQL the counter need not be read on every request: the change
 //! also sends a notification (`NOTIFY lore_appdb`, delivered as it
-//! commits), and the listener of each process (see [`crate::cluster`])
+//! commits), and the listener of each process (the `cluster` module, a floor up)
 //! drops what is held when one arrives. While the listener is connected a
 //! request reads the counter only after a drop; while it is not (before it
 //! first listens, after its connection breaks until it listens again) every
@@ -184,7 +184,7 @@ impl Cache {
         Ok(key)
     }
 
-    /// Told by this process's listener (see [`crate::cluster`]) whether it
+    /// Told by this process's listener (the `cluster` module) whether it
     /// is listening on [`CHANNEL`]: while it is, [`Self::refresh`] need not
     /// read the counter on each request. Either way everything is dropped:
     /// changes may have been missed while it was not listening.
