@@ -74,7 +74,7 @@ pub struct Corpus {
     pub(crate) provider_client: providers::client::Client,
     /// The embedded generation models loaded in this process, and the
     /// permits their generations run under.
-    pub embedded: Arc<providers::embedded::Models>,
+    pub(crate) embedded: Arc<providers::embedded::Models>,
     /// Application tables written by this process, for the table sources
     /// that index them (see [`ingest::table`]).
     table_writes: Arc<ingest::table::Writes>,
@@ -213,7 +213,7 @@ impl Corpus {
 
     /// The on-node embedding model, loaded from its files (not cached: the
     /// embedder in use is [`Self::embedder`]).
-    pub async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
+    pub(crate) async fn load_local_embedder(&self) -> Result<Arc<dyn embed::Embedder>> {
         let settings = self.settings.clone();
         let found =
             embed::model_files::locate(&settings).ok_or_else(|| embed::model_files::missing(&settings))?;
