@@ -1,9 +1,10 @@
 //! Lore's answering floors, over the corpus crate (`lore-corpus`): answers
 //! (the pipeline, grounding, the answer cache, pins, runs and gaps),
 //! readiness, access keys, the recorder, the Dashboard's metrics, the setup
-//! wizard and the golden-question evals (floor 4); the operations API, the
-//! resources and the tool server over them all (floor 5). Everything here
-//! is reachable from the axum handlers in `server` and from the `#[server]`
+//! wizard and the golden-question evals (floor 4); the operations API and
+//! the resources over them all (floor 5). The tool server stands on this
+//! crate as a crate of its own (`lore-toolserver`). Everything here is
+//! reachable from the axum handlers in `server` and from the `#[server]`
 //! functions in `app` without either knowing about the other, and nothing
 //! here knows about HTTP or wire formats.
 //!
@@ -14,7 +15,6 @@
 pub mod answer;
 pub mod evals;
 pub mod keys;
-pub mod mcp;
 pub mod metrics;
 pub mod operations;
 pub mod readiness;
@@ -57,15 +57,21 @@ pub(crate) struct Answering {
     recorder: recorder::Recorder,
     /// Every resource, by path (see [`resources`]).
     resources: resources::Registry,
-    /// The tool server's open push channels in this process.
-    mcp_hub: mcp::hub::Hub,
+    /// Told of every committed write to an application table (the tool
+    /// server's push channels, see [`resources::WriteWatcher`]).
+    write_watchers: std::sync::RwLock<Vec<Arc<dyn resources::WriteWatcher>>>,
     /// The vectors of refused questions, for grouping the Dashboard's gaps.
     pub(crate) gap_vectors: embed::kept::Kept,
     /// The vectors of pinned questions, for matching paraphrases.
     pub(crate) pin_vectors: embed::kept::Kept,
     /// Told when the operation `restart` asks the server to restart.
     restart: tokio::sync::Notify,
+    /// What a crate above keeps per open Lore, one value per type (the
+    /// tool server's push channels): see [`Lore::extension`].
+    extensions: std::sync::Mutex<Extensions>,
 }
+
+type Extensions = std::collections::HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>;
 
 impl std::ops::Deref for Lore {
     type Target = Corpus;
@@ -94,13 +100,13 @@ impl Lore {
             memory,
             rate_limiter: keys::RateLimiter::default(),
             resources: resources::Registry::default(),
-            mcp_hub: mcp::hub::Hub::default(),
+            write_watchers: Default::default(),
             gap_vectors: embed::kept::Kept::default(),
             pin_vectors: embed::kept::Kept::default(),
             restart: tokio::sync::Notify::new(),
+            extensions: Default::default(),
         });
         resources::install(&answering.resources);
-        mcp::documents::install(&answering.resources);
         gate.wire(answering.clone());
         Ok(Self { corpus, answering })
     }
@@ -138,9 +144,40 @@ impl Lore {
         &self.answering.resources
     }
 
-    /// The tool server's push channels open in this process.
-    pub fn mcp_hub(&self) -> &mcp::hub::Hub {
-        &self.answering.mcp_hub
+    /// Has `watcher` told of every write to an application table this
+    /// process commits from now on (on every surface), as long as Lore is open.
+    pub fn watch_writes(&self, watcher: Arc<dyn resources::WriteWatcher>) {
+        let mut watchers = self.answering.write_watchers.write().unwrap_or_else(|p| p.into_inner());
+        watchers.push(watcher);
+    }
+
+    /// Tells the write watchers that `ids` of `table` were written.
+    pub(crate) fn tell_written(&self, table: &appdb::catalog::Table, ids: &[serde_json::Value]) {
+        let watchers = self.answering.write_watchers.read().unwrap_or_else(|p| p.into_inner());
+        for watcher in watchers.iter() {
+            watcher.written(table, ids);
+        }
+    }
+
+    /// The `T` this Lore keeps for a crate above (one per type, shared by
+    /// every clone of the handle), made by `make` the first time it is
+    /// asked for; `true` when it was made by this call.
+    pub fn extension<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> (Arc<T>, bool) {
+        let mut extensions = self.answering.extensions.lock().unwrap_or_else(|p| p.into_inner());
+        let id = std::any::TypeId::of::<T>();
+        if let Some(found) = extensions.get(&id).and_then(|kept| kept.clone().downcast::<T>().ok()) {
+            return (found, false);
+        }
+        let made = Arc::new(make());
+        extensions.insert(id, made.clone());
+        (made, true)
+    }
+
+    /// Counts one request of `bucket` in this node's window of a minute:
+    /// whether it stays within `per_minute` (a widget key's rate limit, the
+    /// tool server's tool calls per key).
+    pub fn admit(&self, bucket: &str, per_minute: u32) -> bool {
+        self.answering.rate_limiter.allow(bucket, per_minute)
     }
 
     /// Where answer runs and key usage are recorded (behind the request).

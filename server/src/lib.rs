@@ -18,6 +18,8 @@ use leptos::config::LeptosOptions;
 #[derive(Clone, FromRef)]
 pub struct AppState {
     pub lore: engine::Lore,
+    /// The tool server over `lore` (its push channels are this process's).
+    pub tools: lore_toolserver::ToolServer,
     pub leptos: LeptosOptions,
     /// Request counters for `/metrics`.
     pub http_metrics: http::prometheus::HttpMetrics,

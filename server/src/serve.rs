@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use chrono::Utc;
 use engine::{Lore, Settings};
+use lore_toolserver::ToolServer;
 use tokio::net::TcpListener;
 
 use crate::{console, http, AppState};
@@ -13,7 +14,8 @@ use crate::{console, http, AppState};
 /// Builds the whole application for an opened engine.
 pub fn app(lore: Lore) -> axum::Router {
     let leptos = console::leptos_options(&lore.settings);
-    http::router(AppState { lore, leptos, http_metrics: http::prometheus::HttpMetrics::default() })
+    let tools = ToolServer::open(lore.clone());
+    http::router(AppState { lore, tools, leptos, http_metrics: http::prometheus::HttpMetrics::default() })
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests. The
@@ -31,14 +33,14 @@ pub async fn serve(
     let (stop_worker, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(engine::ingest::jobs::work(lore.corpus().clone(), stopped.clone()));
     let sweeper = tokio::spawn(engine::appdb::records::keep_sweeping(lore.corpus().clone(), stopped.clone()));
-    let evictor = tokio::spawn(engine::mcp::sessions::keep_evicting(lore.clone(), stopped.clone()));
-    let listening = tokio::spawn(engine::mcp::hub::keep_listening(lore.clone()));
+    let tools = ToolServer::open(lore.clone());
+    let evictor = tokio::spawn(lore_toolserver::sessions::keep_evicting(tools.clone(), stopped.clone()));
+    let listening = tokio::spawn(lore_toolserver::hub::keep_listening(tools.clone()));
     let rollups = tokio::spawn(engine::metrics::keep_closing_days(lore.clone(), stopped));
-    let closing = lore.clone();
     let shutdown = async move {
         shutdown.await;
         // Open push channels would keep their connections, and the shutdown, waiting.
-        closing.mcp_hub().close_all();
+        tools.hub().close_all();
     };
     let served = axum::serve(listener, app(lore.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)

@@ -16,7 +16,7 @@ mod args;
 mod run;
 
 pub use args::*;
-pub use run::*;
+use run::*;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -309,11 +309,48 @@ pub async fn authenticate_for(
     }
 }
 
-/// What an operation returned: HarperDB-shaped JSON, or one of Lore's own
-/// engine values for the edge to convert.
+/// What an operation returned, as engine values: the edge renders the
+/// application database's in HarperDB's shapes and Lore's own as the same
+/// views the console shows.
 #[derive(Debug)]
 pub enum Outcome {
-    Json(Value),
+    /// A change of structure, users or roles, or a restart, done.
+    Done(Done),
+    /// `insert`, `update` or `upsert`: of `total` records, which were written.
+    Written {
+        mode: WriteMode,
+        total: usize,
+        written: Written,
+    },
+    /// `delete`: of `total` primary keys, which were deleted.
+    Deleted {
+        total: usize,
+        written: Written,
+    },
+    /// Records found, with the attributes the caller may read.
+    Records(Vec<Map<String, Value>>),
+    /// `describe_table`.
+    Table(Described),
+    /// `describe_database`: the tables of one database the caller sees.
+    Tables(Vec<Described>),
+    /// `describe_all`: the databases the caller sees, each with its tables.
+    Databases(Vec<(String, Vec<Described>)>),
+    Users(Vec<User>),
+    /// `alter_user`: the user as it is now.
+    UserAltered(User),
+    Roles(Vec<Role>),
+    Role(Role),
+    /// `user_info`: who called.
+    Caller(Principal),
+    System(SystemInformation),
+    AuditLog(Vec<audit::Entry>),
+    Log(Vec<crate::logbook::Line>),
+    Metrics(Metrics),
+    /// `get_configuration`: the effective settings (secrets serialize as
+    /// `[redacted]`).
+    Configuration(std::sync::Arc<crate::Settings>),
+    /// `set_configuration`: the settings saved, applied at the next start.
+    ConfigurationSaved(Vec<String>),
     Sources(Vec<crate::ingest::lifecycle::Overview>),
     Job(crate::ingest::jobs::Job),
     Keys(Vec<crate::keys::KeySummary>),
@@ -324,6 +361,56 @@ pub enum Outcome {
     Jobs(Vec<crate::ingest::jobs::Job>),
     Source(Box<crate::ingest::lifecycle::Overview>),
     Analytics(Box<crate::metrics::Dashboard>),
+}
+
+/// A change that answers with a message only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Done {
+    DatabaseCreated(String),
+    DatabaseDropped(String),
+    /// `database.table`.
+    TableCreated(String),
+    TableDropped(String),
+    /// `database.table.attribute`.
+    AttributeCreated(String),
+    /// The attribute's name.
+    AttributeDropped(String),
+    UserAdded(String),
+    UserDropped(String),
+    RoleDropped(String),
+    Restarting,
+}
+
+/// A table as one caller may see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Described {
+    pub database: String,
+    pub name: String,
+    pub primary_key: String,
+    /// Declared in the schema file (not created by a call).
+    pub schema_defined: bool,
+    /// The attributes the caller may read (all of them for those who may
+    /// change the structure), primary key first.
+    pub attributes: Vec<Attribute>,
+    pub record_count: i64,
+}
+
+/// `system_information`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemInformation {
+    pub version: &'static str,
+    /// `postgresql` or `sqlite`.
+    pub backend: &'static str,
+    pub databases: Vec<String>,
+}
+
+/// `get_metrics`: counters since the start of records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    /// Answer counters per surface.
+    pub answers: Vec<(String, crate::metrics::Sums)>,
+    /// Indexing runs per status.
+    pub jobs: Vec<(String, i64)>,
 }
 
 /// Runs one operation call: `body` is `{"operation": name, ...args}`.

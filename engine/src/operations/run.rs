@@ -1,27 +1,27 @@
-//! What each operation does, once `dispatch` has checked who may call it,
-//! and the replies in HarperDB's shapes.
+//! What each operation does, once `dispatch` has checked who may call it:
+//! engine values, which the edge renders in HarperDB's shapes.
 
 use super::*;
 
 pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation) -> Result<Outcome> {
     let permission = principal.permission();
     let actor = principal.actor();
-    let json = |value: Value| Ok(Outcome::Json(value));
+    let done = |done: Done| Ok(Outcome::Done(done));
     match operation {
-        Operation::DescribeAll(_) => json(describe_all(lore, &permission).await?),
+        Operation::DescribeAll(_) => Ok(Outcome::Databases(describe_all(lore, &permission).await?)),
         Operation::DescribeDatabase(a) => {
             let database = a.database_or_default();
             if !catalog::database_exists(&lore.db, &database).await? {
                 return Err(AppDbError::UnknownDatabase(database).into());
             }
-            json(Value::Object(described_tables(lore, &permission, &database).await?))
+            Ok(Outcome::Tables(described_tables(lore, &permission, &database).await?))
         }
         Operation::DescribeTable(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             if !permission.sees_table(&table.database, &table.name) {
                 return Err(AppDbError::denied("read", table.path()).into());
             }
-            json(describe(&permission, &table, catalog::record_count(&lore.db, &table).await?))
+            Ok(Outcome::Table(describe(&permission, &table, catalog::record_count(&lore.db, &table).await?)))
         }
         Operation::CreateDatabase(a) => {
             let database = a.database_or_default();
@@ -30,7 +30,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 Box::pin(async move { catalog::create_database(txn, &database).await })
             })
             .await?;
-            json(json!({"message": format!("database '{database}' successfully created")}))
+            done(Done::DatabaseCreated(database))
         }
         Operation::DropDatabase(a) => {
             let database = a.database.ok_or_else(|| AppDbError::MissingAttribute("database".into()))?;
@@ -41,7 +41,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             .await?;
             // The table sources on it find their tables gone.
             lore.table_writes().note_named(&database, crate::ingest::table::EVERY_TABLE);
-            json(json!({"message": format!("successfully deleted '{database}'")}))
+            done(Done::DatabaseDropped(database))
         }
         Operation::CreateTable(a) => {
             let new = a.into_new_table()?;
@@ -50,7 +50,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 Box::pin(async move { catalog::create_table(txn, new).await.map(|_| ()) })
             })
             .await?;
-            json(json!({"message": format!("table '{path}' successfully created.")}))
+            done(Done::TableCreated(path))
         }
         Operation::DropTable(a) => {
             let database = a.database_or_default();
@@ -62,13 +62,13 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             })
             .await?;
             lore.table_writes().note_named(&database, &table);
-            json(json!({"message": format!("successfully deleted table '{path}'")}))
+            done(Done::TableDropped(path))
         }
-        Operation::CreateAttribute(a) => json(change_attribute(lore, &actor, a, true).await?),
-        Operation::DropAttribute(a) => json(change_attribute(lore, &actor, a, false).await?),
-        Operation::Insert(a) => json(write(lore, &permission, a, WriteMode::Insert).await?),
-        Operation::Update(a) => json(write(lore, &permission, a, WriteMode::Update).await?),
-        Operation::Upsert(a) => json(write(lore, &permission, a, WriteMode::Upsert).await?),
+        Operation::CreateAttribute(a) => done(change_attribute(lore, &actor, a, true).await?),
+        Operation::DropAttribute(a) => done(change_attribute(lore, &actor, a, false).await?),
+        Operation::Insert(a) => write(lore, &permission, a, WriteMode::Insert).await,
+        Operation::Update(a) => write(lore, &permission, a, WriteMode::Update).await,
+        Operation::Upsert(a) => write(lore, &permission, a, WriteMode::Upsert).await,
         Operation::Delete(a) => {
             let total = a.ids.len();
             let txn = crate::store::begin_write(&lore.db).await?;
@@ -76,16 +76,12 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             let written = records::delete(&txn, &permission, &table, a.ids).await?;
             txn.commit().await?;
             crate::resources::written(lore, &table, &written.done);
-            json(json!({
-                "message": format!("{} of {total} record{} successfully deleted", written.done.len(), if total == 1 { "" } else { "s" }),
-                "deleted_hashes": written.done,
-                "skipped_hashes": written.skipped,
-            }))
+            Ok(Outcome::Deleted { total, written })
         }
         Operation::SearchById(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
             let found = records::by_ids(&lore.db, &permission, &table, &a.ids, &a.get_attributes).await?;
-            json(Value::Array(found.into_iter().map(Value::Object).collect()))
+            Ok(Outcome::Records(found))
         }
         Operation::SearchByValue(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
@@ -104,7 +100,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 );
             }
             let found = records::search(&lore.db, &permission, &table, &search).await?;
-            json(Value::Array(found.into_iter().map(Value::Object).collect()))
+            Ok(Outcome::Records(found))
         }
         Operation::SearchByConditions(a) => {
             let table = lore.appdb_cache().table(&lore.db, &a.database_or_default(), &a.table).await?;
@@ -116,66 +112,45 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 offset: a.offset,
             };
             let found = records::search(&lore.db, &permission, &table, &search).await?;
-            json(Value::Array(found.into_iter().map(Value::Object).collect()))
+            Ok(Outcome::Records(found))
         }
-        Operation::ListUsers(_) => {
-            json(Value::Array(users::users(lore).await?.iter().map(user_json).collect()))
-        }
+        Operation::ListUsers(_) => Ok(Outcome::Users(users::users(lore).await?)),
         Operation::AddUser(a) => {
             let user = users::add_user(lore, &actor, &a.username, &a.role, a.active.unwrap_or(true)).await?;
-            json(json!({"message": format!("{} successfully added", user.username)}))
+            done(Done::UserAdded(user.username))
         }
         Operation::AlterUser(a) => {
             let user = users::alter_user(lore, &actor, &a.username, a.role.as_deref(), a.active).await?;
-            json(
-                json!({"message": format!("{} successfully altered", user.username), "user": user_json(&user)}),
-            )
+            Ok(Outcome::UserAltered(user))
         }
         Operation::DropUser(a) => {
             users::drop_user(lore, &actor, &a.username).await?;
-            json(json!({"message": format!("{} successfully deleted", a.username)}))
+            done(Done::UserDropped(a.username))
         }
-        Operation::ListRoles(_) => {
-            json(Value::Array(users::roles(lore).await?.iter().map(role_json).collect()))
-        }
+        Operation::ListRoles(_) => Ok(Outcome::Roles(users::roles(lore).await?)),
         Operation::AddRole(a) => {
-            json(role_json(&users::add_role(lore, &actor, &a.role, &a.permission).await?))
+            Ok(Outcome::Role(users::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
-        Operation::AlterRole(a) => json(role_json(
-            &users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
+        Operation::AlterRole(a) => Ok(Outcome::Role(
+            users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
         )),
         Operation::DropRole(a) => {
             let role = users::drop_role(lore, &actor, &a.id).await?;
-            json(json!({"message": format!("{} successfully deleted", role.name)}))
+            done(Done::RoleDropped(role.name))
         }
-        Operation::UserInfo(_) => json(match principal {
-            Principal::User(user) => user_json(user),
-            Principal::Admin { account_id } => json!({
-                "username": Value::Null, "account_id": account_id, "active": true,
-                "role": {"role": "admin", "permission": Permission::super_user().to_json()},
-            }),
-        }),
-        Operation::SystemInformation(_) => json(json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "database": match sea_orm::ConnectionTrait::get_database_backend(&lore.db) {
+        Operation::UserInfo(_) => Ok(Outcome::Caller(principal.clone())),
+        Operation::SystemInformation(_) => Ok(Outcome::System(SystemInformation {
+            version: env!("CARGO_PKG_VERSION"),
+            backend: match sea_orm::ConnectionTrait::get_database_backend(&lore.db) {
                 sea_orm::DbBackend::Postgres => "postgresql",
                 sea_orm::DbBackend::Sqlite => "sqlite",
                 _ => "other",
             },
-            "databases": catalog::databases(&lore.db).await?,
+            databases: catalog::databases(&lore.db).await?,
         })),
         Operation::ReadAuditLog(a) => {
             lore.recorder().flush().await?;
-            let entries = audit::recent(&lore.db, a.limit.unwrap_or(100).min(1000), a.before).await?;
-            json(Value::Array(
-                entries
-                    .into_iter()
-                    .map(|e| {
-                        json!({"id": e.id, "time": e.at.to_rfc3339(), "user": e.actor, "operation": e.action,
-                                    "target": e.target, "details": e.details})
-                    })
-                    .collect(),
-            ))
+            Ok(Outcome::AuditLog(audit::recent(&lore.db, a.limit.unwrap_or(100).min(1000), a.before).await?))
         }
         Operation::ListSources(_) => Ok(Outcome::Sources(crate::ingest::lifecycle::overviews(lore).await?)),
         Operation::GetJob(a) => Ok(Outcome::Job(crate::ingest::jobs::job(lore, &a.id).await?)),
@@ -216,22 +191,10 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 crate::ingest::lifecycle::start_run(lore, Some(&source.id), a.full, "operation").await?,
             ))
         }
-        Operation::GetMetrics(_) => {
-            let answers: Vec<Value> = crate::metrics::totals_by_surface(lore)
-                .await?
-                .into_iter()
-                .map(|(surface, sums)| {
-                    json!({"surface": surface, "queries": sums.queries, "cache_hits": sums.cache_hits,
-                           "refusals": sums.refusals, "spend_usd": sums.spend_usd, "savings_usd": sums.savings_usd})
-                })
-                .collect();
-            let jobs: Map<String, Value> = crate::ingest::jobs::counts_by_status(lore)
-                .await?
-                .into_iter()
-                .map(|(status, count)| (status, Value::from(count)))
-                .collect();
-            json(json!({"answers": answers, "jobs": jobs}))
-        }
+        Operation::GetMetrics(_) => Ok(Outcome::Metrics(Metrics {
+            answers: crate::metrics::totals_by_surface(lore).await?,
+            jobs: crate::ingest::jobs::counts_by_status(lore).await?,
+        })),
         Operation::GetAnalytics(a) => {
             let hours = a.hours.unwrap_or(24);
             if !(1..=24 * 400).contains(&hours) {
@@ -240,44 +203,30 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
             Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
         }
-        Operation::SetConfiguration(a) => json(set_configuration(lore, a.settings)?),
+        Operation::SetConfiguration(a) => {
+            Ok(Outcome::ConfigurationSaved(set_configuration(lore, a.settings)?))
+        }
         Operation::Restart(_) => {
             lore.request_restart();
-            json(
-                json!({"message": "Restarting: requests in flight finish first, then Lore starts again with its configuration read anew."}),
-            )
+            done(Done::Restarting)
         }
         Operation::ReadLog(a) => {
-            let lines =
-                crate::logbook::recent(a.limit.unwrap_or(100).min(crate::logbook::KEPT), a.level.as_deref());
-            json(Value::Array(
-                lines
-                    .into_iter()
-                    .map(|l| json!({"time": l.at.to_rfc3339(), "level": l.level, "target": l.target, "message": l.message}))
-                    .collect(),
-            ))
+            let limit = a.limit.unwrap_or(100).min(crate::logbook::KEPT);
+            Ok(Outcome::Log(crate::logbook::recent(limit, a.level.as_deref())))
         }
         Operation::StartIndex(a) => {
             Ok(Outcome::Job(crate::ingest::lifecycle::start_run(lore, None, a.full, "operation").await?))
         }
-        // Secrets serialize as `[redacted]`.
-        Operation::GetConfiguration(_) => json(
-            serde_json::to_value(&*lore.settings).map_err(|err| crate::Error::Internal(err.to_string()))?,
-        ),
+        Operation::GetConfiguration(_) => Ok(Outcome::Configuration(lore.settings.clone())),
     }
 }
 
 /// `create_attribute` (`create`) or `drop_attribute`.
-async fn change_attribute(
-    lore: &Lore,
-    actor: &audit::Actor,
-    a: AttributeArgs,
-    create: bool,
-) -> Result<Value> {
+async fn change_attribute(lore: &Lore, actor: &audit::Actor, a: AttributeArgs, create: bool) -> Result<Done> {
     let database = a.database_or_default();
     let path = format!("{database}.{}.{}", a.table, a.attribute);
     let kind = a.kind.as_deref().map(AttrType::parse).transpose()?;
-    let (noted_database, noted_table) = (database.clone(), a.table.clone());
+    let (noted_database, noted_table, attribute) = (database.clone(), a.table.clone(), a.attribute.clone());
     structure(lore, actor, if create { "attribute.created" } else { "attribute.dropped" }, &path, |txn| {
         Box::pin(async move {
             let mut table = catalog::table(txn, &database, &a.table).await?;
@@ -297,15 +246,11 @@ async fn change_attribute(
         // The table sources reading it find it gone.
         lore.table_writes().note_named(&noted_database, &noted_table);
     }
-    Ok(json!({"message": if create {
-        format!("attribute '{path}' successfully created.")
-    } else {
-        format!("successfully deleted attribute '{}'", path.rsplit('.').next().unwrap_or_default())
-    }}))
+    Ok(if create { Done::AttributeCreated(path) } else { Done::AttributeDropped(attribute) })
 }
 
 /// `insert`, `update` or `upsert`, as `mode` says.
-async fn write(lore: &Lore, permission: &Permission, a: WriteArgs, mode: WriteMode) -> Result<Value> {
+async fn write(lore: &Lore, permission: &Permission, a: WriteArgs, mode: WriteMode) -> Result<Outcome> {
     let total = a.records.len();
     let txn = crate::store::begin_write(&lore.db).await?;
     let mut table = catalog::table(&txn, &a.database_or_default(), &a.table).await?;
@@ -316,7 +261,7 @@ async fn write(lore: &Lore, permission: &Permission, a: WriteArgs, mode: WriteMo
     if table.attributes.len() != attributes {
         lore.appdb_event(Event::SchemaReloaded);
     }
-    Ok(write_response(mode, total, written))
+    Ok(Outcome::Written { mode, total, written })
 }
 
 pub(super) type Step<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
@@ -327,7 +272,7 @@ pub(super) type Step<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Re
 /// [`crate::settings::OVERLAY_FILE`]) once the whole overlay still reads as
 /// settings; nothing is written otherwise. What changed, and that a
 /// restart applies it.
-pub(super) fn set_configuration(lore: &Lore, changes: Map<String, Value>) -> Result<Value> {
+pub(super) fn set_configuration(lore: &Lore, changes: Map<String, Value>) -> Result<Vec<String>> {
     let invalid = |message: String| crate::Error::InvalidInput(message);
     if changes.is_empty() {
         return Err(invalid("name at least one setting, as `\"section.key\": value`".into()));
@@ -376,11 +321,7 @@ pub(super) fn set_configuration(lore: &Lore, changes: Map<String, Value>) -> Res
         std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
     }
     std::fs::rename(&temporary, &path).map_err(io)?;
-    Ok(json!({
-        "message": "Configuration saved; restart Lore (the `restart` operation) for it to take effect.",
-        "changed": changed,
-        "restart_required": true,
-    }))
+    Ok(changed)
 }
 
 pub(super) async fn structure<F>(
@@ -401,33 +342,20 @@ where
     Ok(())
 }
 
-pub(super) fn write_response(mode: WriteMode, total: usize, written: Written) -> Value {
-    let (verb, field) = match mode {
-        WriteMode::Insert => ("inserted", "inserted_hashes"),
-        WriteMode::Update => ("updated", "update_hashes"),
-        WriteMode::Upsert => ("upserted", "upserted_hashes"),
-    };
-    let mut response = json!({
-        "message": format!("{verb} {} of {total} records", written.done.len()),
-        field: written.done,
-    });
-    if mode != WriteMode::Upsert {
-        response["skipped_hashes"] = json!(written.skipped);
-    }
-    response
-}
-
-pub(super) async fn describe_all(lore: &Lore, permission: &Permission) -> Result<Value> {
+pub(super) async fn describe_all(
+    lore: &Lore,
+    permission: &Permission,
+) -> Result<Vec<(String, Vec<Described>)>> {
     let tables = catalog::tables(&lore.db, None).await?;
     let mut described = described(lore, permission, &tables).await?;
-    let mut all = Map::new();
+    let mut all = Vec::new();
     for database in catalog::databases(&lore.db).await? {
         let tables = described.remove(&database).unwrap_or_default();
         if !tables.is_empty() || permission.may_change_structure(&database) {
-            all.insert(database, Value::Object(tables));
+            all.push((database, tables));
         }
     }
-    Ok(Value::Object(all))
+    Ok(all)
 }
 
 /// The tables of `database` the caller sees, each as `describe_table` shows it.
@@ -435,77 +363,47 @@ pub(super) async fn described_tables(
     lore: &Lore,
     permission: &Permission,
     database: &str,
-) -> Result<Map<String, Value>> {
+) -> Result<Vec<Described>> {
     let tables = catalog::tables(&lore.db, Some(database)).await?;
     Ok(described(lore, permission, &tables).await?.remove(database).unwrap_or_default())
 }
 
-/// The tables the caller sees among `tables`, described, by database and
-/// name; their records are counted together.
+/// The tables the caller sees among `tables`, described, by database (in
+/// the order of `tables`); their records are counted together.
 pub(super) async fn described(
     lore: &Lore,
     permission: &Permission,
     tables: &[Table],
-) -> Result<std::collections::HashMap<String, Map<String, Value>>> {
+) -> Result<std::collections::HashMap<String, Vec<Described>>> {
     let seen: Vec<&Table> =
         tables.iter().filter(|table| permission.sees_table(&table.database, &table.name)).collect();
     let counts = catalog::record_counts(&lore.db, &seen).await?;
-    let mut by_database: std::collections::HashMap<String, Map<String, Value>> = Default::default();
+    let mut by_database: std::collections::HashMap<String, Vec<Described>> = Default::default();
     for (table, count) in seen.into_iter().zip(counts) {
-        by_database
-            .entry(table.database.clone())
-            .or_default()
-            .insert(table.name.clone(), describe(permission, table, count));
+        by_database.entry(table.database.clone()).or_default().push(describe(permission, table, count));
     }
     Ok(by_database)
 }
 
-/// A table as HarperDB's `describe_table` shows it, with the attributes the
-/// caller may read (all of them for those who may change the structure).
-pub(super) fn describe(permission: &Permission, table: &Table, record_count: i64) -> Value {
+/// A table as `describe_table` shows it to this caller: the attributes it
+/// may read (all of them for those who may change the structure).
+pub(super) fn describe(permission: &Permission, table: &Table, record_count: i64) -> Described {
     let structure = permission.may_change_structure(&table.database);
-    let attributes: Vec<Value> = table
+    let attributes = table
         .attributes
         .iter()
-        .filter(|a| structure || permission.may_attribute(&table.database, &table.name, &a.name, crate::appdb::Access::Read))
-        .map(|a| {
-            let mut entry = json!({"attribute": a.name, "type": a.kind.name(), "nullable": a.nullable, "indexed": a.indexed});
-            if a.name == table.primary_key {
-                entry["is_primary_key"] = json!(true);
-            }
-            entry
+        .filter(|a| {
+            structure
+                || permission.may_attribute(&table.database, &table.name, &a.name, crate::appdb::Access::Read)
         })
+        .cloned()
         .collect();
-    json!({
-        "schema": table.database,
-        "database": table.database,
-        "name": table.name,
-        "hash_attribute": table.primary_key,
-        "primary_key": table.primary_key,
-        "schema_defined": table.origin == Origin::Schema,
-        "attributes": attributes,
-        "record_count": record_count,
-    })
-}
-
-/// A role as HarperDB's `list_roles` shows it (also `lore roles --json`).
-pub fn role_json(role: &Role) -> Value {
-    json!({
-        "id": role.id,
-        "role": role.name,
-        "permission": role.permission.to_json(),
-        "__createdtime__": role.created_at.timestamp_millis(),
-        "__updatedtime__": role.updated_at.timestamp_millis(),
-    })
-}
-
-/// A user as HarperDB's `list_users` shows it (also `lore users --json`).
-pub fn user_json(user: &User) -> Value {
-    json!({
-        "username": user.username,
-        "active": user.active,
-        "role": role_json(&user.role),
-        "__createdtime__": user.created_at.timestamp_millis(),
-        "__updatedtime__": user.updated_at.timestamp_millis(),
-    })
+    Described {
+        database: table.database.clone(),
+        name: table.name.clone(),
+        primary_key: table.primary_key.clone(),
+        schema_defined: table.origin == Origin::Schema,
+        attributes,
+        record_count,
+    }
 }

@@ -16,12 +16,12 @@
 //! its audit entry.
 
 mod answer_tools;
-mod openapi;
+mod exports;
 mod rest;
 mod table;
 
 pub use answer_tools::*;
-pub use openapi::*;
+pub use exports::*;
 pub use rest::*;
 pub use table::*;
 
@@ -31,7 +31,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::appdb::catalog::{self, AttrType, Attribute, Table};
 use crate::appdb::records::{self, Criterion, Operator, Record, Search, WriteMode};

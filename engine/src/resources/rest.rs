@@ -1,26 +1,52 @@
-//! REST under `/data/`: a path and query resolved to a resource and a verb,
-//! and the writes a table source hears about.
+//! REST under `/data/`: a path resolved to a resource and a record, a
+//! method to a verb, the query's values typed by their attributes (the edge
+//! reads the query string's syntax); and the writes a table source hears about.
 
 use super::*;
 
 /// After a write to `table` committed (every surface's writes come
-/// here): the table sources on it are noted for re-indexing, and the push
-/// channels subscribed to these records are told.
+/// here): the table sources on it are noted for re-indexing, and the write
+/// watchers (the tool server's push channels) are told.
 pub(crate) fn written(lore: &Lore, table: &Table, ids: &[Value]) {
     if !ids.is_empty() {
         lore.table_writes().note(table);
     }
-    crate::mcp::records_changed(lore, table, ids);
+    lore.tell_written(table, ids);
+}
+
+/// Told after a write to an application table committed, on any surface,
+/// with the primary keys written (see [`Lore::watch_writes`]). Called on
+/// the writer's task: it must not block.
+pub trait WriteWatcher: Send + Sync {
+    fn written(&self, table: &Table, ids: &[Value]);
 }
 
 /// A REST call under `/data/`: the method, the path after `/data/`, the
-/// query string's pairs and the JSON body.
+/// query (as the edge read it) and the JSON body.
 #[derive(Clone, Debug)]
 pub struct RestRequest {
     pub method: RestMethod,
     pub path: String,
-    pub query: Vec<(String, String)>,
+    pub query: RestQuery,
     pub body: Option<Value>,
+}
+
+/// A REST query: the attributes to return, the page, and the conditions
+/// (all must hold), each value as written, typed here by its attribute.
+#[derive(Clone, Debug, Default)]
+pub struct RestQuery {
+    pub select: Vec<String>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+    pub conditions: Vec<RestCondition>,
+}
+
+/// One condition of a [`RestQuery`].
+#[derive(Clone, Debug)]
+pub struct RestCondition {
+    pub attribute: String,
+    pub search_type: crate::appdb::records::SearchType,
+    pub text: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,28 +94,19 @@ pub async fn rest(lore: &Lore, caller: &Caller, request: RestRequest) -> Result<
     }
     let table = resource.table(lore).await?;
     let id = id.map(|raw| key_from_path(table.as_ref(), &raw));
-    let mut select = Vec::new();
-    let mut query = Query::default();
-    for (name, value) in &request.query {
-        match name.as_str() {
-            "select" => {
-                select.extend(value.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned))
-            }
-            "limit" => {
-                let limit =
-                    value.parse::<u64>().ok().filter(|n| (1..=MAX_PAGE).contains(n)).ok_or_else(|| {
-                        AppDbError::Invalid(format!("`limit` must be a whole number from 1 to {MAX_PAGE}"))
-                    })?;
-                query.limit = Some(limit);
-            }
-            "cursor" => query.cursor = Some(value.clone()),
-            attribute => {
-                let declared = table.as_ref().and_then(|t| t.attribute(attribute));
-                query.conditions.push(condition(attribute, declared, value));
-            }
-        }
-    }
-    query.select = select;
+    let conditions = request
+        .query
+        .conditions
+        .iter()
+        .map(|c| condition(c, table.as_ref().and_then(|t| t.attribute(&c.attribute))))
+        .collect();
+    let query = Query {
+        conditions,
+        select: request.query.select.clone(),
+        limit: request.query.limit,
+        cursor: request.query.cursor.clone(),
+        ..Query::default()
+    };
     let body = || -> Result<Record> {
         match request.body.clone() {
             Some(Value::Object(record)) => Ok(record),
@@ -138,25 +155,13 @@ pub(super) async fn route(lore: &Lore, path: &str) -> Result<(Entry, Option<Stri
     }
 }
 
-/// A condition of the query string: `attribute=value` is equality;
-/// `attribute=gt=5` (also `ge`, `lt`, `le`, `ne`, `sw` starts with, `ew`
-/// ends with, `ct` contains) compares, FIQL-style as HarperDB's REST does.
-pub(super) fn condition(attribute: &str, declared: Option<&Attribute>, raw: &str) -> Criterion {
+/// A condition of a REST query, its value typed by the attribute's declared
+/// type (a text search's is text).
+pub(super) fn condition(condition: &RestCondition, declared: Option<&Attribute>) -> Criterion {
     use crate::appdb::records::SearchType as T;
-    let (search_type, text) = match raw.split_once('=') {
-        Some(("gt", rest)) => (T::GreaterThan, rest),
-        Some(("ge", rest)) => (T::GreaterThanEqual, rest),
-        Some(("lt", rest)) => (T::LessThan, rest),
-        Some(("le", rest)) => (T::LessThanEqual, rest),
-        Some(("ne", rest)) => (T::NotEqual, rest),
-        Some(("sw", rest)) => (T::StartsWith, rest),
-        Some(("ew", rest)) => (T::EndsWith, rest),
-        Some(("ct", rest)) => (T::Contains, rest),
-        _ => (T::Equals, raw),
+    let value = match condition.search_type {
+        T::StartsWith | T::EndsWith | T::Contains => Value::String(condition.text.clone()),
+        _ => value_from_query(declared, &condition.text),
     };
-    let value = match search_type {
-        T::StartsWith | T::EndsWith | T::Contains => Value::String(text.to_owned()),
-        _ => value_from_query(declared, text),
-    };
-    Criterion { attribute: attribute.to_owned(), search_type, value }
+    Criterion { attribute: condition.attribute.clone(), search_type: condition.search_type, value }
 }

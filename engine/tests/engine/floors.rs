@@ -44,10 +44,10 @@ const FLOORS: &[(&str, u8)] = &[
     ("metrics", 4),
     ("wizard", 4),
     ("evals", 4),
-    // 5. The operations API and the tool server, over everything.
+    // 5. The operations API and the resources, over everything (the tool
+    // server over them is the crate `lore-toolserver`).
     ("operations", 5),
     ("resources", 5),
-    ("mcp", 5),
 ];
 
 /// The crates of the floors, and the floors each holds.

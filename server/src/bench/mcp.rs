@@ -281,7 +281,7 @@ async fn measure(lore: &Lore, client: &Client, root: &str, options: &McpOptions)
     // Let every channel register with the hub.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = resident_kib();
-    let open = lore.mcp_hub().open_channels();
+    let open = lore_toolserver::ToolServer::open(lore.clone()).hub().open_channels();
     let per_session_kib = (after - before) / options.sessions.max(2) as f64;
 
     println!("{} role changes that alter one session's tools …", options.changes);

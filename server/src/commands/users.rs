@@ -2,8 +2,8 @@
 //! operations `list_users`, `add_user`, … and the Access screen; `--json`
 //! prints HarperDB's shapes, as those operations do.
 
+use app::wire::{RoleRow, UserRow};
 use engine::appdb::users;
-use engine::operations::{role_json, user_json};
 use engine::Settings;
 
 use super::output::{fail, invalid, print_json};
@@ -16,7 +16,7 @@ pub async fn run_users(settings: Settings, command: UsersCommand) -> anyhow::Res
         UsersCommand::List { json } => {
             let all = users::users(&lore).await.map_err(fail)?;
             if json {
-                print_json(&all.iter().map(user_json).collect::<Vec<_>>());
+                print_json(&all.iter().map(UserRow::from).collect::<Vec<_>>());
             } else if all.is_empty() {
                 println!("No users yet. Add one with `lore users add NAME --role ROLE`.");
             } else {
@@ -47,7 +47,7 @@ pub async fn run_users(settings: Settings, command: UsersCommand) -> anyhow::Res
         }
     };
     if json {
-        print_json(&user_json(&user));
+        print_json(&UserRow::from(&user));
     } else {
         let state = if user.active { "active" } else { "inactive" };
         println!("{} ({state}) has the role {}.", user.username, user.role.name);
@@ -66,7 +66,7 @@ pub async fn run_roles(settings: Settings, command: RolesCommand) -> anyhow::Res
         RolesCommand::List { json } => {
             let all = users::roles(&lore).await.map_err(fail)?;
             if json {
-                print_json(&all.iter().map(role_json).collect::<Vec<_>>());
+                print_json(&all.iter().map(RoleRow::from).collect::<Vec<_>>());
             } else if all.is_empty() {
                 println!("No roles yet. Add one with `lore roles add NAME --permission '{{\"super_user\": true}}'`.");
             } else {
@@ -96,7 +96,7 @@ pub async fn run_roles(settings: Settings, command: RolesCommand) -> anyhow::Res
         }
     };
     if json {
-        print_json(&role_json(&role));
+        print_json(&RoleRow::from(&role));
     } else {
         println!("{} ({}): {}", role.name, role.id, role.permission.to_json());
     }

@@ -4,13 +4,18 @@
 //! `x-api-key` (scope `operations`, a key of a user) or an admin's session,
 //! as `/operation` does; the engine runs the caller's permissions.
 
+use app::wire::{CreatedView, DataPage};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use engine::appdb::records::SearchType;
+use engine::appdb::AppDbError;
 use engine::auth::Viewer;
-use engine::resources::{self, Caller, RestMethod, RestRequest};
+use engine::resources::{
+    self, Caller, RestCondition, RestMethod, RestOutcome, RestQuery, RestRequest, MAX_PAGE,
+};
 use engine::settings::Secret;
 
 use super::error::ApiError;
@@ -34,7 +39,8 @@ pub async fn openapi(
     headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller(&state, viewer.as_deref(), &headers).await?;
-    Ok(Json(resources::openapi(&state.lore).await?))
+    let exports = resources::http_exports(&state.lore).await?;
+    Ok(Json(lore_openapi::data_document(&exports, &state.lore.settings.base_url())))
 }
 
 pub async fn data(
@@ -62,11 +68,91 @@ pub async fn data(
         Some(parsed)
     };
     let (caller, key_id) = caller(&state, viewer.as_deref(), &headers).await?;
-    let result = resources::rest(&state.lore, &caller, RestRequest { method, path, query, body }).await;
+    let result = match rest_query(query) {
+        Ok(query) => resources::rest(&state.lore, &caller, RestRequest { method, path, query, body }).await,
+        Err(wrong) => Err(wrong),
+    };
     super::operation::count_usage(&state, key_id).await;
-    Ok(match app::wire::data_response(result?) {
-        (201, body) => (StatusCode::CREATED, Json(body)).into_response(),
-        (_, serde_json::Value::Null) => StatusCode::NO_CONTENT.into_response(),
-        (_, body) => Json(body).into_response(),
+    Ok(match result? {
+        RestOutcome::Record(record) => Json(record).into_response(),
+        RestOutcome::Page(page) => {
+            Json(DataPage { records: page.records, next_cursor: page.next_cursor }).into_response()
+        }
+        RestOutcome::Created(id) => (StatusCode::CREATED, Json(CreatedView { id })).into_response(),
+        RestOutcome::Done => StatusCode::NO_CONTENT.into_response(),
     })
+}
+
+/// A REST query string: `select=a,b` (the attributes to return, repeatable),
+/// `limit` (1 to [`MAX_PAGE`]), `cursor`, and any other name a condition on
+/// that attribute, all of which must hold: `name=value` is equality,
+/// `name=gt=5` (also `ge`, `lt`, `le`, `ne`, `sw` starts with, `ew` ends
+/// with, `ct` contains) compares, FIQL-style as HarperDB's REST does. The
+/// engine types each value by its attribute.
+fn rest_query(pairs: Vec<(String, String)>) -> Result<RestQuery, engine::Error> {
+    let mut query = RestQuery::default();
+    for (name, value) in pairs {
+        match name.as_str() {
+            "select" => query
+                .select
+                .extend(value.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned)),
+            "limit" => {
+                let limit =
+                    value.parse::<u64>().ok().filter(|n| (1..=MAX_PAGE).contains(n)).ok_or_else(|| {
+                        AppDbError::Invalid(format!("`limit` must be a whole number from 1 to {MAX_PAGE}"))
+                    })?;
+                query.limit = Some(limit);
+            }
+            "cursor" => query.cursor = Some(value),
+            _ => {
+                let (search_type, text) = match value.split_once('=') {
+                    Some(("gt", rest)) => (SearchType::GreaterThan, rest),
+                    Some(("ge", rest)) => (SearchType::GreaterThanEqual, rest),
+                    Some(("lt", rest)) => (SearchType::LessThan, rest),
+                    Some(("le", rest)) => (SearchType::LessThanEqual, rest),
+                    Some(("ne", rest)) => (SearchType::NotEqual, rest),
+                    Some(("sw", rest)) => (SearchType::StartsWith, rest),
+                    Some(("ew", rest)) => (SearchType::EndsWith, rest),
+                    Some(("ct", rest)) => (SearchType::Contains, rest),
+                    _ => (SearchType::Equals, value.as_str()),
+                };
+                let text = text.to_owned();
+                query.conditions.push(RestCondition { attribute: name, search_type, text });
+            }
+        }
+    }
+    Ok(query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(raw: &[(&str, &str)]) -> Vec<(String, String)> {
+        raw.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_query_string_reads_into_selection_page_and_conditions() {
+        let query =
+            rest_query(pairs(&[("select", "name, age"), ("limit", "5"), ("age", "gt=3"), ("name", "Rex")]))
+                .unwrap();
+        assert_eq!(query.select, ["name", "age"]);
+        assert_eq!(query.limit, Some(5));
+        let conditions: Vec<(&str, SearchType, &str)> =
+            query.conditions.iter().map(|c| (c.attribute.as_str(), c.search_type, c.text.as_str())).collect();
+        assert_eq!(conditions, [("age", SearchType::GreaterThan, "3"), ("name", SearchType::Equals, "Rex")]);
+        // An operator it does not know is part of the value.
+        let query = rest_query(pairs(&[("note", "xx=1")])).unwrap();
+        assert_eq!(query.conditions[0].search_type, SearchType::Equals);
+        assert_eq!(query.conditions[0].text, "xx=1");
+    }
+
+    #[test]
+    fn a_limit_outside_the_page_is_refused() {
+        for limit in ["0", "1001", "ten", "-1"] {
+            let refused = rest_query(pairs(&[("limit", limit)])).err().unwrap();
+            assert!(refused.to_string().contains("`limit`"), "{limit}: {refused}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! `GET /openapi.json`: the OpenAPI 3.0.3 document of the public API,
-//! generated from the request and response types the handlers use (their
+//! written with `lore_openapi::Document` (the generator of every document
+//! Lore serves) from the request and response types the handlers use (their
 //! JSON schemas come from `schemars` with its OpenAPI 3.0 settings), so the
 //! document cannot drift from the code.
 
@@ -107,10 +108,7 @@ pub fn document(base_url: &str) -> Value {
         codes
             .iter()
             .map(|(status, description)| {
-                (
-                    (*status).to_owned(),
-                    json!({"description": description, "content": {"application/json": {"schema": error}}}),
-                )
+                ((*status).to_owned(), lore_openapi::error_response(description, &error))
             })
             .collect::<serde_json::Map<_, _>>()
             .into()
@@ -123,17 +121,17 @@ pub fn document(base_url: &str) -> Value {
         responses
     };
 
-    json!({
-        "openapi": "3.0.3",
-        "info": {
-            "title": "Lore public API",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "Grounded answers and retrieval over the indexed knowledge base, and the Dashboard's aggregates. Public requests carry an access key in `x-api-key`; errors have the body `{\"error\": {\"code\", \"message\", \"details\"?}}` with a stable code.",
-        },
-        "servers": [{"url": base_url}],
-        "security": [{"apiKey": []}],
-        "paths": {
-            "/answer": {"post": {
+    let mut document = lore_openapi::Document::new(
+        "Lore public API",
+        "Grounded answers and retrieval over the indexed knowledge base, and the Dashboard's aggregates. Public requests carry an access key in `x-api-key`; errors have the body `{\"error\": {\"code\", \"message\", \"details\"?}}` with a stable code.",
+        base_url,
+    );
+    document.security_scheme(
+        "adminSession",
+        json!({"type": "apiKey", "in": "cookie", "name": super::auth::SESSION_COOKIE}),
+    );
+    document.schemas(schemas);
+    document.operation("/answer", "post", json!({
                 "operationId": "answer",
                 "summary": "Answer a question from the indexed content, with citations and a trace; or refuse.",
                 "description": "Needs the `answer` scope. A widget key is public, so its callers get a trimmed trace: the id and each stage's name, decision and duration, with empty reasons, no passages, no model and zero usage (the recorded run keeps the whole trace under the same id). With `stream: true` (or, when `stream` is absent, an `Accept` that prefers `text/event-stream` to JSON) the response is server-sent events: a `stage` event as each stage of the run ends (the trace's stage objects, live), then `token` events (`{\"text\"}`) with the answer's text, sent only once it passed the grounding check, then one `answer` event with the object below. The stream starts once the readiness gate has passed; a failure after that ends it with an `error` event carrying the error body (for example `provider_unavailable`).",
@@ -158,8 +156,8 @@ pub fn document(base_url: &str) -> Value {
                         },
                     },
                 }), ANSWER_ERRORS),
-            }},
-            "/retrieve": {"post": {
+    }));
+    document.operation("/retrieve", "post", json!({
                 "operationId": "retrieve",
                 "summary": "Hybrid retrieval with the active profile version's settings.",
                 "description": "Needs the `retrieve` scope.",
@@ -168,8 +166,8 @@ pub fn document(base_url: &str) -> Value {
                     "description": "The passages that passed the cutoff, best first.",
                     "content": {"application/json": {"schema": retrieve_response}},
                 }), RETRIEVE_ERRORS),
-            }},
-            "/admin/observability/": {"post": {
+    }));
+    document.operation("/admin/observability/", "post", json!({
                 "operationId": "observability",
                 "summary": "The Dashboard's aggregates for a time range, from rollups only.",
                 "description": "For signed-in admins (the console's session cookie). Usage over time (hourly up to 72 hours, daily beyond), cache hit rate, estimated spend and savings (from configured pricing), latency p95, refusals, top queries, content gaps, per-key usage and the cost funnel. Lists are kept per UTC day and cover the whole days the range touches.",
@@ -179,16 +177,8 @@ pub fn document(base_url: &str) -> Value {
                     "description": "The aggregates.",
                     "content": {"application/json": {"schema": observability_response}},
                 }), ADMIN_ERRORS),
-            }},
-        },
-        "components": {
-            "securitySchemes": {
-                "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
-                "adminSession": {"type": "apiKey", "in": "cookie", "name": super::auth::SESSION_COOKIE},
-            },
-            "schemas": schemas,
-        },
-    })
+    }));
+    document.into_value()
 }
 
 /// `GET /openapi.json`.

@@ -43,11 +43,9 @@ pub(super) async fn authenticate(
     Ok(operations::authenticate(&state.lore, credentials).await?)
 }
 
-/// Counts a keyed call, behind the response.
+/// Counts a keyed call (it costs nothing), behind the response.
 pub(super) async fn count_usage(state: &AppState, key_id: Option<String>) {
     if let Some(key_id) = key_id {
-        if let Err(err) = state.lore.recorder().key_usage(&key_id, 0.0).await {
-            tracing::warn!(error = %err, "could not record key usage");
-        }
+        super::public::record_usage(&state.lore, &key_id, 0.0).await;
     }
 }

@@ -99,7 +99,9 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
     response
 }
 
-async fn record_usage(lore: &engine::Lore, key_id: &str, cost: f64) {
+/// Counts one call of key `key_id` and what it cost, behind the response:
+/// the one usage counter of every keyed surface.
+pub(super) async fn record_usage(lore: &engine::Lore, key_id: &str, cost: f64) {
     if let Err(err) = lore.recorder().key_usage(key_id, cost).await {
         tracing::warn!(error = %err, "could not record key usage");
     }

@@ -31,4 +31,5 @@ mod setup_state;
 mod site;
 mod sources;
 mod storage;
+mod toolserver;
 mod tuning;

@@ -310,7 +310,9 @@ async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
     let session = initialize(&url, &key).await;
     let mut stream = channel(&url, &key, &session).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let evicted = engine::mcp::sessions::evict_idle(&app.lore).await.unwrap();
+    let evicted = lore_toolserver::sessions::evict_idle(&lore_toolserver::ToolServer::open(app.lore.clone()))
+        .await
+        .unwrap();
     assert_eq!(evicted, std::slice::from_ref(&session));
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(chunk) = stream.next().await {
@@ -514,7 +516,11 @@ async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes()
     let refused = listen(json!({"resourceSubscriptions": [cat]})).await.unwrap();
     let refused: Value = refused.json().await.unwrap();
     assert_eq!(refused["error"]["code"], -32001, "{refused}");
-    assert_eq!(app.lore.mcp_hub().open_channels(), 0, "nothing was opened");
+    assert_eq!(
+        lore_toolserver::ToolServer::open(app.lore.clone()).hub().open_channels(),
+        0,
+        "nothing was opened"
+    );
 
     let response = listen(json!({"toolsListChanged": true})).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);

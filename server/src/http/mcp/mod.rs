@@ -12,8 +12,8 @@
 //!   `mcp.session.allowClientDelete` allows.
 //!
 //! Every request is authenticated (an `x-api-key` with scope `mcp` of a
-//! user, or an admin's session) and acts as that user; the engine's
-//! `mcp` module decides what it sees and runs what it calls. The status
+//! user, or an admin's session) and acts as that user; the crate
+//! `lore-toolserver` decides what it sees and runs what it calls. The status
 //! codes are DESIGN.md's (docs/mcp.md lists them).
 
 use axum::body::Bytes;
@@ -26,10 +26,10 @@ use base64::Engine as _;
 use engine::appdb::AppDbError;
 use engine::auth::Viewer;
 use engine::keys::Scope;
-use engine::mcp::{self, hub, sessions, Profile};
 use engine::operations::{self, Credentials};
 use engine::resources::Caller;
 use engine::settings::Secret;
+use lore_toolserver::{self as mcp, hub, sessions, Profile, ToolServer};
 use serde_json::{json, Map, Value};
 
 mod rpc;
@@ -159,12 +159,12 @@ fn decode_header(raw: &str) -> Option<String> {
 }
 
 impl Call {
-    fn lore(&self) -> &engine::Lore {
-        &self.state.lore
+    fn tools(&self) -> &ToolServer {
+        &self.state.tools
     }
 
     fn not_allowed(&self) -> Response {
-        let allow = if self.lore().settings.mcp.session.allow_client_delete {
+        let allow = if self.tools().settings.mcp.session.allow_client_delete {
             "GET, POST, DELETE"
         } else {
             "GET, POST"
@@ -182,7 +182,7 @@ impl Call {
             (None, Some(viewer)) => Credentials::Session(viewer),
             (None, None) => Credentials::None,
         };
-        let (principal, key_id) = operations::authenticate_for(self.lore(), credentials, Scope::Mcp).await?;
+        let (principal, key_id) = operations::authenticate_for(self.tools(), credentials, Scope::Mcp).await?;
         Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
     }
 
@@ -195,7 +195,7 @@ impl Call {
             );
             return Err(refuse(StatusCode::BAD_REQUEST, Value::Null, error));
         };
-        let (status, text) = match sessions::lookup(self.lore(), self.profile, id, caller).await {
+        let (status, text) = match sessions::lookup(self.tools(), self.profile, id, caller).await {
             Ok(sessions::Lookup::Live(session)) => return Ok(*session),
             Ok(sessions::Lookup::Gone) => {
                 (StatusCode::NOT_FOUND, "no such session (it ended or expired): initialize again")
@@ -266,7 +266,7 @@ impl Call {
             Ok(session) => session,
             Err(response) => return response,
         };
-        if let Err(err) = sessions::touch(self.lore(), &session).await {
+        if let Err(err) = sessions::touch(self.tools(), &session).await {
             return ApiError::from(err).into_response();
         }
         let Some(id) = id else {
@@ -293,7 +293,7 @@ impl Call {
         };
         let client =
             json!({"clientInfo": params.get("clientInfo"), "capabilities": params.get("capabilities")});
-        let session = match sessions::start(self.lore(), self.profile, caller, requested, client).await {
+        let session = match sessions::start(self.tools(), self.profile, caller, requested, client).await {
             Ok(session) => session,
             Err(err) => return ApiError::from(err).into_response(),
         };
@@ -319,7 +319,7 @@ impl Call {
     ) -> Result<Value, Failure> {
         let uri =
             params.get("uri").and_then(Value::as_str).ok_or_else(|| Failure::params("`uri` is required"))?;
-        sessions::subscribe(self.lore(), session, caller, uri, on).await?;
+        sessions::subscribe(self.tools(), session, caller, uri, on).await?;
         Ok(json!({}))
     }
 
@@ -332,7 +332,7 @@ impl Call {
         params: &Map<String, Value>,
         modern: bool,
     ) -> Result<Value, Failure> {
-        let lore = self.lore();
+        let lore = self.tools();
         match method {
             "tools/list" | "resources/list" | "resources/templates/list" => {
                 let surface = mcp::surface(lore, self.profile, caller).await?;
@@ -401,7 +401,7 @@ impl Call {
         key_id: Option<&str>,
         params: &Map<String, Value>,
     ) -> Result<Value, Failure> {
-        let lore = self.lore();
+        let lore = self.tools();
         let name = params
             .get("name")
             .and_then(Value::as_str)
@@ -410,9 +410,7 @@ impl Call {
         if let Some(key_id) = key_id {
             mcp::admit_call(lore, key_id)?;
         }
-        let result = mcp::call(lore, self.profile, caller, name, args.clone())
-            .await
-            .and_then(app::wire::tool_response);
+        let result = mcp::call(lore, self.profile, caller, name, args.clone()).await.and_then(tool_response);
         let (reply, outcome) = match result {
             Ok(structured) => (Ok(rpc::value(&rpc::CallResult::new(structured, false))), "ok"),
             // Not offered to this caller: a protocol error, as for any unknown tool.
@@ -538,7 +536,7 @@ impl Call {
         params.insert("_meta".into(), json!({ rpc::SUBSCRIPTION_ID: id }));
         params.insert("notifications".into(), Value::Object(honoured));
         let ack = rpc::Notification::new("notifications/subscriptions/acknowledged", params).to_value();
-        match hub::listen(self.lore(), self.profile, caller, id.clone(), filter).await {
+        match hub::listen(self.tools(), self.profile, caller, id.clone(), filter).await {
             Ok(channel) => push_stream(Some(ack), channel),
             Err(err) => reply(id, Err(err.into()), true, false),
         }
@@ -562,10 +560,10 @@ impl Call {
             Ok(session) => session,
             Err(response) => return response,
         };
-        if let Err(err) = sessions::touch(self.lore(), &session).await {
+        if let Err(err) = sessions::touch(self.tools(), &session).await {
             return ApiError::from(err).into_response();
         }
-        match hub::session_channel(self.lore(), &session, &caller) {
+        match hub::session_channel(self.tools(), &session, &caller) {
             Ok(channel) => push_stream(None, channel),
             Err(err) => ApiError::from(err).into_response(),
         }
@@ -573,7 +571,7 @@ impl Call {
 
     /// DELETE: ends a session, when the configuration lets clients do so.
     async fn delete(self, viewer: Option<&Viewer>) -> Response {
-        if !self.lore().settings.mcp.session.allow_client_delete {
+        if !self.tools().settings.mcp.session.allow_client_delete {
             return self.not_allowed();
         }
         let (caller, _) = match self.caller(viewer).await {
@@ -584,7 +582,7 @@ impl Call {
             Ok(session) => session,
             Err(response) => return response,
         };
-        match sessions::close(self.lore(), &session.id).await {
+        match sessions::close(self.tools(), &session.id).await {
             Ok(_) => StatusCode::NO_CONTENT.into_response(),
             Err(err) => ApiError::from(err).into_response(),
         }
@@ -675,6 +673,30 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
         return response;
     }
     json_response(status, body)
+}
+
+/// A tool call's result as its structured content: an object (a list or a
+/// value is wrapped as `{"result": ...}`, since the session-era revisions
+/// want an object). An operation's, as `POST /operation` answers it.
+fn tool_response(output: mcp::Output) -> Result<Value, engine::Error> {
+    use engine::resources::ToolOutput;
+    let to_json = |value: Result<Value, serde_json::Error>| {
+        value.map_err(|err| engine::Error::Internal(err.to_string()))
+    };
+    let value = match output {
+        mcp::Output::Operation(outcome) => app::wire::operation_response(outcome)?,
+        mcp::Output::Json(value) | mcp::Output::Custom(ToolOutput::Json(value)) => value,
+        mcp::Output::Custom(ToolOutput::Answer(answer)) => {
+            to_json(serde_json::to_value(app::wire::AnswerResponse::from(*answer)))?
+        }
+        mcp::Output::Custom(ToolOutput::Retrieved(traced)) => {
+            to_json(serde_json::to_value(app::wire::RetrieveResponse::from(traced)))?
+        }
+    };
+    Ok(match value {
+        Value::Object(_) => value,
+        other => json!({ "result": other }),
+    })
 }
 
 fn tool_listing(tool: &mcp::Tool) -> Value {

@@ -4,7 +4,7 @@
 //! below; lists, resource contents and tool results are the typed shapes
 //! at the end. Nothing else in the transport writes a JSON-RPC envelope.
 
-use engine::mcp::hub::{Notice, Pushed};
+use lore_toolserver::hub::{Notice, Pushed};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 

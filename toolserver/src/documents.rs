@@ -2,7 +2,7 @@
 //! `svc://openapi` and the template `svc://schema/{database}/{table}`),
 //! served by one resource of the registry like any other resource's
 //! documents: `resources/list` and `resources/read` find them through
-//! [`crate::resources::Resource::documents`], not by name.
+//! [`engine::resources::Resource::documents`], not by name.
 
 use std::sync::Arc;
 
@@ -10,9 +10,10 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{about, operation_tools, permission_of, schema};
-use crate::appdb::AppDbError;
-use crate::resources::{self, Caller, Document, ExportTypes, Profile, Registry, Resource, Verb};
-use crate::{Lore, Result};
+use engine::appdb::AppDbError;
+use engine::resources::{self, Caller, Document, ExportTypes, Profile, Registry, Resource, Verb};
+use engine::Lore;
+use engine::Result;
 
 /// Where it is registered: not a path a table can be exported at (an export
 /// name has no `:`), so no schema file can take its place.
@@ -49,7 +50,7 @@ const SCHEMA: Document = Document {
 /// The tool server's documents, as a resource.
 pub struct ServerDocuments;
 
-/// Registers [`ServerDocuments`]; called once when Lore opens.
+/// Registers [`ServerDocuments`]; called by [`crate::ToolServer::open`].
 pub fn install(registry: &Registry) {
     registry.set(PATH, Arc::new(ServerDocuments), ExportTypes { http: false, mcp: true });
 }
@@ -76,20 +77,20 @@ impl Resource for ServerDocuments {
         uri: &str,
     ) -> Result<Value> {
         let permission = permission_of(caller);
-        let not_found = || crate::Error::from(AppDbError::UnknownResource(uri.to_owned()));
+        let not_found = || engine::Error::from(AppDbError::UnknownResource(uri.to_owned()));
         if *document == ABOUT {
             Ok(about(profile))
         } else if *document == OPERATIONS {
             let names: Vec<String> = operation_tools(lore, &permission).into_iter().map(|t| t.name).collect();
             Ok(json!({"operations": names}))
         } else if *document == OPENAPI {
-            resources::openapi(lore).await
+            Ok(lore_openapi::data_document(&resources::http_exports(lore).await?, &lore.settings.base_url()))
         } else if *document == SCHEMA {
             let rest = uri.strip_prefix("svc://schema/").ok_or_else(not_found)?;
             let (database, table) = rest.split_once('/').ok_or_else(not_found)?;
             let table = match lore.appdb_cache().table(&lore.db, database, table).await {
                 Ok(table) => table,
-                Err(crate::Error::AppDb(AppDbError::UnknownDatabase(_) | AppDbError::UnknownTable(_))) => {
+                Err(engine::Error::AppDb(AppDbError::UnknownDatabase(_) | AppDbError::UnknownTable(_))) => {
                     return Err(not_found())
                 }
                 Err(other) => return Err(other),

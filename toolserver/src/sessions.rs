@@ -14,8 +14,10 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 use serde_json::Value;
 
 use super::{Profile, Snapshot};
-use crate::resources::Caller;
-use crate::{Lore, Result};
+use crate::ToolServer;
+use engine::resources::Caller;
+use engine::Lore;
+use engine::Result;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Session {
@@ -33,13 +35,13 @@ pub struct Session {
 impl Session {
     fn decode(row: mcp_session::Model) -> Result<Self> {
         let profile = Profile::parse(&row.profile)
-            .ok_or_else(|| crate::Error::Internal(format!("session {} has an unknown profile", row.id)))?;
+            .ok_or_else(|| engine::Error::Internal(format!("session {} has an unknown profile", row.id)))?;
         Ok(Self {
             profile,
             identity: row.principal,
             protocol_version: row.protocol_version,
-            snapshot: crate::store::decode("session snapshot", row.snapshot)?,
-            subscriptions: crate::store::decode("session subscriptions", row.subscriptions)?,
+            snapshot: engine::store::decode("session snapshot", row.snapshot)?,
+            subscriptions: engine::store::decode("session subscriptions", row.subscriptions)?,
             last_seen_at: row.last_seen_at,
             id: row.id,
         })
@@ -57,7 +59,7 @@ fn touch_every(lore: &Lore) -> Duration {
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<Value> {
-    serde_json::to_value(value).map_err(|err| crate::Error::Internal(err.to_string()))
+    serde_json::to_value(value).map_err(|err| engine::Error::Internal(err.to_string()))
 }
 
 /// Opens a session; its id is 128 random bits as 32 hex characters.
@@ -101,7 +103,7 @@ pub async fn start(
     requested: &str,
     client: Value,
 ) -> Result<Session> {
-    let principal = caller.principal.as_ref().ok_or(crate::keys::KeyError::Missing)?;
+    let principal = caller.principal.as_ref().ok_or(engine::keys::KeyError::Missing)?;
     let snapshot = super::surface(lore, profile, caller).await?.snapshot();
     open(lore, profile, super::identity(principal), negotiate(requested), client, &snapshot).await
 }
@@ -109,7 +111,13 @@ pub async fn start(
 /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`: a
 /// record the caller may read (see [`super::subscribable`]); the session's
 /// open channels hear of it at once.
-pub async fn subscribe(lore: &Lore, session: &Session, caller: &Caller, uri: &str, on: bool) -> Result<()> {
+pub async fn subscribe(
+    lore: &ToolServer,
+    session: &Session,
+    caller: &Caller,
+    uri: &str,
+    on: bool,
+) -> Result<()> {
     if on {
         super::subscribable(lore, session.profile, caller, uri).await?;
     }
@@ -119,7 +127,7 @@ pub async fn subscribe(lore: &Lore, session: &Session, caller: &Caller, uri: &st
         uris.push(uri.to_owned());
     }
     save_subscriptions(lore, &session.id, &uris).await?;
-    lore.mcp_hub().set_updates(&session.id, &uris);
+    lore.hub().set_updates(&session.id, &uris);
     Ok(())
 }
 
@@ -165,9 +173,9 @@ pub async fn touch(lore: &Lore, session: &Session) -> Result<()> {
 }
 
 /// Ends a session; false when there was none.
-pub async fn close(lore: &Lore, id: &str) -> Result<bool> {
+pub async fn close(lore: &ToolServer, id: &str) -> Result<bool> {
     let deleted = mcp_session::Entity::delete_by_id(id.to_owned()).exec(&lore.db).await?;
-    lore.mcp_hub().close_session(id);
+    lore.hub().close_session(id);
     Ok(deleted.rows_affected > 0)
 }
 
@@ -197,14 +205,14 @@ async fn save_subscriptions(lore: &Lore, id: &str, uris: &[String]) -> Result<()
 
 /// Deletes the sessions idle past the timeout and closes their push
 /// channels: what the sweep of `lore serve` runs. The ids evicted.
-pub async fn evict_idle(lore: &Lore) -> Result<Vec<String>> {
+pub async fn evict_idle(lore: &ToolServer) -> Result<Vec<String>> {
     let cutoff = Utc::now() - idle_timeout(lore);
     let idle =
         mcp_session::Entity::find().filter(mcp_session::Column::LastSeenAt.lt(cutoff)).all(&lore.db).await?;
     let mut evicted = Vec::with_capacity(idle.len());
     for row in idle {
         mcp_session::Entity::delete_by_id(row.id.clone()).exec(&lore.db).await?;
-        lore.mcp_hub().close_session(&row.id);
+        lore.hub().close_session(&row.id);
         evicted.push(row.id);
     }
     Ok(evicted)
@@ -218,7 +226,7 @@ pub fn sweep_every(lore: &Lore) -> std::time::Duration {
 
 /// Evicts idle sessions every [`sweep_every`] until `stop` turns true;
 /// `lore serve` runs it beside the server.
-pub async fn keep_evicting(lore: Lore, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub async fn keep_evicting(lore: ToolServer, mut stop: tokio::sync::watch::Receiver<bool>) {
     let mut every = tokio::time::interval(sweep_every(&lore));
     loop {
         tokio::select! {

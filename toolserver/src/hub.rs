@@ -1,7 +1,7 @@
 //! Push channels of this process: a session's GET stream (session era) or a
 //! `subscriptions/listen` stream (sessionless era), and what they are told.
 //!
-//! When a role or the schema changes (an [`crate::appdb::Event`] of this
+//! When a role or the schema changes (an [`engine::appdb::Event`] of this
 //! process, or the stored application-database generation moving because
 //! another process changed it), [`Hub::recompute`] walks every open
 //! channel: it resolves the channel's user again, computes what that user
@@ -13,16 +13,18 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Profile, Snapshot};
-use crate::appdb::Principal;
-use crate::resources::Caller;
-use crate::settings::Secret;
-use crate::{Lore, Result};
+use crate::ToolServer;
+use engine::appdb::Principal;
+use engine::resources::Caller;
+use engine::settings::Secret;
+use engine::Lore;
+use engine::Result;
 
 /// What a channel asked to hear (a session's GET stream hears all).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -89,37 +91,41 @@ pub struct Pushed {
 /// client went away, the stream ended) removes the channel from the hub.
 pub struct Stream {
     pub messages: mpsc::UnboundedReceiver<Pushed>,
-    lore: Lore,
+    hub: Arc<Hub>,
     id: u64,
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        self.lore.mcp_hub().channels().remove(&self.id);
+        self.hub.channels().remove(&self.id);
     }
 }
 
 /// Opens a channel for `caller` on `profile`, compared from `snapshot`.
 pub fn open(
-    lore: &Lore,
+    lore: &ToolServer,
     origin: Origin,
     profile: Profile,
     caller: &Caller,
     filter: Filter,
     snapshot: Snapshot,
 ) -> Result<Stream> {
-    let principal = caller.principal.clone().ok_or(crate::keys::KeyError::Missing)?;
+    let principal = caller.principal.clone().ok_or(engine::keys::KeyError::Missing)?;
     let (sender, messages) = mpsc::unbounded_channel();
-    let hub = lore.mcp_hub();
+    let hub = &lore.hub;
     let id = hub.next.fetch_add(1, Ordering::Relaxed);
     let channel = Channel { origin, profile, principal, key: caller.key.clone(), filter, snapshot, sender };
     hub.channels().insert(id, channel);
-    Ok(Stream { messages, lore: lore.clone(), id })
+    Ok(Stream { messages, hub: hub.clone(), id })
 }
 
 /// A session's push channel (its GET stream): it hears everything, its
 /// subscribed records too, compared from the session's stored snapshot.
-pub fn session_channel(lore: &Lore, session: &super::sessions::Session, caller: &Caller) -> Result<Stream> {
+pub fn session_channel(
+    lore: &ToolServer,
+    session: &super::sessions::Session,
+    caller: &Caller,
+) -> Result<Stream> {
     let filter = Filter { updates: session.subscriptions.clone(), ..Filter::everything() };
     let origin = Origin::Session(session.id.clone());
     open(lore, origin, session.profile, caller, filter, session.snapshot.clone())
@@ -129,7 +135,7 @@ pub fn session_channel(lore: &Lore, session: &super::sessions::Session, caller: 
 /// `filter` asks, compared from what the caller sees now. Each record URI
 /// must be one the caller may subscribe to (see [`super::subscribable`]).
 pub async fn listen(
-    lore: &Lore,
+    lore: &ToolServer,
     profile: Profile,
     caller: &Caller,
     id: Value,
@@ -199,7 +205,7 @@ impl Hub {
                 None => {
                     let principal = match &principal {
                         Principal::User(user) => {
-                            crate::appdb::users::principal(lore, &user.username).await.ok()
+                            engine::appdb::users::principal(lore, &user.username).await.ok()
                         }
                         admin => Some(admin.clone()),
                     };
@@ -255,8 +261,8 @@ fn pushed(origin: &Origin, notice: Notice) -> Pushed {
 
 /// Recomputes the channels whenever a role or the schema changes, in this
 /// process or (seen through the stored generation, every second) another.
-/// Runs until Lore is dropped; `lore serve` spawns it.
-pub async fn keep_listening(lore: Lore) {
+/// Runs until the tool server is dropped; `lore serve` spawns it.
+pub async fn keep_listening(lore: ToolServer) {
     let mut events = lore.appdb_events();
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     let mut epoch = lore.appdb_cache().epoch();
@@ -270,7 +276,7 @@ pub async fn keep_listening(lore: Lore) {
         };
         if changed {
             epoch = lore.appdb_cache().epoch();
-            if let Err(err) = lore.mcp_hub().recompute(&lore).await {
+            if let Err(err) = lore.hub().recompute(&lore).await {
                 tracing::warn!(error = %err, "could not recompute what the tool server's sessions see");
             }
         }
@@ -279,8 +285,8 @@ pub async fn keep_listening(lore: Lore) {
 
 /// Whether another process changed roles or the schema since `epoch` (read
 /// only while channels are open); `epoch` follows.
-async fn moved_elsewhere(lore: &Lore, epoch: &mut u64) -> bool {
-    if lore.mcp_hub().open_channels() == 0 {
+async fn moved_elsewhere(lore: &ToolServer, epoch: &mut u64) -> bool {
+    if lore.hub().open_channels() == 0 {
         return false;
     }
     if let Err(err) = lore.appdb_cache().refresh(&lore.db).await {
@@ -291,4 +297,29 @@ async fn moved_elsewhere(lore: &Lore, epoch: &mut u64) -> bool {
     let moved = now != *epoch;
     *epoch = now;
     moved
+}
+
+/// Tells the channels subscribed to records of an exported table that
+/// these changed: the engine calls it after every committed write of this
+/// process (see `docs/mcp.md`).
+pub(crate) struct RecordUpdates {
+    hub: Arc<Hub>,
+    base_url: String,
+}
+
+impl RecordUpdates {
+    pub(crate) fn new(hub: Arc<Hub>, base_url: String) -> Self {
+        Self { hub, base_url }
+    }
+}
+
+impl engine::resources::WriteWatcher for RecordUpdates {
+    fn written(&self, table: &engine::appdb::catalog::Table, ids: &[Value]) {
+        let Some(export) = table.options.export.as_ref().filter(|e| e.mcp) else {
+            return;
+        };
+        for id in ids {
+            self.hub.resource_updated(&super::record_uri(&self.base_url, &export.path, id));
+        }
+    }
 }

@@ -15,7 +15,7 @@ pub struct Read {
 /// [`super::documents`]), else on the application profile the descriptor
 /// of an exported resource.
 pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<Read> {
-    let not_found = || crate::Error::from(AppDbError::UnknownResource(uri.to_owned()));
+    let not_found = || engine::Error::from(AppDbError::UnknownResource(uri.to_owned()));
     for entry in resources::registry(lore).await?.entries() {
         if !entry.export_types.mcp {
             continue;
@@ -49,19 +49,19 @@ pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> 
 
 /// The URI of one record of an exported table: what `resources/subscribe`
 /// takes (`{base_url}/data/<path>/<id>`).
-pub fn record_uri(lore: &Lore, path: &str, id: &Value) -> String {
+pub fn record_uri(base_url: &str, path: &str, id: &Value) -> String {
     let id = match id {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    format!("{}/{id}", descriptor_uri(lore, path))
+    format!("{base_url}/data/{path}/{id}")
 }
 
 /// Checks that `uri` is a record of a table exported to this profile that
 /// the caller may read: only row-backed resources take subscriptions.
 pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<()> {
     let refused = || {
-        crate::Error::from(AppDbError::Invalid(format!(
+        engine::Error::from(AppDbError::Invalid(format!(
             "`{uri}` is not a record of an exported table (`{}/data/<path>/<id>`)",
             lore.settings.base_url()
         )))
@@ -79,15 +79,4 @@ pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &
         return Err(AppDbError::denied("read", table.path()).into());
     }
     Ok(())
-}
-
-/// Tells the push channels subscribed to records of `table` that these
-/// changed (a write of this process; see `docs/mcp.md`).
-pub fn records_changed(lore: &Lore, table: &Table, ids: &[Value]) {
-    let Some(export) = table.options.export.as_ref().filter(|e| e.mcp) else {
-        return;
-    };
-    for id in ids {
-        lore.mcp_hub().resource_updated(&record_uri(lore, &export.path, id));
-    }
 }

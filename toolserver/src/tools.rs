@@ -237,7 +237,7 @@ pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<S
 /// see is unknown to it; what runs checks the caller again (the operation's
 /// or the table's permission check), and a custom tool checks it itself.
 pub async fn call(lore: &Lore, profile: Profile, caller: &Caller, name: &str, args: Value) -> Result<Output> {
-    let unknown = || crate::Error::from(AppDbError::UnknownTool(name.to_owned()));
+    let unknown = || engine::Error::from(AppDbError::UnknownTool(name.to_owned()));
     let arguments = match args {
         Value::Null => Map::new(),
         Value::Object(map) => map,
@@ -259,7 +259,7 @@ pub async fn call(lore: &Lore, profile: Profile, caller: &Caller, name: &str, ar
     .ok_or_else(unknown)?;
     match target {
         Target::Operation(operation) => {
-            let principal = caller.principal.as_ref().ok_or(crate::keys::KeyError::Missing)?;
+            let principal = caller.principal.as_ref().ok_or(engine::keys::KeyError::Missing)?;
             let mut body = arguments;
             body.insert("operation".into(), Value::String(operation.to_owned()));
             Ok(Output::Operation(operations::dispatch(lore, principal, Value::Object(body)).await?))
@@ -281,7 +281,7 @@ pub(super) async fn run_verb(
     let entry = resources::registry(lore)
         .await?
         .entry(path)
-        .ok_or_else(|| crate::Error::from(AppDbError::UnknownResource(path.to_owned())))?;
+        .ok_or_else(|| engine::Error::from(AppDbError::UnknownResource(path.to_owned())))?;
     let resource = &entry.resource;
     let table = resource.table(lore).await?;
     let key_name = table.as_ref().map(|t| t.primary_key.clone()).unwrap_or_else(|| "id".into());
@@ -289,7 +289,7 @@ pub(super) async fn run_verb(
         args.get(&key_name)
             .filter(|v| !v.is_null())
             .cloned()
-            .ok_or_else(|| crate::Error::from(AppDbError::MissingAttribute(key_name.clone())))
+            .ok_or_else(|| engine::Error::from(AppDbError::MissingAttribute(key_name.clone())))
     };
     let attribute_list = |args: &mut Map<String, Value>, field: &str| -> Result<Vec<String>> {
         match args.remove(field) {
@@ -313,9 +313,9 @@ pub(super) async fn run_verb(
                 conditions: search
                     .conditions
                     .into_iter()
-                    .map(|c| crate::appdb::records::Criterion {
+                    .map(|c| engine::appdb::records::Criterion {
                         attribute: c.search_attribute,
-                        search_type: c.search_type.unwrap_or(crate::appdb::records::SearchType::Equals),
+                        search_type: c.search_type.unwrap_or(engine::appdb::records::SearchType::Equals),
                         value: c.search_value,
                     })
                     .collect(),
@@ -350,7 +350,7 @@ pub(super) struct SearchArgs {
     #[serde(default)]
     pub(super) conditions: Vec<ConditionArg>,
     #[serde(default)]
-    pub(super) operator: crate::appdb::records::Operator,
+    pub(super) operator: engine::appdb::records::Operator,
     #[serde(default)]
     pub(super) get_attributes: Vec<String>,
     #[serde(default)]
@@ -364,6 +364,6 @@ pub(super) struct SearchArgs {
 pub(super) struct ConditionArg {
     pub(super) search_attribute: String,
     #[serde(default)]
-    pub(super) search_type: Option<crate::appdb::records::SearchType>,
+    pub(super) search_type: Option<engine::appdb::records::SearchType>,
     pub(super) search_value: Value,
 }

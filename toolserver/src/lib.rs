@@ -1,10 +1,11 @@
-//! The tool server's engine half: what a user sees on each profile, and
-//! running what it calls. The transport (JSON-RPC over Streamable HTTP, both
-//! protocol eras) is the server's `http::mcp`; it parses, calls one function
-//! here and converts.
+//! The tool server (the crate `lore-toolserver`, over `engine`): what a
+//! user sees on each profile, running what it calls, the sessions and the
+//! push channels of this process ([`ToolServer`] holds them). The transport
+//! (JSON-RPC over Streamable HTTP, both protocol eras) is the server's
+//! `http::mcp`; it parses, calls one function here and converts.
 //!
 //! - The **operations profile** (`{base_url}/operation/mcp`) offers one tool
-//!   per operation of [`crate::operations`], named as the operation and
+//!   per operation of [`engine::operations`], named as the operation and
 //!   filtered by `mcp.operations.allow`/`deny`, then per user (SPEC,
 //!   Authentication 6); a call is `POST /operation`'s dispatch.
 //! - The **application profile** (`{base_url}/mcp`) offers the verb tools of
@@ -27,17 +28,61 @@ mod uris;
 pub use tools::*;
 pub use uris::*;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::appdb::catalog::Table;
-use crate::appdb::permission::StructureUser;
-use crate::appdb::{Access, AppDbError, Permission, Principal};
-use crate::operations::{self, Family, Outcome};
-pub use crate::resources::Profile;
-use crate::resources::{self, Caller, Entry, Query, ToolOutput, Verb};
-use crate::settings::McpOperationsSettings;
-use crate::{Lore, Result};
+use engine::appdb::catalog::Table;
+use engine::appdb::permission::StructureUser;
+use engine::appdb::{Access, AppDbError, Permission, Principal};
+use engine::operations::{self, Family, Outcome};
+pub use engine::resources::Profile;
+use engine::resources::{self, Caller, Entry, Query, ToolOutput, Verb};
+use engine::settings::McpOperationsSettings;
+use engine::{Lore, Result};
+
+/// The tool server of one open Lore: the engine's handle (it derefs to
+/// [`Lore`]) and the push channels open in this process, which the Lore
+/// keeps (every `ToolServer` of one Lore shares them). Cheap to clone.
+#[derive(Clone)]
+pub struct ToolServer {
+    lore: Lore,
+    hub: Arc<hub::Hub>,
+}
+
+impl ToolServer {
+    /// The tool server of `lore`. The first time: registers the tool
+    /// server's own documents (`svc://about`, …) with the resource registry
+    /// and has the engine tell the push channels of every committed write
+    /// to an exported table.
+    pub fn open(lore: Lore) -> Self {
+        let (hub, made) = lore.extension(hub::Hub::default);
+        if made {
+            documents::install(lore.resources());
+            lore.watch_writes(Arc::new(hub::RecordUpdates::new(hub.clone(), lore.settings.base_url())));
+        }
+        Self { lore, hub }
+    }
+
+    /// The push channels open in this process.
+    pub fn hub(&self) -> &hub::Hub {
+        &self.hub
+    }
+
+    /// The engine's handle.
+    pub fn lore(&self) -> &Lore {
+        &self.lore
+    }
+}
+
+impl std::ops::Deref for ToolServer {
+    type Target = Lore;
+
+    fn deref(&self) -> &Lore {
+        &self.lore
+    }
+}
 
 /// The version of the tool-server surface (SPEC, Versioning).
 pub const SURFACE_VERSION: &str = "5.1.0";
@@ -242,7 +287,7 @@ pub async fn audit_call(
                 .iter()
                 .map(|(name, value)| {
                     let value = if secret_like(name) {
-                        Value::String(crate::settings::Secret::REDACTED.into())
+                        Value::String(engine::settings::Secret::REDACTED.into())
                     } else {
                         value.clone()
                     };
@@ -253,7 +298,7 @@ pub async fn audit_call(
         .unwrap_or_default();
     let actor = match &caller.principal {
         Some(principal) => principal.actor(),
-        None => crate::audit::Actor::System,
+        None => engine::audit::Actor::System,
     };
     let details = json!({"profile": profile.key(), "outcome": outcome, "arguments": arguments});
     if let Err(err) = lore.recorder().audit(&actor, "mcp.tools_call", Some(tool), details).await {
@@ -265,10 +310,10 @@ pub async fn audit_call(
 /// refused past it (429 at the edge).
 pub fn admit_call(lore: &Lore, key_id: &str) -> Result<()> {
     let rate = lore.settings.mcp.tool_calls_per_minute.max(1);
-    if lore.answering().rate_limiter.allow(&format!("mcp:{key_id}"), rate) {
+    if lore.admit(&format!("mcp:{key_id}"), rate) {
         Ok(())
     } else {
-        Err(crate::keys::KeyError::RateLimited(rate).into())
+        Err(engine::keys::KeyError::RateLimited(rate).into())
     }
 }
 

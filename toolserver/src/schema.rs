@@ -4,9 +4,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::appdb::catalog::{AttrType, Attribute, Table};
-use crate::appdb::{Access, Permission};
-use crate::resources::Verb;
+use engine::appdb::catalog::{AttrType, Attribute, Table};
+use engine::appdb::{Access, Permission};
+use engine::resources::Verb;
 
 /// SPEC's input-schema type mapping for one attribute.
 pub fn attribute_schema(attribute: &Attribute) -> Value {
@@ -110,7 +110,7 @@ pub fn verb_input(table: Option<&Table>, permission: &Permission, verb: Verb) ->
             properties.insert("get_attributes".into(), attribute_names(&attributes));
             properties.insert(
                 "limit".into(),
-                json!({"type": "integer", "minimum": 1, "maximum": crate::resources::MAX_PAGE}),
+                json!({"type": "integer", "minimum": 1, "maximum": engine::resources::MAX_PAGE}),
             );
             properties.insert(
                 "cursor".into(),
