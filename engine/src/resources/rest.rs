@@ -72,9 +72,10 @@ pub enum RestOutcome {
 /// Runs one REST call (see `docs/operations.md`, "REST"): `<path>/` is the
 /// collection (search, create), `<path>/<id>` one record.
 pub async fn rest(lore: &Lore, caller: &Caller, request: RestRequest) -> Result<RestOutcome> {
-    let (entry, id) = route(lore, &request.path).await?;
+    let RestRequest { method, path, query: asked, body } = request;
+    let (entry, id) = route(lore, &path).await?;
     let resource = &entry.resource;
-    let verb = match (request.method, id.is_some()) {
+    let verb = match (method, id.is_some()) {
         (RestMethod::Get, false) => Verb::Search,
         (RestMethod::Get, true) => Verb::Get,
         (RestMethod::Post, false) => Verb::Post,
@@ -84,7 +85,7 @@ pub async fn rest(lore: &Lore, caller: &Caller, request: RestRequest) -> Result<
         (method, _) => {
             return Err(AppDbError::Invalid(format!(
                 "{method:?} is not served at `/data/{}`: GET and POST at `<path>/`, GET, PUT, PATCH and DELETE at `<path>/<id>`",
-                request.path
+                path
             ))
             .into())
         }
@@ -94,21 +95,20 @@ pub async fn rest(lore: &Lore, caller: &Caller, request: RestRequest) -> Result<
     }
     let table = resource.table(lore).await?;
     let id = id.map(|raw| key_from_path(table.as_ref(), &raw));
-    let conditions = request
-        .query
+    let conditions = asked
         .conditions
         .iter()
         .map(|c| condition(c, table.as_ref().and_then(|t| t.attribute(&c.attribute))))
         .collect();
     let query = Query {
         conditions,
-        select: request.query.select.clone(),
-        limit: request.query.limit,
-        cursor: request.query.cursor.clone(),
+        select: asked.select,
+        limit: asked.limit,
+        cursor: asked.cursor,
         ..Query::default()
     };
-    let body = || -> Result<Record> {
-        match request.body.clone() {
+    let body = move || -> Result<Record> {
+        match body {
             Some(Value::Object(record)) => Ok(record),
             _ => Err(AppDbError::Invalid("the body must be a JSON object (the record)".into()).into()),
         }

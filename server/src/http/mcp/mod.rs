@@ -680,17 +680,15 @@ fn reply(id: Value, outcome: Result<Value, Failure>, modern: bool, sse_only: boo
 /// want an object). An operation's, as `POST /operation` answers it.
 fn tool_response(output: mcp::Output) -> Result<Value, engine::Error> {
     use engine::resources::ToolOutput;
-    let to_json = |value: Result<Value, serde_json::Error>| {
-        value.map_err(|err| engine::Error::Internal(err.to_string()))
-    };
+    let internal = |err: serde_json::Error| engine::Error::Internal(err.to_string());
     let value = match output {
         mcp::Output::Operation(outcome) => app::wire::operation_response(outcome)?,
         mcp::Output::Json(value) | mcp::Output::Custom(ToolOutput::Json(value)) => value,
         mcp::Output::Custom(ToolOutput::Answer(answer)) => {
-            to_json(serde_json::to_value(app::wire::AnswerResponse::from(*answer)))?
+            serde_json::to_value(app::wire::AnswerResponse::from(*answer)).map_err(internal)?
         }
         mcp::Output::Custom(ToolOutput::Retrieved(traced)) => {
-            to_json(serde_json::to_value(app::wire::RetrieveResponse::from(traced)))?
+            serde_json::to_value(app::wire::RetrieveResponse::from(traced)).map_err(internal)?
         }
     };
     Ok(match value {
