@@ -76,6 +76,7 @@ pub const SOURCE_SYNC: Route<1> = Route("/admin/sources/{id}/sync");
 pub const SOURCE_FILES: Route<1> = Route("/admin/sources/{id}/files");
 pub const SOURCE_DOCUMENTS: Route<1> = Route("/admin/sources/{id}/documents");
 pub const SOURCE_VOLATILITY: Route<1> = Route("/admin/sources/{id}/volatility");
+pub const SOURCE_AUDIENCE: Route<1> = Route("/admin/sources/{id}/audience");
 pub const JOB: Route<1> = Route("/admin/jobs/{id}");
 pub const REINDEX: Route<0> = Route("/admin/reindex");
 pub const SEARCH: Route<0> = Route("/admin/search");

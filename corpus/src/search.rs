@@ -1,13 +1,15 @@
 //! Search over the indexed corpus, as `lore search`, the console and (with
 //! access keys) `POST /retrieve` reach it: the fail-closed gate of the corpus
-//! fingerprint, then hybrid retrieval over the enabled sources, or over the
-//! whole corpus for the Playground's corpus diagnostic.
+//! fingerprint, then hybrid retrieval over the enabled sources the caller
+//! may read ([`Reader`]), or over the whole corpus for the Playground's
+//! corpus diagnostic (an admin's).
 
 use std::future::Future;
 use std::time::Instant;
 
 use crate::fingerprint::{self, RetrievalState};
 use crate::retrieve::{self, Retrieval, RetrievalSettings};
+use crate::sources::Reader;
 use crate::trace::{Stage, StageName};
 use crate::{Corpus, Error, Result};
 
@@ -44,8 +46,11 @@ pub async fn retrieval_state_of(
 /// Which chunks a search reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reach {
-    /// The enabled sources: what answers and `/retrieve` search.
+    /// The enabled sources: what an admin's search reaches.
     Enabled,
+    /// The enabled sources this reader may read: what answers and
+    /// `/retrieve` search.
+    Visible(Reader),
     /// Every source's chunks, disabled ones too: the corpus diagnostic.
     WholeCorpus,
     /// A scope the caller has already read (from the same sources it shows).
@@ -85,14 +90,20 @@ struct Searched {
 /// beside the gate's facts instead of before them.
 pub async fn search_active(
     lore: &Corpus,
+    reader: &Reader,
     query: &str,
     top_k: Option<usize>,
 ) -> Result<(Retrieval, RetrievalSettings)> {
-    let searched = search_active_traced(lore, query, top_k).await?;
+    let searched = search_active_traced(lore, reader, query, top_k).await?;
     Ok((searched.found, searched.settings))
 }
 
-async fn search_active_traced(lore: &Corpus, query: &str, top_k: Option<usize>) -> Result<Searched> {
+async fn search_active_traced(
+    lore: &Corpus,
+    reader: &Reader,
+    query: &str,
+    top_k: Option<usize>,
+) -> Result<Searched> {
     if let Some(k) = top_k.filter(|k| !(1..=retrieve::MAX_TOP_K).contains(k)) {
         return Err(Error::InvalidInput(format!(
             "top_k must be between 1 and {}, not {k}",
@@ -107,15 +118,22 @@ async fn search_active_traced(lore: &Corpus, query: &str, top_k: Option<usize>) 
         }
         Ok::<_, Error>(settings)
     };
-    search_with(lore, query, settings, Reach::Enabled, Rerank::IfBound).await
+    search_with(lore, query, settings, Reach::Visible(reader.clone()), Rerank::IfBound).await
 }
 
 /// The corpus diagnostic (the Playground's Corpus mode and `lore search`):
 /// retrieval's default settings, `top_k` (1 to [`DIAGNOSTIC_MAX_TOP_K`])
 /// replacing their top k when given. Raw means every source's chunks,
 /// disabled ones too, with no cutoff; otherwise the enabled sources with the
-/// default cutoff.
-pub async fn diagnose(lore: &Corpus, query: &str, top_k: Option<usize>, raw: bool) -> Result<Retrieval> {
+/// default cutoff. Either way only what `reader` may read (raw reaches
+/// disabled sources for a reader of everything only).
+pub async fn diagnose(
+    lore: &Corpus,
+    reader: &Reader,
+    query: &str,
+    top_k: Option<usize>,
+    raw: bool,
+) -> Result<Retrieval> {
     let mut settings = RetrievalSettings::default();
     if let Some(k) = top_k {
         if !(1..=DIAGNOSTIC_MAX_TOP_K).contains(&k) {
@@ -123,11 +141,13 @@ pub async fn diagnose(lore: &Corpus, query: &str, top_k: Option<usize>, raw: boo
         }
         settings.top_k = k;
     }
-    let reach = if raw {
+    if raw {
         settings.score_cutoff = f32::MIN;
-        Reach::WholeCorpus
-    } else {
-        Reach::Enabled
+    }
+    let reach = match (raw, reader) {
+        (true, Reader::Everything) => Reach::WholeCorpus,
+        (false, Reader::Everything) => Reach::Enabled,
+        (_, reader) => Reach::Visible(reader.clone()),
     };
     search(lore, query, &settings, reach).await
 }
@@ -145,15 +165,19 @@ pub struct ProfileRetrieval {
     pub found: Retrieval,
 }
 
-/// Profile retrieval for `query`, exactly as an answer would retrieve.
-pub async fn profile_retrieval(lore: &Corpus, query: &str) -> Result<ProfileRetrieval> {
+/// Profile retrieval for `query`, exactly as an answer for `reader` would
+/// retrieve.
+pub async fn profile_retrieval(lore: &Corpus, reader: &Reader, query: &str) -> Result<ProfileRetrieval> {
     let active = crate::profile::active(lore).await?;
     let settings = active.as_ref().map(|v| v.snapshot.retrieval).unwrap_or_default();
     // Read once: the sources shown are the sources searched.
     let every = crate::sources::list(lore).await?;
-    let scope = crate::sources::scope_of(&every);
-    let sources =
-        every.into_iter().filter(|source| source.enabled).map(|source| (source.name, source.id)).collect();
+    let scope = crate::sources::audience::visible_scope(&every, reader);
+    let sources = every
+        .into_iter()
+        .filter(|source| scope.covers(&source.id))
+        .map(|source| (source.name, source.id))
+        .collect();
     let settings_now = async { Ok::<_, Error>(settings) };
     let found = search_with(lore, query, settings_now, Reach::Within(scope), Rerank::IfBound).await?.found;
     Ok(ProfileRetrieval { profile_version: active.map(|v| v.version), settings, sources, found })
@@ -176,9 +200,15 @@ pub struct RetrievalTrace {
 /// [`search_active`] with the trace a caller of `/retrieve` reads: the
 /// retrieval stage's decision (`results` or `empty`), what it considered
 /// and how long it took, then the rerank stage while a reranker is bound.
-pub async fn traced_retrieval(lore: &Corpus, query: &str, top_k: Option<usize>) -> Result<Traced> {
+/// Its counts are of what `reader` may read only.
+pub async fn traced_retrieval(
+    lore: &Corpus,
+    reader: &Reader,
+    query: &str,
+    top_k: Option<usize>,
+) -> Result<Traced> {
     let started = Instant::now();
-    let Searched { found, settings, reranked } = search_active_traced(lore, query, top_k).await?;
+    let Searched { found, settings, reranked } = search_active_traced(lore, reader, query, top_k).await?;
     let rerank_ms = reranked.as_ref().map_or(0.0, |r| r.duration_ms);
     let stage = Stage {
         stage: StageName::Retrieval,
@@ -214,6 +244,9 @@ async fn search_with(
     let scope = async {
         match reach {
             Reach::Enabled => crate::sources::search_scope(lore).await,
+            Reach::Visible(reader) => {
+                Ok(crate::sources::audience::visible_scope(&crate::sources::list(lore).await?, &reader))
+            }
             Reach::WholeCorpus => crate::sources::whole_corpus(lore).await,
             Reach::Within(scope) => Ok(scope),
         }

@@ -141,6 +141,62 @@ test('the widget snippet from the Access screen answers on a page of an allowed 
   await visitor.close();
 });
 
+test('an upload set to the support role on the Sources screen is found in the Playground as support, not as guest', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  for (const role of ['support', 'guest']) {
+    const added = await page.request.post(`${lore.baseUrl}/operation`,
+      { data: { operation: 'add_role', role, permission: { super_user: false } } });
+    assert.equal(added.status(), 200, await added.text());
+  }
+  const created = await page.request.post(`${lore.baseUrl}/admin/sources/`, { data: { name: 'Staff handbook', kind: 'upload' } });
+  assert.equal(created.status(), 201, await created.text());
+  const id = (await created.json()).id;
+  const received = await page.request.post(`${lore.baseUrl}/admin/sources/${id}/files`, {
+    multipart: { file: { name: 'handbook.md', mimeType: 'text/markdown',
+      buffer: Buffer.from('# On call\n\nThe on-call escalation code word is heliotrope; say it to the duty manager.\n') } },
+  });
+  assert.equal(received.status(), 202, await received.text());
+  const job = (await received.json())[0].job.id;
+  for (let i = 0; ; i++) {
+    const status = (await (await page.request.get(`${lore.baseUrl}/admin/jobs/${job}`)).json()).status;
+    if (status === 'succeeded') break;
+    assert.ok(['queued', 'running'].includes(status) && i < 600, `job ${job} is ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  // The admin restricts the handbook to the support role on its card.
+  await page.goto(`${lore.baseUrl}/sources`);
+  await hydrated(page);
+  const card = page.locator('li.source[data-source="Staff handbook"]');
+  await card.locator('.audience-words[data-audience="everyone"]').waitFor();
+  await card.locator('input.audience-input').fill('support');
+  await card.locator('button.audience-set').click();
+  await page.locator('li.source[data-source="Staff handbook"] .audience-words[data-audience="support"]').waitFor();
+
+  // The Playground, answering as each role, shows the difference.
+  await page.goto(`${lore.baseUrl}/playground`);
+  await hydrated(page);
+  await page.getByLabel('Profile retrieval').check();
+  await page.fill('textarea[name=question]', 'What is the on-call escalation code word?');
+  const scope = page.locator('.panel.profile-retrieval p.meta');
+  const hits = page.locator('.panel.hits-panel');
+  await page.locator('select[name=answer_as] option[value="role:support"]').waitFor({ state: 'attached' });
+  await page.selectOption('select[name=answer_as]', 'role:support');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  await hits.locator('li.hit', { hasText: 'heliotrope' }).waitFor();
+  assert.match(await scope.innerText(), /Staff handbook/);
+  await page.selectOption('select[name=answer_as]', 'role:guest');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  // The guest's reply replaces support's: its scope leaves the handbook out.
+  await page.waitForFunction(() => {
+    const meta = document.querySelector('.panel.profile-retrieval p.meta');
+    return meta !== null && meta.textContent.includes('Guides') && !meta.textContent.includes('Staff handbook');
+  });
+  assert.equal(await hits.locator('li.hit', { hasText: 'heliotrope' }).count(), 0);
+  assert.deepEqual(errors, []);
+});
+
 test('the Dashboard shows the questions asked, from the rollups', async () => {
   const { page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);

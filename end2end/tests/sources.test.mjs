@@ -122,7 +122,7 @@ test('an admin makes a table source, is told who can read its rows, and finds a 
   await page.selectOption('select[name=kind]', 'table');
   const warning = page.locator('form.new-source .warning');
   await warning.waitFor();
-  assert.match(await warning.textContent(), /answerable by every caller of \/answer, the widget and the MCP answer tool, whatever their table permissions/);
+  assert.match(await warning.textContent(), /answer only callers whose role may read the table and every attribute the source reads; keys without a user and the widget read none/);
 
   // A table that does not exist is refused, and nothing is created.
   await page.fill('input[name=name]', 'House FAQ');
@@ -139,6 +139,15 @@ test('an admin makes a table source, is told who can read its rows, and finds a 
   await card.waitFor();
   await page.waitForSelector('li.source[data-source="House FAQ"][data-status="ready"]', { timeout: 60_000 });
   await card.locator('[data-documents="3"]').waitFor();
+  // Its audience is its table's readers; published to everyone on purpose,
+  // the card says plainly what that exposes.
+  await card.locator('.audience-words[data-audience="table"]').waitFor();
+  assert.equal(await card.locator('.audience-warning').count(), 0);
+  await card.locator('input.audience-input').fill('everyone');
+  await card.locator('button.audience-set').click();
+  const published = page.locator('li.source[data-source="House FAQ"] .audience-warning');
+  await published.waitFor();
+  assert.match(await published.textContent(), /published to every caller/);
 
   await page.fill('input[name=query]', 'who waters the ferns');
   await page.getByRole('button', { name: 'Search', exact: true }).click();

@@ -82,6 +82,9 @@ pub struct Golden {
     pub origin: Origin,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
+    /// Who it is asked as (`everyone`, `role:NAME`, `user:NAME`); `None`:
+    /// an admin, who reads every source.
+    pub asked_as: Option<String>,
 }
 
 impl TryFrom<golden_question::Model> for Golden {
@@ -100,6 +103,7 @@ impl TryFrom<golden_question::Model> for Golden {
             expected_source: row.expected_source,
             created_by: row.created_by,
             created_at: row.created_at,
+            asked_as: row.asked_as,
         })
     }
 }
@@ -112,6 +116,8 @@ pub struct NewGolden {
     pub should_refuse: bool,
     pub expected_source: Option<String>,
     pub origin: Origin,
+    /// Who to ask it as, as the Playground's "answer as" reads it.
+    pub asked_as: Option<String>,
 }
 
 /// Adds a golden question; one with the same normalised question is replaced.
@@ -144,6 +150,11 @@ pub async fn add(lore: &Lore, actor: &Actor, new: NewGolden) -> Result<Golden> {
             return Err(Error::InvalidInput(format!("there is no source `{source}`")));
         }
     }
+    let asked_as = new.asked_as.map(|a| a.trim().to_owned()).filter(|a| !a.is_empty() && a != "admin");
+    if let Some(asked_as) = &asked_as {
+        // The role or user must exist now (a later drop fails its evals).
+        crate::asker::Asker::answering_as(Some(asked_as.as_str()))?.reader(lore).await?;
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let txn = crate::store::begin_write(&lore.db).await?;
     let existing: Vec<golden_question::Model> = golden_question::Entity::find().all(&txn).await?;
@@ -172,6 +183,7 @@ pub async fn add(lore: &Lore, actor: &Actor, new: NewGolden) -> Result<Golden> {
         origin: Set(new.origin.key().to_owned()),
         created_by: Set(actor.label()),
         created_at: Set(Utc::now()),
+        asked_as: Set(asked_as),
     }
     .insert(&txn)
     .await?;
@@ -410,7 +422,11 @@ pub async fn run(
     progress(0, set.len());
     for (done, golden) in set.iter().enumerate() {
         let started = Instant::now();
-        let result = match answer::evaluate(lore, version, &golden.question).await {
+        let asked = async {
+            let asker = crate::asker::Asker::answering_as(golden.asked_as.as_deref())?;
+            answer::evaluate(lore, version, &golden.question, asker).await
+        };
+        let result = match asked.await {
             Ok(answer) => score(golden, &answer, started.elapsed().as_secs_f64() * 1000.0),
             // The pipeline cannot answer at all: no version would do better.
             Err(err @ (Error::NotAnswerable(_) | Error::RetrievalFailingClosed(_))) => return Err(err),
@@ -607,6 +623,7 @@ mod tests {
             origin: Origin::Prompt,
             created_by: "test".into(),
             created_at: Utc::now(),
+            asked_as: None,
         }
     }
 

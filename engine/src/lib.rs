@@ -1,6 +1,6 @@
 //! Lore's answering floors, over the corpus crate (`lore-corpus`): answers
 //! (the pipeline, grounding, the answer cache, pins, runs and gaps),
-//! readiness, access keys, the recorder, the Dashboard's metrics, the setup
+//! readiness, access keys, who asks ([`asker`]), the recorder, the Dashboard's metrics, the setup
 //! wizard and the golden-question evals (floor 4); the operations API and
 //! the resources over them all (floor 5). The tool server stands on this
 //! crate as a crate of its own (`lore-toolserver`). Everything here is
@@ -13,6 +13,7 @@
 //! as it is) and what the answering floors hold in memory.
 
 pub mod answer;
+pub mod asker;
 pub mod evals;
 pub mod keys;
 pub mod metrics;

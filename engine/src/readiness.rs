@@ -190,10 +190,10 @@ impl Assessment {
         &self.sources
     }
 
-    /// The sources retrieval searches (the enabled ones), as read for this
-    /// assessment.
-    pub fn search_scope(&self) -> crate::index::Scope {
-        crate::sources::scope_of(&self.sources)
+    /// The sources `reader`'s retrieval searches, as read for this
+    /// assessment: the enabled ones it may read.
+    pub fn visible_scope(&self, reader: &crate::sources::Reader) -> crate::index::Scope {
+        crate::sources::audience::visible_scope(&self.sources, reader)
     }
 }
 
@@ -394,6 +394,7 @@ mod tests {
             updated_at: at,
             last_synced_at: last_synced.then_some(at),
             next_sync_at: None,
+            audience: crate::sources::Audience::Everyone,
         }
     }
 

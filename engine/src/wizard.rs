@@ -232,7 +232,12 @@ pub async fn ask(lore: &Lore, actor: &Actor, question: &str) -> Result<Answer> {
     expect(&progress, Step::Question)?;
     let answered = answer::answer(
         lore,
-        Ask { question: question.to_owned(), surface: Surface::Playground, key_id: None },
+        Ask {
+            question: question.to_owned(),
+            surface: Surface::Playground,
+            key_id: None,
+            asker: crate::asker::Asker::Admin,
+        },
     )
     .await?;
     let now_answered = progress.answered || !answered.refused;

@@ -20,6 +20,9 @@ pub struct Model {
     pub origin: String,
     pub created_by: String,
     pub created_at: DateTimeUtc,
+    /// Who an eval asks it as: `everyone`, `role:NAME` or `user:NAME`;
+    /// `None`: an admin (every source).
+    pub asked_as: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

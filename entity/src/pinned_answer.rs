@@ -23,6 +23,9 @@ pub struct Model {
     /// the admin reviews it.
     pub flagged_at: Option<DateTimeUtc>,
     pub flag_reason: Option<String>,
+    /// Who it is served to: `"everyone"` or an array of role names; `None`:
+    /// everyone.
+    pub audience: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -9,7 +9,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     pub name: String,
-    /// `upload` or `website`.
+    /// The registered kind (`upload`, `website`, `table`).
     pub kind: String,
     /// A disabled source is neither synced nor searched; its content is kept.
     pub enabled: bool,
@@ -28,6 +28,9 @@ pub struct Model {
     pub last_synced_at: Option<DateTimeUtc>,
     /// When the scheduler starts the next re-sync (`None`: never).
     pub next_sync_at: Option<DateTimeUtc>,
+    /// Who may read it through answers and retrieval: `"everyone"`,
+    /// `"table"` or an array of role names; `None`: the kind's default.
+    pub audience: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -21,6 +21,7 @@ mod m20261127_000012_golden_and_pinned;
 mod m20261128_000013_version_binding;
 mod m20261129_000014_tiers_and_probes;
 mod m20261130_000015_replicas;
+mod m20261201_000016_audiences;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000013_version_binding::Migration),
             Box::new(m20261129_000014_tiers_and_probes::Migration),
             Box::new(m20261130_000015_replicas::Migration),
+            Box::new(m20261201_000016_audiences::Migration),
         ]
     }
 }

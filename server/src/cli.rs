@@ -105,6 +105,11 @@ pub enum Command {
     /// Ask a question through the answer pipeline (recorded as surface `cli`).
     Ask {
         question: String,
+        /// Answer as this caller would be answered: admin (the default,
+        /// every source), everyone (the widget, keys without a user),
+        /// role:NAME or user:NAME.
+        #[arg(long = "as", value_name = "WHO")]
+        answer_as: Option<String>,
         /// Machine-readable output (the same object as POST /answer).
         #[arg(long)]
         json: bool,
@@ -115,6 +120,10 @@ pub enum Command {
         /// How many results at most.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
+        /// Search what this caller may read: admin (the default), everyone,
+        /// role:NAME or user:NAME.
+        #[arg(long = "as", value_name = "WHO")]
+        answer_as: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -135,6 +144,7 @@ impl Command {
             | Command::Rollups { command: RollupsCommand::Rebuild { json } } => *json,
             Command::Sources { command } => match command {
                 SourcesCommand::Add { json, .. }
+                | SourcesCommand::Alter { json, .. }
                 | SourcesCommand::List { json }
                 | SourcesCommand::Enable { json, .. }
                 | SourcesCommand::Disable { json, .. }
@@ -215,6 +225,10 @@ pub enum EvalsCommand {
         /// The id of the source a right answer cites.
         #[arg(long)]
         source: Option<String>,
+        /// Ask it as this caller: everyone, role:NAME or user:NAME (default:
+        /// an admin, who reads every source).
+        #[arg(long = "as", value_name = "WHO")]
+        asked_as: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -652,6 +666,22 @@ pub enum SourcesCommand {
         /// static, low, medium or high: how often it is re-synced.
         #[arg(long)]
         volatility: Option<String>,
+        /// Who may read it through answers and retrieval: everyone (an
+        /// upload's or a website's default), table (a table source's: its
+        /// table's readers), or role names separated by commas.
+        #[arg(long, value_name = "everyone|table|ROLE[,ROLE…]")]
+        audience: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change who may read a source through answers and retrieval (from the
+    /// next request; nothing is re-indexed).
+    Alter {
+        source: String,
+        /// everyone, table (a table source's table's readers), or role names
+        /// separated by commas.
+        #[arg(long, value_name = "everyone|table|ROLE[,ROLE…]")]
+        audience: String,
         #[arg(long)]
         json: bool,
     },

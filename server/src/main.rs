@@ -42,12 +42,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Schema { command } => commands::schema::run(settings, command).await,
         Command::Users { command } => commands::users::run_users(settings, command).await,
         Command::Roles { command } => commands::users::run_roles(settings, command).await,
-        Command::Ask { question, json } => commands::ask::run(settings, &question, json).await,
+        Command::Ask { question, answer_as, json } => {
+            commands::ask::run(settings, &question, answer_as.as_deref(), json).await
+        }
         Command::Evals { command } => commands::evals::run(settings, command).await,
         Command::Rollups { command: RollupsCommand::Rebuild { json } } => {
             commands::rollups::rebuild(settings, json).await
         }
-        Command::Search { query, top_k, json } => commands::search::run(settings, &query, top_k, json).await,
+        Command::Search { query, top_k, answer_as, json } => {
+            commands::search::run(settings, &query, top_k, answer_as.as_deref(), json).await
+        }
         Command::Bench { command: BenchCommand::Embed { chunks, peers_python, peers_script, onnx, out } } => {
             let peers = match (peers_python, peers_script, onnx) {
                 (Some(python), Some(script), Some(onnx)) => Some(bench::Peers { python, script, onnx }),

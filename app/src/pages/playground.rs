@@ -7,6 +7,11 @@
 //! - **Corpus diagnostic**: the whole corpus (disabled sources too) searched
 //!   directly, no cutoff, with each mode's raw score.
 //!
+//! "Answer as" runs the first two modes as a role's users, or as every
+//! caller (the widget's visitors, keys without a user), would: the sources
+//! they may not read are not searched, the caches and pins they may not see
+//! do not serve.
+//!
 //! Under an answer, the admin can save the question as a golden question
 //! (with the facts a right answer holds) or pin the answer, edited if need
 //! be, with its citations. `?q=` fills the question in (the Dashboard's
@@ -17,8 +22,8 @@ use leptos::prelude::*;
 use crate::client;
 use crate::routes;
 use crate::wire::{
-    AnswerRequest, AnswerResponse, ErrorBody, GoldenRequest, GoldenView, PinRequest, PinView,
-    ProfileRetrievalView, RetrievalRequest, SearchRequest, SearchResults, StageView,
+    AnswerResponse, ErrorBody, GoldenRequest, GoldenView, PinRequest, PinView, PlaygroundAnswerRequest,
+    ProfileRetrievalView, RetrievalRequest, RoleRow, SearchRequest, SearchResults, StageView,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,6 +54,20 @@ pub fn Playground() -> impl IntoView {
     let asked = RwSignal::new(0_u64);
     // The answer run's stages as they end, shown while it works.
     let live = RwSignal::new(Vec::<StageView>::new());
+    // Who to answer as: `admin`, `everyone` or `role:NAME`.
+    let answer_as = RwSignal::new("admin".to_owned());
+    let roles = RwSignal::new(Vec::<String>::new());
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            let listed = client::send::<_, Vec<RoleRow>>(
+                "POST",
+                "/operation",
+                &serde_json::json!({"operation": "list_roles"}),
+            )
+            .await;
+            roles.set(listed.map(|rows| rows.into_iter().map(|r| r.role).collect()).unwrap_or_default());
+        });
+    });
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -60,9 +79,10 @@ pub fn Playground() -> impl IntoView {
         asked.update(|n| *n += 1);
         live.set(Vec::new());
         let this = asked.get_untracked();
+        let as_who = Some(answer_as.get_untracked()).filter(|who| who != "admin");
         leptos::task::spawn_local(async move {
             let result = match chosen {
-                Mode::Answer => stream_answer(&text, move |stage| {
+                Mode::Answer => stream_answer(&text, as_who, move |stage| {
                     if asked.get_untracked() == this {
                         live.update(|stages| stages.push(stage));
                     }
@@ -72,7 +92,7 @@ pub fn Playground() -> impl IntoView {
                 Mode::Profile => client::send::<_, ProfileRetrievalView>(
                     "POST",
                     routes::PLAYGROUND_RETRIEVAL.url(),
-                    &RetrievalRequest { query: text },
+                    &RetrievalRequest { query: text, answer_as: as_who },
                 )
                 .await
                 .map(Outcome::Profile),
@@ -112,6 +132,16 @@ pub fn Playground() -> impl IntoView {
                     {tab(Mode::Profile, "Profile retrieval")}
                     {tab(Mode::Corpus, "Corpus diagnostic")}
                 </fieldset>
+                <label class="answer-as">"Answer as "
+                    <select name="answer_as" prop:value=move || answer_as.get() on:change=move |ev| answer_as.set(event_target_value(&ev))>
+                        <option value="admin">"an admin (every source)"</option>
+                        <option value="everyone">"everyone (the widget, keys without a user)"</option>
+                        {move || roles.get().into_iter().map(|role| {
+                            let value = format!("role:{role}");
+                            view! { <option value=value>{format!("role {role}")}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
                 <textarea name="question" rows="2" required bind:value=question placeholder="How do I restore a snapshot?"></textarea>
                 <button type="submit" disabled=move || busy.get()>{move || if busy.get() { "Asking…" } else { "Ask" }}</button>
             </form>
@@ -144,12 +174,13 @@ pub fn Playground() -> impl IntoView {
 /// of the run ends; the final object, or the error the stream ended with.
 async fn stream_answer(
     question: &str,
+    answer_as: Option<String>,
     mut on_stage: impl FnMut(StageView),
 ) -> Result<AnswerResponse, String> {
     let mut finished = None;
     client::stream(
         routes::PLAYGROUND_ANSWER.url(),
-        &AnswerRequest { question: question.to_owned(), stream: Some(true) },
+        &PlaygroundAnswerRequest { question: question.to_owned(), stream: Some(true), answer_as },
         |event, data| match event {
             "stage" => {
                 if let Ok(stage) = serde_json::from_str::<StageView>(data) {
@@ -272,6 +303,7 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
             expected_facts: facts.get().lines().map(str::to_owned).collect(),
             should_refuse,
             expected_source: None,
+            asked_as: None,
             origin: Some("playground".into()),
         };
         leptos::task::spawn_local(async move {
@@ -282,10 +314,16 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
         });
     };
     let citations = answer.citations.clone();
+    let pin_audience = RwSignal::new(String::new());
     let pin = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body =
-            PinRequest { question: question.clone(), answer: pin_text.get(), citations: citations.clone() };
+        let served_to = pin_audience.get().trim().to_owned();
+        let body = PinRequest {
+            question: question.clone(),
+            answer: pin_text.get(),
+            citations: citations.clone(),
+            audience: (!served_to.is_empty()).then_some(served_to),
+        };
         leptos::task::spawn_local(async move {
             said.set(Some(match client::send::<_, PinView>("POST", routes::PINS.url(), &body).await {
                 Ok(_) => {
@@ -316,6 +354,7 @@ fn Curate(question: String, answer: AnswerResponse) -> impl IntoView {
             {move || pinning.get().then(|| view! {
                 <form class="pin-form" on:submit=pin.clone()>
                     <label>"Pinned answer" <textarea name="pinned_answer" rows="4" required prop:value=move || pin_text.get() on:input=move |ev| pin_text.set(event_target_value(&ev))></textarea></label>
+                    <label>"Served to " <input name="pin_audience" placeholder="everyone, or roles: support,staff" prop:value=move || pin_audience.get() on:input=move |ev| pin_audience.set(event_target_value(&ev))/></label>
                     <button type="submit">"Pin"</button>
                 </form>
             })}

@@ -418,6 +418,7 @@ fn GoldenQuestions(
             expected_facts: facts.get().lines().map(str::to_owned).collect(),
             should_refuse: should_refuse.get(),
             expected_source: None,
+            asked_as: None,
             origin: Some("prompt".into()),
         };
         leptos::task::spawn_local(async move {
@@ -551,6 +552,7 @@ fn PinnedAnswers(notice: RwSignal<Option<(bool, String)>>) -> impl IntoView {
                                 <li class="pin" data-question=p.question.clone() data-flagged=flagged.to_string()>
                                     <strong>{p.question.clone()}</strong>
                                     {p.flag_reason.clone().map(|why| view! { <span class="badge warn">{format!("flagged for review: {why}")}</span> })}
+                                    {(p.audience != "everyone").then(|| view! { <span class="badge audience">{format!("served to {}", p.audience.replace(',', ", "))}</span> })}
                                     <p>{p.answer.clone()}</p>
                                     <span class="meta">{format!("{} citations · {} · {}", p.citations.len(), p.created_by, p.created_at)}</span>
                                     <button type="button" class="secondary" on:click=remove>"Remove"</button>

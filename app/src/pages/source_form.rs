@@ -34,6 +34,7 @@ pub fn SourceForm(
     let kind = RwSignal::new(String::new());
     let entries: Entries = RwSignal::new(HashMap::new());
     let volatility = RwSignal::new(String::new());
+    let audience = RwSignal::new(String::new());
     let chosen = move || kinds.with(|all| find(all, &kind.get()));
     let choose = move |key: String| {
         let found = kinds.with_untracked(|all| find(all, &key));
@@ -61,6 +62,7 @@ pub fn SourceForm(
             let now = cleared.get();
             if previous.is_some_and(|previous| previous != now) {
                 name.set(String::new());
+                audience.set(String::new());
                 choose(kind.get_untracked());
             }
             now
@@ -87,6 +89,7 @@ pub fn SourceForm(
             kind: found.key.clone(),
             config,
             volatility: found.resyncs.then(|| volatility.get()),
+            audience: Some(audience.get().trim().to_owned()).filter(|a| !a.is_empty()),
         });
     };
 
@@ -108,6 +111,11 @@ pub fn SourceForm(
                         </select>
                     </label>
                     {move || chosen().map(|found| kind_fields(found, entries, volatility))}
+                    <label>
+                        "Who may read it "
+                        <input name="audience" bind:value=audience
+                            placeholder="everyone (a table source: its table's readers), or roles: support,staff"/>
+                    </label>
                     <div class="form-actions"><button type="submit" disabled=move || busy.get()>{submit_label}</button></div>
                 }
                 .into_any(),

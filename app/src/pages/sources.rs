@@ -1,7 +1,8 @@
 //! The Sources screen: every source with its status, counts, freshness and
 //! the live progress of its latest run (polled each second, no reloads);
 //! creating upload, website and table sources; uploading files; enable, disable,
-//! sync and delete (with confirmation); per-document errors.
+//! sync and delete (with confirmation); who may read each source (its
+//! audience); per-document errors.
 
 use leptos::prelude::*;
 
@@ -9,8 +10,8 @@ use super::source_form::SourceForm;
 use crate::client;
 use crate::routes;
 use crate::wire::{
-    CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults, SourceView,
-    UploadReceipt,
+    AudienceRequest, CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults,
+    SourceView, UploadReceipt,
 };
 
 /// Shared by the list and the form: bumping it reloads the list at once.
@@ -55,7 +56,7 @@ pub fn Sources() -> impl IntoView {
                     .into_any(),
                     Some(Ok(list)) => view! {
                         <ul class="source-list">
-                            <For each=move || list.clone() key=|s| (s.id.clone(), s.status.clone(), s.enabled, s.latest_job.as_ref().map(|j| (j.status.clone(), j.progress.done, j.progress.discovered, j.progress.embedded)), s.chunk_count) let:source>
+                            <For each=move || list.clone() key=|s| (s.id.clone(), s.status.clone(), s.enabled, s.audience.clone(), s.latest_job.as_ref().map(|j| (j.status.clone(), j.progress.done, j.progress.discovered, j.progress.embedded)), s.chunk_count) let:source>
                                 <SourceCard source/>
                             </For>
                         </ul>
@@ -194,6 +195,15 @@ fn CorpusSearch() -> impl IntoView {
     .into_any()
 }
 
+/// Who an audience lets read, in words.
+fn audience_words(audience: &str) -> String {
+    match audience {
+        "everyone" => "every caller".to_owned(),
+        "table" => "the roles that may read its table".to_owned(),
+        roles => format!("role {} and admins", roles.replace(',', ", ")),
+    }
+}
+
 fn status_label(source: &SourceView) -> String {
     if !source.enabled {
         return "disabled".into();
@@ -279,6 +289,23 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             });
         }
     };
+    let audience_draft = RwSignal::new(source.audience.clone());
+    let set_audience = {
+        let id = id.clone();
+        move |_| {
+            let id = id.clone();
+            let body = AudienceRequest { audience: audience_draft.get_untracked() };
+            leptos::task::spawn_local(async move {
+                match client::send::<_, SourceView>("PUT", &routes::SOURCE_AUDIENCE.at([&id]), &body).await {
+                    Ok(s) => feedback
+                        .say(true, format!("{:?} now answers {}.", s.name, audience_words(&s.audience))),
+                    Err(text) => feedback.say(false, text),
+                }
+                feedback.reload();
+            });
+        }
+    };
+    let publishes_table = source.kind == "table" && source.audience == "everyone";
     let docs_id = id.clone();
     let documents = LocalResource::new(move || {
         let id = docs_id.clone();
@@ -307,6 +334,16 @@ fn SourceCard(source: SourceView) -> impl IntoView {
                 " · "
                 <span class="freshness">{freshness(&source)}</span>
             </p>
+            <p class="meta audience">
+                "Answers " <span class="audience-words" data-audience=source.audience.clone()>{audience_words(&source.audience)}</span> ". "
+                <label>"Who may read "
+                    <input class="audience-input" bind:value=audience_draft placeholder="everyone, table, or roles: support,staff"/>
+                </label>
+                <button class="audience-set" on:click=set_audience>"Set"</button>
+            </p>
+            {publishes_table.then(|| view! {
+                <p class="warning audience-warning">"This table's indexed attributes are published to every caller, the widget and keys without a user included, whatever the table's permissions."</p>
+            })}
             {source.last_error.clone().map(|e| view! { <p class="error">{e}</p> })}
             {source.latest_job.clone().map(|job| view! { <JobProgress job/> })}
             <div class="actions">

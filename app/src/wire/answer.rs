@@ -198,6 +198,22 @@ pub struct ProfileRetrievalView {
 #[serde(deny_unknown_fields)]
 pub struct RetrievalRequest {
     pub query: String,
+    /// Retrieve as this caller would: `admin` (the default), `everyone`,
+    /// `role:NAME` or `user:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_as: Option<String>,
+}
+
+/// `POST /admin/playground/answer`: the question, as `POST /answer` takes
+/// it, and who to answer as (as [`RetrievalRequest::answer_as`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaygroundAnswerRequest {
+    pub question: String,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_as: Option<String>,
 }
 
 // `POST /retrieve`. (No doc comments on the `/retrieve` shapes but the ones

@@ -131,6 +131,9 @@ pub struct GoldenView {
     pub origin: String,
     pub created_by: String,
     pub created_at: String,
+    /// Who evals ask it as (`None`: an admin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<String>,
 }
 
 /// `POST /admin/golden`: a golden question (one with the same question is replaced).
@@ -148,6 +151,10 @@ pub struct GoldenRequest {
     /// Where it was added: `prompt` (the default), `playground` or `dashboard`.
     #[serde(default)]
     pub origin: Option<String>,
+    /// Who evals ask it as: `admin` (the default), `everyone`, `role:NAME`
+    /// or `user:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<String>,
 }
 
 /// `GET /admin/profile/judging`: a candidate being judged by the eval gate
@@ -295,6 +302,8 @@ pub struct PinView {
     /// Set when a cited passage changed: the pin does not serve until re-pinned.
     pub flagged_at: Option<String>,
     pub flag_reason: Option<String>,
+    /// Who it is served to: `everyone` or role names separated by commas.
+    pub audience: String,
 }
 
 /// `POST /admin/pins`: pin an answer to a question (replacing its pin, if any).
@@ -306,6 +315,11 @@ pub struct PinRequest {
     /// The citations to serve with it: those of the answer being pinned.
     #[serde(default)]
     pub citations: Vec<super::CitationView>,
+    /// Who it is served to: `everyone` (the default) or role names
+    /// separated by commas. Either way a caller who may not read a source
+    /// it cites is never served it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
 }
 
 /// `PUT /admin/profile/persona`, `POST /admin/profile/render` and the
@@ -407,6 +421,7 @@ mod from_engine {
                 origin: g.origin.key().to_owned(),
                 created_by: g.created_by,
                 created_at: crate::wire::time(g.created_at),
+                asked_as: g.asked_as,
             }
         }
     }
@@ -421,6 +436,7 @@ mod from_engine {
                 should_refuse: r.should_refuse,
                 expected_source: r.expected_source,
                 origin: engine::evals::Origin::parse(r.origin.as_deref().unwrap_or("prompt"))?,
+                asked_as: r.asked_as,
             })
         }
     }
@@ -465,6 +481,7 @@ mod from_engine {
                 created_at: crate::wire::time(p.created_at),
                 flagged_at,
                 flag_reason,
+                audience: p.audience.to_string(),
             }
         }
     }
@@ -475,6 +492,7 @@ mod from_engine {
                 question: r.question,
                 answer: r.answer,
                 citations: r.citations.into_iter().map(Into::into).collect(),
+                audience: r.audience,
             }
         }
     }

@@ -17,6 +17,9 @@ pub struct SourceView {
     pub config: serde_json::Value,
     /// `static`, `low`, `medium` or `high`.
     pub volatility: String,
+    /// Who may read it through answers and retrieval: `everyone`, `table`
+    /// (a table source's table's readers), or role names separated by commas.
+    pub audience: String,
     pub document_count: i64,
     pub chunk_count: i64,
     pub last_error: Option<String>,
@@ -130,6 +133,10 @@ pub struct CreateSourceRequest {
     /// `static`, `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volatility: Option<String>,
+    /// `everyone`, `table` or role names separated by commas (default: the
+    /// kind's, see [`SourceView::audience`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
 }
 
 /// `GET /admin/sources/kinds`: a kind of source as the form that creates
@@ -211,6 +218,15 @@ impl FieldView {
             _ => Some(entered.into()),
         }
     }
+}
+
+/// `PUT /admin/sources/{id}/audience`: who may read the source through
+/// answers and retrieval, from the next request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AudienceRequest {
+    /// `everyone`, `table` or role names separated by commas.
+    pub audience: String,
 }
 
 /// `PUT /admin/sources/{id}/volatility`: how fast the source's content goes stale.
@@ -313,6 +329,7 @@ mod from_engine {
                 status: source.status.key().to_owned(),
                 config: source.config.to_json(),
                 volatility: source.volatility.key().to_owned(),
+                audience: source.audience.to_string(),
                 document_count: source.document_count.into(),
                 chunk_count: source.chunk_count.into(),
                 last_error: source.last_error,
@@ -415,7 +432,13 @@ mod from_engine {
 
     impl From<CreateSourceRequest> for engine::sources::NewSource {
         fn from(r: CreateSourceRequest) -> Self {
-            Self { name: r.name, kind: r.kind, config: r.config, volatility: r.volatility }
+            Self {
+                name: r.name,
+                kind: r.kind,
+                config: r.config,
+                volatility: r.volatility,
+                audience: r.audience,
+            }
         }
     }
 }

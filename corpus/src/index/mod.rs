@@ -50,6 +50,20 @@ impl Scope {
     pub fn covers(&self, source_id: &str) -> bool {
         self.sources.iter().any(|s| s == source_id)
     }
+
+    /// The same for two scopes exactly when they reach the same chunks:
+    /// `*` for every source, otherwise a digest of the sorted source ids.
+    /// What keeps an answer cached for one caller from serving another who
+    /// may read less (an answer made over every source may serve whoever
+    /// may read every source now: the sources it cites still exist).
+    pub fn key(&self) -> String {
+        if self.every_source {
+            return "*".to_owned();
+        }
+        let mut ids: Vec<&str> = self.sources.iter().map(String::as_str).collect();
+        ids.sort_unstable();
+        crate::auth::sha256_hex(&ids.join("\n"))
+    }
 }
 
 /// A chunk found by one search mode, with that mode's raw score.

@@ -90,6 +90,7 @@ pub async fn website_at(
         kind: website::KEY.to_owned(),
         config: Some(serde_json::json!({ "start_url": url })),
         volatility: None,
+        audience: None,
     };
     add_source(lore, actor, new, trigger).await
 }

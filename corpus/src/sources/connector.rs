@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::audience::MirroredTable;
 use super::{Source, Volatility};
 use crate::ingest::jobs::ProgressHandle;
 use crate::ingest::{Indexer, IngestError};
@@ -59,6 +60,14 @@ pub trait Connector: Send + Sync + 'static {
     /// earlier content is kept); a document that cannot be read is counted
     /// as failed on the progress instead.
     async fn sync(&self, run: Run<'_>, config: &Self::Config) -> Result<()>;
+
+    /// The application-database table whose content a source of this kind
+    /// copies, with the attributes it reads: its default audience is that
+    /// table's readers ([`super::audience::Audience::Table`]). `None` (the
+    /// default) for content with no permissions of its own.
+    fn mirrored_table(&self, _config: &Self::Config) -> Option<MirroredTable> {
+        None
+    }
 }
 
 /// What one sync gets: the run's indexer (models, store, chunking), the
@@ -232,6 +241,8 @@ pub trait AnyConnector: Send + Sync {
     async fn check(&self, lore: &Corpus, config: &SourceConfig) -> Result<()>;
     /// [`Connector::sync`] with the source's own configuration.
     async fn sync(&self, run: Run<'_>) -> Result<()>;
+    /// [`Connector::mirrored_table`] (`None` for another kind's configuration).
+    fn mirrored_table(&self, config: &SourceConfig) -> Option<MirroredTable>;
 }
 
 #[async_trait]
@@ -259,6 +270,10 @@ impl<C: Connector> AnyConnector for C {
     async fn sync(&self, run: Run<'_>) -> Result<()> {
         let config = typed::<C>(&run.source.config)?.clone();
         Connector::sync(self, run, &config).await
+    }
+
+    fn mirrored_table(&self, config: &SourceConfig) -> Option<MirroredTable> {
+        Connector::mirrored_table(self, config.get::<C::Config>()?)
     }
 }
 

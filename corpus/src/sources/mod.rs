@@ -26,9 +26,11 @@ use crate::index::Scope;
 use crate::ingest::IngestError;
 use crate::{Corpus, Error, Result};
 
+pub mod audience;
 pub mod connector;
 pub mod kinds;
 
+pub use audience::{Audience, Reader};
 pub use connector::{SourceConfig, SourceKind};
 
 /// How fast a source's content goes stale; sets the re-sync interval.
@@ -89,6 +91,10 @@ pub struct NewSource {
     pub config: Option<serde_json::Value>,
     #[serde(default)]
     pub volatility: Option<String>,
+    /// Who may read it, as [`Audience::parse`] reads it (`None`: the
+    /// kind's default).
+    #[serde(default)]
+    pub audience: Option<String>,
 }
 
 /// Where a source's content stands, moved by indexing runs (see the module
@@ -142,9 +148,16 @@ pub struct Source {
     pub last_synced_at: Option<DateTime<Utc>>,
     /// When the scheduler starts the next re-sync (`None`: never).
     pub next_sync_at: Option<DateTime<Utc>>,
+    /// Who may read its content through answers and retrieval.
+    pub audience: Audience,
 }
 
 impl Source {
+    /// The table this source copies, when its kind mirrors one.
+    pub fn mirrored_table(&self) -> Option<audience::MirroredTable> {
+        self.kind.connector().mirrored_table(&self.config)
+    }
+
     pub(crate) fn decode(row: source::Model) -> Result<Source> {
         let corrupt = |what: String| Error::Internal(format!("source {}: {what}", row.id));
         let kind = SourceKind::parse(&row.kind)
@@ -157,6 +170,11 @@ impl Source {
             .connector()
             .decode(row.config.clone())
             .map_err(|err| corrupt(format!("its stored configuration cannot be read: {err}")))?;
+        let audience = match &row.audience {
+            Some(stored) => serde_json::from_value(stored.clone())
+                .map_err(|err| corrupt(format!("its stored audience cannot be read: {err}")))?,
+            None => Audience::default_for(kind.connector().mirrored_table(&config).is_some()),
+        };
         let count = |n: i32, what: &str| {
             u32::try_from(n).map_err(|_| corrupt(format!("its stored {what} {n} is negative")))
         };
@@ -175,6 +193,7 @@ impl Source {
             updated_at: row.updated_at,
             last_synced_at: row.last_synced_at,
             next_sync_at: row.next_sync_at,
+            audience,
         })
     }
 }
@@ -268,6 +287,11 @@ pub async fn create(lore: &Corpus, actor: &Actor, new: NewSource) -> Result<Sour
         Some(raw) => Volatility::parse(raw.trim())?,
         None => kind.info().default_volatility,
     };
+    let mirrors_table = kind.connector().mirrored_table(&config).is_some();
+    let audience = new.audience.as_deref().map(Audience::parse).transpose()?;
+    if let Some(audience) = &audience {
+        audience::check(lore, audience, mirrors_table).await?;
+    }
     let now = Utc::now();
     let row = source::ActiveModel {
         id: Set(uuid::Uuid::new_v4().to_string()),
@@ -284,6 +308,7 @@ pub async fn create(lore: &Corpus, actor: &Actor, new: NewSource) -> Result<Sour
         updated_at: Set(now),
         last_synced_at: Set(None),
         next_sync_at: Set(None),
+        audience: Set(audience.as_ref().map(stored_audience).transpose()?),
     }
     .insert(&lore.db)
     .await?;
@@ -344,6 +369,47 @@ pub async fn whole_corpus(lore: &Corpus) -> Result<Scope> {
 pub fn scope_of(sources: &[Source]) -> Scope {
     let enabled: Vec<String> = sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect();
     Scope { every_source: enabled.len() == sources.len(), sources: enabled }
+}
+
+/// Sets who may read a source (`audience` as [`Audience::parse`] reads
+/// it); the next request reads with it (nothing is re-indexed). Refused, with nothing changed, for a role that does not
+/// exist or `table` on a source that mirrors no table.
+pub async fn set_audience(lore: &Corpus, actor: &Actor, id: &str, audience: &str) -> Result<Source> {
+    let audience = Audience::parse(audience)?;
+    let stored = row(lore, id).await?;
+    let found = Source::decode(stored.clone())?;
+    audience::check(lore, &audience, found.mirrored_table().is_some()).await?;
+    if found.audience == audience {
+        return Ok(found);
+    }
+    let mut row: source::ActiveModel = stored.into();
+    row.audience = Set(Some(stored_audience(&audience)?));
+    row.updated_at = Set(Utc::now());
+    let updated = Source::decode(row.update(&lore.db).await?)?;
+    audit::record(
+        &lore.db,
+        actor,
+        "source.audience",
+        Some(id),
+        serde_json::json!({"from": found.audience.to_string(), "to": audience.to_string()}),
+    )
+    .await?;
+    Ok(updated)
+}
+
+fn stored_audience(audience: &Audience) -> Result<serde_json::Value> {
+    serde_json::to_value(audience).map_err(|err| Error::Internal(format!("an audience as JSON: {err}")))
+}
+
+/// The sources whose audience names `role`, by name: what dropping the role
+/// would leave pointing at nothing.
+pub async fn naming_role(lore: &Corpus, role: &str) -> Result<Vec<String>> {
+    Ok(list(lore)
+        .await?
+        .into_iter()
+        .filter(|s| matches!(&s.audience, Audience::Roles(roles) if roles.iter().any(|r| r == role)))
+        .map(|s| s.name)
+        .collect())
 }
 
 /// Enables or disables a source. Disabling also cancels its queued runs and

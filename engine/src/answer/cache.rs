@@ -24,6 +24,12 @@
 //! - **Semantic**: the nearest cached question under the same version, when
 //!   its cosine similarity reaches the version's gate.
 //!
+//! Both look only at entries made for the same visible scope
+//! ([`crate::index::Scope::key`]): an answer is served only to callers who
+//! may read exactly what the caller it was made for could, so nothing a
+//! caller may not read reaches it through a passage the model saw, cited
+//! or not (docs/decisions.md, "Cached answers and who asks").
+//!
 //! Either way an entry serves only while it is valid: younger than its
 //! maximum age (the gate's, scaled by the volatility the sources it cites
 //! have now: the answer pipeline decides it at lookup), grounded when the
@@ -76,6 +82,8 @@ pub struct Entry {
     pub id: String,
     pub question: String,
     pub profile_version: i32,
+    /// The key of the visible scope it was answered over.
+    pub scope: String,
     pub created_at: DateTime<Utc>,
     pub grounded: bool,
     /// The answer as served (text, citations, model), as JSON.
@@ -109,6 +117,7 @@ fn schema(dimensions: usize) -> SchemaRef {
         ("id", Utf8, false),
         ("question", Utf8, false),
         ("profile_version", Int32, false),
+        ("scope", Utf8, false),
         ("created_at_ms", Int64, false),
         ("grounded", Boolean, false),
         ("payload", Utf8, false),
@@ -191,23 +200,26 @@ impl AnswerCache {
         self.read().iter().any(|entry| entry.question == question)
     }
 
-    /// The newest entry for exactly this normalised question and version.
-    pub fn exact(&self, question: &str, version: i32) -> Option<Entry> {
+    /// The newest entry for exactly this normalised question, version and
+    /// scope.
+    pub fn exact(&self, question: &str, version: i32, scope: &str) -> Option<Entry> {
         self.read()
             .iter()
-            .filter(|entry| entry.profile_version == version && entry.question == question)
+            .filter(|entry| {
+                entry.profile_version == version && entry.scope == scope && entry.question == question
+            })
             .max_by_key(|entry| entry.created_at)
             .cloned()
     }
 
-    /// The `limit` nearest entries of this version, with their (cosine)
-    /// similarity, most similar first.
-    pub fn nearest(&self, vector: &[f32], version: i32, limit: usize) -> Vec<(Entry, f32)> {
+    /// The `limit` nearest entries of this version and scope, with their
+    /// (cosine) similarity, most similar first.
+    pub fn nearest(&self, vector: &[f32], version: i32, scope: &str, limit: usize) -> Vec<(Entry, f32)> {
         let entries = self.read();
         let mut scored: Vec<(usize, f32)> = entries
             .iter()
             .enumerate()
-            .filter(|(_, entry)| entry.profile_version == version)
+            .filter(|(_, entry)| entry.profile_version == version && entry.scope == scope)
             .map(|(i, entry)| (i, crate::embed::cosine(vector, &entry.vector)))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -312,6 +324,7 @@ impl Writer {
                 Arc::new(StringArray::from(vec![entry.id.clone()])),
                 Arc::new(StringArray::from(vec![entry.question.clone()])),
                 Arc::new(Int32Array::from(vec![entry.profile_version])),
+                Arc::new(StringArray::from(vec![entry.scope.clone()])),
                 Arc::new(Int64Array::from(vec![entry.created_at.timestamp_millis()])),
                 Arc::new(BooleanArray::from(vec![entry.grounded])),
                 Arc::new(StringArray::from(vec![entry.payload.to_string()])),
@@ -335,6 +348,7 @@ pub fn citations_current(cited: &[CitedChunk], now_stored: &HashMap<String, Stri
 fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
     let text = |name| column::<StringArray>(batch, name);
     let (id, question, payload, cited) = (text("id")?, text("question")?, text("payload")?, text("cited")?);
+    let scope = text("scope")?;
     let version = column::<Int32Array>(batch, "profile_version")?;
     let created = column::<Int64Array>(batch, "created_at_ms")?;
     let grounded = column::<BooleanArray>(batch, "grounded")?;
@@ -352,6 +366,7 @@ fn entries_of(batch: &RecordBatch) -> Result<Vec<Entry>, IndexError> {
                 id: id.value(i).to_owned(),
                 question: question.value(i).to_owned(),
                 profile_version: version.value(i),
+                scope: scope.value(i).to_owned(),
                 created_at: DateTime::from_timestamp_millis(created.value(i)).unwrap_or_default(),
                 grounded: grounded.value(i),
                 payload: serde_json::from_str(payload.value(i)).map_err(store_error)?,
@@ -373,6 +388,7 @@ mod tests {
             id: uuid::Uuid::new_v4().to_string(),
             question: question.into(),
             profile_version: version,
+            scope: "*".into(),
             created_at: Utc::now(),
             grounded: true,
             payload: serde_json::json!({"answer": "stop, copy, start"}),
@@ -390,27 +406,30 @@ mod tests {
         cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
 
         assert!(cache.knows("how do i restore") && !cache.knows("how do i restart"));
-        let hit = cache.exact("how do i restore", 1).unwrap();
+        let hit = cache.exact("how do i restore", 1, "*").unwrap();
         assert_eq!(hit.payload["answer"], "stop, copy, start");
         assert_eq!(hit.cited[0].content_hash, "h1");
-        assert!(cache.exact("how do i restore", 2).is_none());
+        assert!(cache.exact("how do i restore", 2, "*").is_none());
 
-        let near = cache.nearest(&[0.9, 0.1, 0.0], 1, 1);
+        let near = cache.nearest(&[0.9, 0.1, 0.0], 1, "*", 1);
         assert_eq!(near[0].0.question, "how do i restore");
         assert!(near[0].1 > 0.9 && near[0].1 <= 1.0, "{}", near[0].1);
-        assert!(cache.nearest(&[0.9, 0.1, 0.0], 2, 1).is_empty());
+        assert!(cache.nearest(&[0.9, 0.1, 0.0], 2, "*", 1).is_empty());
+        // Another visible scope sees none of them, exactly or nearly.
+        assert!(cache.exact("how do i restore", 1, "a-narrower-scope").is_none());
+        assert!(cache.nearest(&[0.9, 0.1, 0.0], 1, "a-narrower-scope", 1).is_empty());
 
         cache.delete(&hit.id).await.unwrap();
         assert_eq!(cache.count().await.unwrap(), 1);
-        assert!(cache.exact("how do i restore", 1).is_none());
+        assert!(cache.exact("how do i restore", 1, "*").is_none());
 
         // Lookups read memory; a reopened cache reloads it from the table
         // (`count` waited for the writer).
         let reopened = AnswerCache::open(&uri, 3).await.unwrap();
-        assert!(reopened.exact("how do i restore", 1).is_none());
-        let kept = reopened.exact("what's new", 1).unwrap();
+        assert!(reopened.exact("how do i restore", 1, "*").is_none());
+        let kept = reopened.exact("what's new", 1, "*").unwrap();
         assert_eq!(kept.vector, vec![0.0, 1.0, 0.0]);
-        assert_eq!(reopened.nearest(&[0.0, 1.0, 0.0], 1, 5).len(), 1);
+        assert_eq!(reopened.nearest(&[0.0, 1.0, 0.0], 1, "*", 5).len(), 1);
 
         // Another embedding size: the table starts over.
         let resized = AnswerCache::open(&uri, 4).await.unwrap();
@@ -427,7 +446,7 @@ mod tests {
             cache.insert(&entry(&format!("question {i}"), 1, vec![1.0, i as f32, 0.0])).await.unwrap();
         }
         // Memory serves at once; the table has them all once flushed.
-        assert!(cache.exact(&format!("question {}", writes - 1), 1).is_some());
+        assert!(cache.exact(&format!("question {}", writes - 1), 1, "*").is_some());
         assert_eq!(cache.count().await.unwrap(), writes);
         let fragments = cache.table.stats().await.unwrap().fragment_stats.num_fragments;
         assert!(fragments <= 11, "{fragments} fragments after {writes} one-row appends");

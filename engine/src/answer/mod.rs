@@ -133,6 +133,8 @@ pub struct Ask {
     pub surface: Surface,
     /// The access key that asked (API, widget, MCP).
     pub key_id: Option<String>,
+    /// Who asks: the run reads only what they may read.
+    pub asker: crate::asker::Asker,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -289,8 +291,13 @@ pub async fn answer_reporting(lore: &Lore, ask: Ask, sink: Option<StageSink>) ->
 /// version: the eval run of a golden question. Pins and both caches are
 /// bypassed (they would hide what the candidate says), nothing is cached,
 /// and the run is not recorded: the Dashboard counts what callers asked.
-pub async fn evaluate(lore: &Lore, candidate: &profile::Version, question: &str) -> Result<Answer> {
-    let ask = Ask { question: question.to_owned(), surface: Surface::Cli, key_id: None };
+pub async fn evaluate(
+    lore: &Lore,
+    candidate: &profile::Version,
+    question: &str,
+    asker: crate::asker::Asker,
+) -> Result<Answer> {
+    let ask = Ask { question: question.to_owned(), surface: Surface::Cli, key_id: None, asker };
     pipeline(lore, ask, None, Some(candidate)).await
 }
 

@@ -26,6 +26,7 @@ use super::{normalise, Citation, Normalised};
 use crate::audit::{self, Actor};
 use crate::embed::cosine;
 use crate::profile::ProfileError;
+use crate::sources::{Audience, Reader};
 use crate::{Error, Lore, Result};
 
 /// The most pins kept.
@@ -56,6 +57,8 @@ pub struct Pin {
     pub created_at: DateTime<Utc>,
     /// When and why it was flagged for review; a flagged pin does not serve.
     pub flagged: Option<(DateTime<Utc>, String)>,
+    /// Who it is served to (and who may read every source it cites).
+    pub audience: Audience,
 }
 
 impl TryFrom<pinned_answer::Model> for Pin {
@@ -64,6 +67,12 @@ impl TryFrom<pinned_answer::Model> for Pin {
     fn try_from(row: pinned_answer::Model) -> Result<Self> {
         let citations = serde_json::from_value(row.citations)
             .map_err(|err| Error::Internal(format!("the pinned answer {} is unreadable: {err}", row.id)))?;
+        let audience = match row.audience {
+            Some(stored) => serde_json::from_value(stored).map_err(|err| {
+                Error::Internal(format!("the audience of pinned answer {} is unreadable: {err}", row.id))
+            })?,
+            None => Audience::Everyone,
+        };
         Ok(Pin {
             id: row.id,
             question: row.question,
@@ -73,6 +82,7 @@ impl TryFrom<pinned_answer::Model> for Pin {
             created_by: row.created_by,
             created_at: row.created_at,
             flagged: row.flagged_at.map(|at| (at, row.flag_reason.unwrap_or_default())),
+            audience,
         })
     }
 }
@@ -85,6 +95,9 @@ pub struct NewPin {
     /// The citations to serve with it (those of the answer being pinned);
     /// each chunk must be in the index now.
     pub citations: Vec<Citation>,
+    /// Who it is served to: `everyone` (the default) or role names
+    /// separated by commas.
+    pub audience: Option<String>,
 }
 
 /// The pins of this process.
@@ -168,9 +181,18 @@ pub async fn lookup(
     vector: &mut Option<Result<Vec<f32>>>,
     gate: f32,
     enabled: &[String],
+    reader: &Reader,
+    readable: &[String],
 ) -> Result<Lookup> {
     let pins = loaded(lore).await?;
-    let live: Vec<&Pin> = pins.iter().filter(|pin| pin.flagged.is_none()).collect();
+    // A pin outside the caller's audience, or citing a source the caller
+    // may not read, is not one of its candidates at all: nothing about it
+    // reaches the trace.
+    let live: Vec<&Pin> = pins
+        .iter()
+        .filter(|pin| pin.flagged.is_none() && reader.admits(&pin.audience))
+        .filter(|pin| pin.citations.iter().all(|c| readable.contains(&c.citation.source_id)))
+        .collect();
     if live.is_empty() {
         return Ok(Lookup::None);
     }
@@ -284,6 +306,9 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
             "the pinned answer is longer than {MAX_ANSWER_CHARS} characters"
         )));
     }
+    let audience = new.audience.as_deref().map(Audience::parse).transpose()?.unwrap_or(Audience::Everyone);
+    // `table` names no table here: a pin is for everyone or for roles.
+    crate::sources::audience::check(lore, &audience, false).await?;
     if new.citations.len() > MAX_CITATIONS {
         return Err(Error::InvalidInput(format!(
             "a pinned answer carries at most {MAX_CITATIONS} citations"
@@ -334,6 +359,7 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
         created_at: Set(Utc::now()),
         flagged_at: Set(None),
         flag_reason: Set(None),
+        audience: Set(Some(serde_json::to_value(&audience).map_err(|err| Error::Internal(err.to_string()))?)),
     }
     .insert(&txn)
     .await?;
@@ -342,7 +368,12 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
         actor,
         "pin.created",
         Some(&id),
-        serde_json::json!({"question": question.text, "replaced": replaced > 0, "citations": citations.len()}),
+        serde_json::json!({
+            "question": question.text,
+            "replaced": replaced > 0,
+            "citations": citations.len(),
+            "audience": audience.to_string(),
+        }),
     )
     .await?;
     txn.commit().await?;

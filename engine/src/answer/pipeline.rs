@@ -23,13 +23,18 @@ pub(super) async fn pipeline(
     let evaluating = candidate.is_some();
     let mut trace = Tracer::new(sink);
     let question = normalise(&ask.question)?;
+    let reader = ask.asker.reader(lore).await?;
     trace.stage(StageName::Normalise, "ok", format!("{} characters", question.text.chars().count()));
 
     let shadow = candidate_shadow(lore, candidate).await?;
     let embedding = QuestionEmbedder { lore, shadow: shadow.as_deref() };
     let Gate { assessment, mut early_vector } =
         readiness_gate(lore, &question, embedding, evaluating).await?;
-    let scope = assessment.search_scope();
+    // What this caller may read, decided once for the whole run: the
+    // sources searched, the pins and cached answers that may serve it.
+    let scope = assessment.visible_scope(&reader);
+    let readable: Vec<String> =
+        assessment.sources().iter().filter(|s| reader.may_read(s)).map(|s| s.id.clone()).collect();
     let active = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
     let version = candidate.unwrap_or(active);
     let embedded = if early_vector.is_some() { "; the question was embedded meanwhile" } else { "" };
@@ -47,7 +52,10 @@ pub(super) async fn pipeline(
         snapshot: &version.snapshot,
         version: version.version,
         activated_at: version.activated_at,
-        enabled: &scope.sources,
+        visible: &scope.sources,
+        reader: &reader,
+        readable: &readable,
+        scope_key: scope.key(),
         sources: assessment.sources(),
         evaluating,
     };
@@ -69,7 +77,7 @@ pub(super) async fn pipeline(
     };
     let nearest = match run.semantic_cache(&answer_cache, caching, &vector, &mut trace).await? {
         Semantic::Hit { entry, similarity } => {
-            return run.serve_cached(entry, "semantic", similarity, trace, started).await;
+            return run.serve_cached(*entry, "semantic", similarity, trace, started).await;
         }
         Semantic::Miss { nearest } => nearest,
     };
@@ -225,7 +233,7 @@ async fn readiness_gate(
 /// What the semantic cache decided.
 enum Semantic {
     Hit {
-        entry: Entry,
+        entry: Box<Entry>,
         similarity: f32,
     },
     /// `nearest`: the similarity of the nearest entry below the gate.
@@ -296,8 +304,15 @@ struct Run<'a> {
     version: i32,
     /// When `version` last became active.
     activated_at: Option<DateTime<Utc>>,
-    /// The enabled sources, as the readiness assessment read them.
-    enabled: &'a [String],
+    /// The sources searched: the enabled ones the caller may read, as the
+    /// readiness assessment read them.
+    visible: &'a [String],
+    /// What the caller may read.
+    reader: &'a sources::Reader,
+    /// Every source the caller may read, enabled or not.
+    readable: &'a [String],
+    /// [`Scope::key`] of `visible`: the cache entries this run may use.
+    scope_key: String,
     /// Every source, as read with them.
     sources: &'a [sources::Source],
     /// An eval run: nothing is cached or recorded.
@@ -331,7 +346,17 @@ impl Run<'_> {
         trace: &mut Tracer,
     ) -> Result<Option<pins::Pin>> {
         let gate = self.snapshot.cache.min_similarity;
-        match pins::lookup(self.lore, self.question, early_vector, gate, self.enabled).await? {
+        match pins::lookup(
+            self.lore,
+            self.question,
+            early_vector,
+            gate,
+            self.visible,
+            self.reader,
+            self.readable,
+        )
+        .await?
+        {
             pins::Lookup::None => {}
             pins::Lookup::Flagged { question: pinned, why } => trace.stage(
                 StageName::Pinned,
@@ -371,7 +396,7 @@ impl Run<'_> {
             trace.stage(StageName::ExactCache, "bypass", bypassed(self.evaluating));
             return Ok(None);
         }
-        let Some(entry) = cache.exact(&self.question.key, self.version) else {
+        let Some(entry) = cache.exact(&self.question.key, self.version, &self.scope_key) else {
             trace.stage(StageName::ExactCache, "miss", "no cached answer for this question");
             return Ok(None);
         };
@@ -409,7 +434,7 @@ impl Run<'_> {
         let mut nearest = None;
         // Why the first candidate above the gate could not serve, if one could not.
         let mut invalid = None;
-        for (entry, similarity) in cache.nearest(vector, self.version, SEMANTIC_CANDIDATES) {
+        for (entry, similarity) in cache.nearest(vector, self.version, &self.scope_key, SEMANTIC_CANDIDATES) {
             if similarity < gate {
                 // The nearest entry still cached: the similarity to report.
                 nearest = Some(similarity);
@@ -422,7 +447,7 @@ impl Run<'_> {
                         "hit",
                         format!("a cached question is {similarity:.3} similar (gate {gate:.2})"),
                     );
-                    return Ok(Semantic::Hit { entry, similarity });
+                    return Ok(Semantic::Hit { entry: Box::new(entry), similarity });
                 }
                 Err(why) => {
                     cache.delete(&entry.id).await?;
@@ -732,7 +757,7 @@ impl Run<'_> {
         let ids: Vec<String> = entry.cited.iter().map(|c| c.chunk_id.clone()).collect();
         let stored = self.lore.chunks().await?.content_hashes(&ids).await?;
         let current: HashMap<String, (String, String)> =
-            stored.into_iter().filter(|(_, (source, _))| self.enabled.contains(source)).collect();
+            stored.into_iter().filter(|(_, (source, _))| self.visible.contains(source)).collect();
         let hashes: HashMap<String, String> =
             current.iter().map(|(id, (_, hash))| (id.clone(), hash.clone())).collect();
         if !cache::citations_current(&entry.cited, &hashes) {
@@ -901,6 +926,7 @@ impl Run<'_> {
             id: uuid::Uuid::new_v4().to_string(),
             question: self.question.key.clone(),
             profile_version: self.version,
+            scope: self.scope_key.clone(),
             created_at: Utc::now(),
             grounded: answer.grounded,
             payload,

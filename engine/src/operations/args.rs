@@ -295,6 +295,37 @@ pub struct AddSourceArgs {
     /// `static`, `low`, `medium` or `high`.
     #[serde(default)]
     pub volatility: Option<String>,
+    /// Who may read it through answers and retrieval (default: `everyone`,
+    /// a table source's `table`).
+    #[serde(default)]
+    pub audience: Option<AudienceArg>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AlterSourceArgs {
+    /// The source's id.
+    pub id: String,
+    /// Who may read it through answers and retrieval, from the next request.
+    pub audience: AudienceArg,
+}
+
+/// `everyone`; `table` (the readers of a table source's table); or role
+/// names, as a list or as one string separated by commas.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum AudienceArg {
+    Named(String),
+    Roles(Vec<String>),
+}
+
+impl AudienceArg {
+    /// As `lore sources … --audience` and the console write it.
+    pub fn written(self) -> String {
+        match self {
+            AudienceArg::Named(named) => named,
+            AudienceArg::Roles(roles) => roles.join(","),
+        }
+    }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -204,6 +204,13 @@ operations! {
         AddSourceArgs,
         "Adds a knowledge source; a website's or a table's first sync is queued at once."
     ),
+    AlterSource(
+        "alter_source",
+        [],
+        Lore,
+        AlterSourceArgs,
+        "Sets who may read a source through answers and retrieval (`everyone`, `table` or roles); the next request reads with it."
+    ),
     SyncSource("sync_source", [], Lore, SyncSourceArgs, "Queues a sync of one source (or a full reindex of it)."),
     StartIndex(
         "start_index",

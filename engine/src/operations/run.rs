@@ -2,6 +2,7 @@
 //! engine values, which the edge renders in HarperDB's shapes.
 
 use super::*;
+use crate::asker::Asker;
 
 pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation) -> Result<Outcome> {
     let permission = principal.permission();
@@ -132,10 +133,17 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             Ok(Outcome::Role(users::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
         Operation::AlterRole(a) => Ok(Outcome::Role(
-            users::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
+            crate::sources::audience::alter_role(
+                lore,
+                &actor,
+                &a.id,
+                a.role.as_deref(),
+                a.permission.as_ref(),
+            )
+            .await?,
         )),
         Operation::DropRole(a) => {
-            let role = users::drop_role(lore, &actor, &a.id).await?;
+            let role = crate::sources::audience::drop_role(lore, &actor, &a.id).await?;
             done(Done::RoleDropped(role.name))
         }
         Operation::UserInfo(_) => Ok(Outcome::Caller(principal.clone())),
@@ -158,14 +166,15 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
         Operation::ListProfileVersions(_) => {
             Ok(Outcome::ProfileVersions(crate::profile::versions(lore).await?))
         }
-        Operation::Retrieve(a) => {
-            Ok(Outcome::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
-        }
+        Operation::Retrieve(a) => Ok(Outcome::Retrieved(
+            crate::asker::retrieve(lore, &Asker::Principal(principal.clone()), &a.query, a.top_k).await?,
+        )),
         Operation::Answer(a) => {
             let ask = crate::answer::Ask {
                 question: a.question,
                 surface: crate::answer::Surface::Api,
                 key_id: None,
+                asker: Asker::Principal(principal.clone()),
             };
             Ok(Outcome::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
         }
@@ -180,9 +189,15 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 kind: a.kind,
                 config: a.config,
                 volatility: a.volatility,
+                audience: a.audience.map(AudienceArg::written),
             };
             let added = crate::ingest::lifecycle::add_source(lore, &actor, new, "operation").await?;
             let overview = crate::ingest::lifecycle::overview(lore, added.source).await?;
+            Ok(Outcome::Source(Box::new(overview)))
+        }
+        Operation::AlterSource(a) => {
+            let source = crate::sources::set_audience(lore, &actor, &a.id, &a.audience.written()).await?;
+            let overview = crate::ingest::lifecycle::overview(lore, source).await?;
             Ok(Outcome::Source(Box::new(overview)))
         }
         Operation::SyncSource(a) => {

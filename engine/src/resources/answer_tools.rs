@@ -73,13 +73,16 @@ impl Resource for LoreResource {
                     question: a.question,
                     surface: crate::answer::Surface::Mcp,
                     key_id: Some(key.key_id),
+                    asker: asker(caller),
                 };
                 Ok(ToolOutput::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
             }
             "retrieve" => {
                 crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Retrieve, None).await?;
                 let a: RetrieveToolArgs = tool_args("retrieve", args)?;
-                Ok(ToolOutput::Retrieved(crate::search::traced_retrieval(lore, &a.query, a.top_k).await?))
+                Ok(ToolOutput::Retrieved(
+                    crate::asker::retrieve(lore, &asker(caller), &a.query, a.top_k).await?,
+                ))
             }
             other => {
                 Err(AppDbError::Invalid(format!("the `lore` resource has no tool method `{other}`")).into())
@@ -107,4 +110,12 @@ pub async fn call_tool(
         .find(|tool| tool.name == name)
         .ok_or_else(|| AppDbError::Invalid(format!("the resource `{path}` has no tool `{name}`")))?;
     entry.resource.call_tool(lore, caller, &tool.method, args).await
+}
+
+/// The session's user reads; a session without one reads what everyone may.
+fn asker(caller: &Caller) -> crate::asker::Asker {
+    match &caller.principal {
+        Some(principal) => crate::asker::Asker::Principal(principal.clone()),
+        None => crate::asker::Asker::Public,
+    }
 }

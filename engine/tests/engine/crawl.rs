@@ -23,6 +23,7 @@ async fn website(lore: &Lore, config: serde_json::Value) -> String {
         kind: "website".into(),
         config: Some(config),
         volatility: None,
+        audience: None,
     };
     sources::create(lore, &Actor::System, new).await.unwrap().id
 }
@@ -149,6 +150,7 @@ async fn private_addresses_are_refused_unless_allowed() {
         kind: "website".into(),
         config: Some(serde_json::json!({"start_url": format!("{}/docs/", site.base_url)})),
         volatility: None,
+        audience: None,
     };
     let err = sources::create(&lore, &Actor::System, new).await.unwrap_err();
     assert!(
@@ -170,8 +172,13 @@ async fn a_stored_configuration_that_cannot_be_read_is_an_error_naming_the_sourc
     let (lore, _dir) = open().await;
     let config = serde_json::json!({"start_url": format!("{}/docs/", site.base_url)});
     let healthy = website(&lore, config.clone()).await;
-    let broken =
-        NewSource { name: "Broken".into(), kind: "website".into(), config: Some(config), volatility: None };
+    let broken = NewSource {
+        name: "Broken".into(),
+        kind: "website".into(),
+        config: Some(config),
+        volatility: None,
+        audience: None,
+    };
     let source = sources::create(&lore, &Actor::System, broken).await.unwrap().id;
     <entity::source::Entity as sea_orm::EntityTrait>::update_many()
         .col_expr(

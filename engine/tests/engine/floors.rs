@@ -38,6 +38,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("error", 3),
     // 4. Answer (the crate `engine` from here up).
     ("answer", 4),
+    ("asker", 4),
     ("readiness", 4),
     ("keys", 4),
     ("recorder", 4),

@@ -443,6 +443,7 @@ async fn a_new_website_queues_its_first_sync_and_sources_are_found_again_by_what
         kind: "website".into(),
         config: Some(serde_json::json!({"start_url": "http://127.0.0.1:9/docs/"})),
         volatility: None,
+        audience: None,
     };
     let added = lifecycle::add_source(&lore, &Actor::System, site, "test").await.unwrap();
     let job = added.first_sync.expect("a website's first sync is queued with it");

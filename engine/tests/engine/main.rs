@@ -10,6 +10,7 @@
 mod support;
 
 mod appdb;
+mod audiences;
 mod crawl;
 mod embedding;
 mod floors;

@@ -32,6 +32,7 @@ async fn no_profile_exists_until_the_first_index_starts_then_it_follows_the_chos
             kind: "upload".into(),
             config: None,
             volatility: None,
+            audience: None,
         },
     )
     .await
@@ -61,6 +62,7 @@ async fn a_run_held_by_the_process_that_starts_it_makes_the_profile_too() {
             kind: "upload".into(),
             config: None,
             volatility: None,
+            audience: None,
         },
     )
     .await

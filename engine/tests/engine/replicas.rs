@@ -223,3 +223,40 @@ async fn two_replicas_writing_one_table_on_the_object_store_lose_no_commit() {
         "no replica's commit replaced another's"
     );
 }
+
+#[tokio::test]
+async fn an_audience_or_a_role_changed_on_one_replica_counts_on_the_other_at_its_next_request() {
+    use crate::audiences::{holds, key_caller, ok, retrieve};
+    use engine::asker::Asker;
+    use serde_json::json;
+
+    let cluster = Cluster::start().await;
+    cluster.listening().await;
+    let (a, b) = (&cluster.a, &cluster.b);
+    for role in ["support", "guest"] {
+        ok(a, json!({"operation": "add_role", "role": role, "permission": {"super_user": false}})).await;
+    }
+    ok(a, json!({"operation": "add_user", "username": "sam", "role": "support"})).await;
+    let text = "# On call\n\nThe on-call escalation code word is heliotrope.\n";
+    let handbook =
+        crate::audiences::upload_source(a, "Staff handbook", Some("support"), "handbook.md", text).await;
+    // Sam's key, as replica B authenticates it on each request.
+    let sam = Asker::Key(key_caller(b, Some("sam")).await);
+    let question = "What is the on-call escalation code word?";
+    assert!(holds(&retrieve(b, &sam, question).await, "heliotrope"));
+
+    // Sam's role changed on A: B's first request after A's announcement
+    // reaches it (within a millisecond on loopback) reads as a guest.
+    let before = b.appdb_cache().epoch();
+    ok(a, json!({"operation": "alter_user", "username": "sam", "role": "guest"})).await;
+    let until = Instant::now() + Duration::from_secs(10);
+    while b.appdb_cache().watched() && b.appdb_cache().epoch() == before {
+        assert!(Instant::now() < until, "B never heard of the change");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!holds(&retrieve(b, &sam, question).await, "heliotrope"), "B read sam's old role");
+    // The audience changed on A to take in guests: B's next request reads it.
+    ok(a, json!({"operation": "alter_source", "id": handbook, "audience": "support,guest"})).await;
+    assert!(holds(&retrieve(b, &sam, question).await, "heliotrope"), "B read the old audience");
+    cluster.stop().await;
+}

@@ -63,12 +63,15 @@ fn dog_source() -> NewSource {
             json!({"table": "dog", "title": "name", "text": ["bio"], "url": "https://kennel.example/dogs/{id}"}),
         ),
         volatility: None,
+        audience: None,
     }
 }
 
 /// The best passage for `query`: its document's title and its citation URL.
 async fn best(lore: &Lore, query: &str) -> Option<(String, Option<String>, String)> {
-    let traced = engine::search::traced_retrieval(lore, query, Some(5)).await.unwrap();
+    let traced = engine::search::traced_retrieval(lore, &engine::sources::Reader::Everything, query, Some(5))
+        .await
+        .unwrap();
     traced
         .found
         .results

@@ -15,7 +15,13 @@ fn admin() -> Actor {
 }
 
 fn upload_source() -> NewSource {
-    NewSource { name: "Runbook".into(), kind: "upload".into(), config: None, volatility: None }
+    NewSource {
+        name: "Runbook".into(),
+        kind: "upload".into(),
+        config: None,
+        volatility: None,
+        audience: None,
+    }
 }
 
 fn refusal(result: engine::Result<wizard::Progress>) -> String {

@@ -529,6 +529,7 @@ async fn index_site(lore: &Lore, site: &str, pages: usize) -> anyhow::Result<eng
             kind: "website".into(),
             config: Some(serde_json::json!({"start_url": format!("{site}/"), "max_pages": pages + 10})),
             volatility: None,
+            audience: None,
         },
     )
     .await?;
@@ -594,6 +595,7 @@ pub async fn index(
             kind: "website".into(),
             config: Some(json!({"start_url": format!("{}/", site), "max_pages": pages + 10})),
             volatility: None,
+            audience: None,
         },
     )
     .await?;

@@ -120,6 +120,7 @@ pub async fn table(mut settings: Settings, options: TableOptions) -> anyhow::Res
             kind: "table".into(),
             config: Some(json!({"table": "product", "title": "name", "text": ["description"]})),
             volatility: None,
+            audience: None,
         },
         "bench",
     )
@@ -181,7 +182,13 @@ pub async fn table(mut settings: Settings, options: TableOptions) -> anyhow::Res
         .await?;
         let committed = Instant::now();
         loop {
-            let found = engine::search::traced_retrieval(&lore, &format!("{word} gearbox"), Some(5)).await?;
+            let found = engine::search::traced_retrieval(
+                &lore,
+                &engine::sources::Reader::Everything,
+                &format!("{word} gearbox"),
+                Some(5),
+            )
+            .await?;
             if found.found.results.iter().any(|hit| hit.chunk.text.contains(&word)) {
                 latencies.push(millis(committed.elapsed()));
                 break;

@@ -5,13 +5,19 @@ use engine::Settings;
 use super::open;
 use super::output::{fail, print_json};
 
-pub async fn run(settings: Settings, question: &str, json: bool) -> anyhow::Result<()> {
+pub async fn run(
+    settings: Settings,
+    question: &str,
+    answer_as: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
     let lore = open(settings).await?;
     super::models::ensure(&lore, json).await?;
     let ask = engine::answer::Ask {
         question: question.to_owned(),
         surface: engine::answer::Surface::Cli,
         key_id: None,
+        asker: engine::asker::Asker::answering_as(answer_as).map_err(fail)?,
     };
     let answered = engine::answer::answer(&lore, ask).await;
     // The run and the cached answer are written behind the answer.

@@ -65,12 +65,13 @@ pub async fn run(settings: Settings, command: EvalsCommand) -> anyhow::Result<()
             }
             Ok(())
         }
-        EvalsCommand::Add { question, fact, refuse, source, json } => {
+        EvalsCommand::Add { question, fact, refuse, source, asked_as, json } => {
             let request = GoldenRequest {
                 question,
                 expected_facts: fact,
                 should_refuse: refuse,
                 expected_source: source,
+                asked_as,
                 origin: Some("cli".into()),
             };
             let added =

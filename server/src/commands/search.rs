@@ -5,10 +5,17 @@ use engine::Settings;
 use super::open;
 use super::output::{fail, print_json};
 
-pub async fn run(settings: Settings, query: &str, top_k: usize, json: bool) -> anyhow::Result<()> {
+pub async fn run(
+    settings: Settings,
+    query: &str,
+    top_k: usize,
+    answer_as: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
     let lore = open(settings).await?;
     super::models::ensure(&lore, json).await?;
-    let found = engine::search::diagnose(&lore, query, Some(top_k), false).await.map_err(fail)?;
+    let asker = engine::asker::Asker::answering_as(answer_as).map_err(fail)?;
+    let found = engine::asker::diagnose(&lore, &asker, query, Some(top_k)).await.map_err(fail)?;
     let found = app::wire::SearchResults::from(found);
     if json {
         print_json(&found);

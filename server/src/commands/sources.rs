@@ -1,4 +1,4 @@
-//! `lore sources add|list|enable|disable|reindex|rm`.
+//! `lore sources add|alter|list|enable|disable|reindex|rm`.
 
 use app::wire::SourceView;
 use engine::ingest::lifecycle;
@@ -30,6 +30,7 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             conditions,
             source_config,
             volatility,
+            audience,
             json,
         } => {
             let mut given = match source_config {
@@ -65,7 +66,7 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                 }
             }
             let config = (!given.is_empty()).then_some(serde_json::Value::Object(given));
-            let new = sources::NewSource { name, kind, config, volatility };
+            let new = sources::NewSource { name, kind, config, volatility, audience };
             let added = lifecycle::add_source(&lore, &ACTOR, new, "cli").await.map_err(fail)?;
             let view = SourceView::from(lifecycle::overview(&lore, added.source).await.map_err(fail)?);
             if json {
@@ -74,8 +75,9 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                 println!("Created {} source {:?} ({}).", view.kind, view.name, view.id);
                 match added.first_sync {
                     Some(_) if view.kind == "table" => println!(
-                        "Its first sync is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`. Its rows are answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions.",
-                        view.id
+                        "Its first sync is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`. Its rows answer {}.",
+                        view.id,
+                        audience_words(&view.audience)
                     ),
                     Some(_) => println!(
                         "Its first crawl is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`.",
@@ -83,6 +85,16 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                     ),
                     None => println!("Add files with `lore ingest PATH --name {:?}`.", view.name),
                 }
+            }
+        }
+        SourcesCommand::Alter { source, audience, json } => {
+            let found = sources::find(&lore, &source).await.map_err(fail)?;
+            let updated = sources::set_audience(&lore, &ACTOR, &found.id, &audience).await.map_err(fail)?;
+            let view = SourceView::from(lifecycle::overview(&lore, updated).await.map_err(fail)?);
+            if json {
+                print_json(&view);
+            } else {
+                println!("{:?} now answers {}.", view.name, audience_words(&view.audience));
             }
         }
         SourcesCommand::List { json } => {
@@ -94,8 +106,8 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                 println!("No sources yet: `lore ingest PATH-OR-URL` adds one.");
             } else {
                 println!(
-                    "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  freshness",
-                    "id", "name", "kind", "status", "docs", "chunks"
+                    "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  {:<16} freshness",
+                    "id", "name", "kind", "status", "docs", "chunks", "audience"
                 );
                 for v in views {
                     let status = if v.enabled { v.status.clone() } else { "disabled".into() };
@@ -105,8 +117,8 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                         _ => "never synced".into(),
                     };
                     println!(
-                        "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  {freshness}",
-                        v.id, v.name, v.kind, status, v.document_count, v.chunk_count
+                        "{:<36}  {:<24} {:<8} {:<9} {:>6} {:>7}  {:<16} {freshness}",
+                        v.id, v.name, v.kind, status, v.document_count, v.chunk_count, v.audience
                     );
                 }
             }
@@ -149,4 +161,13 @@ async fn switch(lore: &Lore, source: &str, enabled: bool, json: bool) -> anyhow:
         println!("Disabled {:?}: its content is kept but not searched.", updated.name);
     }
     Ok(())
+}
+
+/// Who an audience lets read, in words.
+fn audience_words(audience: &str) -> String {
+    match audience {
+        "everyone" => "every caller, the widget and keys without a user included".to_owned(),
+        "table" => "the users whose role may read its table and every attribute it reads".to_owned(),
+        roles => format!("the users of role {} (and admins)", roles.replace(',', ", ")),
+    }
 }

@@ -85,14 +85,14 @@ pub async fn run_roles(settings: Settings, command: RolesCommand) -> anyhow::Res
                 return Err(invalid("nothing to change: give --name and/or --permission"));
             }
             (
-                users::alter_role(&lore, &ACTOR, &role, name.as_deref(), tree.as_ref())
+                engine::sources::audience::alter_role(&lore, &ACTOR, &role, name.as_deref(), tree.as_ref())
                     .await
                     .map_err(fail)?,
                 json,
             )
         }
         RolesCommand::Drop { role, json } => {
-            (users::drop_role(&lore, &ACTOR, &role).await.map_err(fail)?, json)
+            (engine::sources::audience::drop_role(&lore, &ACTOR, &role).await.map_err(fail)?, json)
         }
     };
     if json {

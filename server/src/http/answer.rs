@@ -19,8 +19,8 @@
 use std::convert::Infallible;
 
 use app::wire::{
-    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ErrorDetail, ProfileRetrievalView,
-    RetrievalRequest, StageView,
+    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ErrorDetail, PlaygroundAnswerRequest,
+    ProfileRetrievalView, RetrievalRequest, StageView,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
@@ -28,6 +28,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engine::answer::{self, Ask, Surface};
+use engine::asker::Asker;
 use engine::keys::Caller;
 use engine::Lore;
 use futures::StreamExt;
@@ -42,8 +43,8 @@ use crate::AppState;
 /// Whether to answer with server-sent events: `stream` in the body decides
 /// when given; otherwise `Accept` must prefer `text/event-stream` to JSON
 /// (a client that accepts both, as many generic clients say, gets JSON).
-fn wants_stream(headers: &HeaderMap, request: &AnswerRequest) -> bool {
-    if let Some(stream) = request.stream {
+fn wants_stream(headers: &HeaderMap, stream: Option<bool>) -> bool {
+    if let Some(stream) = stream {
         return stream;
     }
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
@@ -77,8 +78,9 @@ pub async fn public_answer(
     ApiJson(request): ApiJson<AnswerRequest>,
 ) -> Result<Response, ApiError> {
     let surface = Surface::of_key(caller.kind);
-    let stream = wants_stream(&headers, &request);
-    let ask = Ask { question: request.question, surface, key_id: Some(caller.key_id) };
+    let stream = wants_stream(&headers, request.stream);
+    let key_id = Some(caller.key_id.clone());
+    let ask = Ask { question: request.question, surface, key_id, asker: Asker::Key(caller) };
     if stream {
         return stream_answer(&state.lore, ask, ApiError::public).await;
     }
@@ -94,10 +96,11 @@ pub async fn playground_answer(
     State(state): State<AppState>,
     _admin: Admin,
     headers: HeaderMap,
-    ApiJson(request): ApiJson<AnswerRequest>,
+    ApiJson(request): ApiJson<PlaygroundAnswerRequest>,
 ) -> Result<Response, ApiError> {
-    let stream = wants_stream(&headers, &request);
-    let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None };
+    let stream = wants_stream(&headers, request.stream);
+    let asker = Asker::answering_as(request.answer_as.as_deref())?;
+    let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None, asker };
     if stream {
         return stream_answer(&state.lore, ask, ApiError::from).await;
     }
@@ -179,7 +182,8 @@ pub async fn playground_retrieval(
     _admin: Admin,
     ApiJson(request): ApiJson<RetrievalRequest>,
 ) -> Result<Json<ProfileRetrievalView>, ApiError> {
-    Ok(Json(engine::search::profile_retrieval(&state.lore, &request.query).await?.into()))
+    let asker = Asker::answering_as(request.answer_as.as_deref())?;
+    Ok(Json(engine::asker::profile_retrieval(&state.lore, &asker, &request.query).await?.into()))
 }
 
 /// `GET /widget.js`: the embeddable widget (see `server/assets/widget.js`).
@@ -220,7 +224,6 @@ pub fn pieces(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{pieces, wants_stream};
-    use app::wire::AnswerRequest;
     use axum::http::{header, HeaderMap, HeaderValue};
 
     #[test]
@@ -240,22 +243,21 @@ mod tests {
 
     #[test]
     fn the_body_decides_streaming_else_accept_must_prefer_events() {
-        let ask = |stream: Option<bool>| AnswerRequest { question: "q".into(), stream };
         let accept = |value: &'static str| {
             let mut headers = HeaderMap::new();
             headers.insert(header::ACCEPT, HeaderValue::from_static(value));
             headers
         };
-        assert!(wants_stream(&accept("text/event-stream"), &ask(None)));
-        assert!(wants_stream(&HeaderMap::new(), &ask(Some(true))));
-        assert!(!wants_stream(&HeaderMap::new(), &ask(None)));
+        assert!(wants_stream(&accept("text/event-stream"), None));
+        assert!(wants_stream(&HeaderMap::new(), Some(true)));
+        assert!(!wants_stream(&HeaderMap::new(), None));
         // An explicit `stream: false` wins over the header.
-        assert!(!wants_stream(&accept("text/event-stream"), &ask(Some(false))));
+        assert!(!wants_stream(&accept("text/event-stream"), Some(false)));
         // A client that takes either gets JSON; one that refuses events too.
-        assert!(!wants_stream(&accept("application/json, text/event-stream"), &ask(None)));
-        assert!(!wants_stream(&accept("text/event-stream;q=0"), &ask(None)));
-        assert!(!wants_stream(&accept("text/event-stream; Q=0"), &ask(None)));
-        assert!(wants_stream(&accept("application/json;q=0.5, Text/Event-Stream"), &ask(None)));
+        assert!(!wants_stream(&accept("application/json, text/event-stream"), None));
+        assert!(!wants_stream(&accept("text/event-stream;q=0"), None));
+        assert!(!wants_stream(&accept("text/event-stream; Q=0"), None));
+        assert!(wants_stream(&accept("application/json;q=0.5, Text/Event-Stream"), None));
     }
 
     #[test]

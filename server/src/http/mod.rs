@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route(routes::TUNING_CHUNKING.pattern(), put(tuning::set_chunking))
         .route(routes::TUNING.pattern(), get(tuning::get_tuning).put(tuning::put_tuning))
         .route(routes::SOURCE_VOLATILITY.pattern(), put(sources::set_volatility))
+        .route(routes::SOURCE_AUDIENCE.pattern(), put(sources::set_audience))
         .route(routes::PROVIDERS.pattern(), get(providers::get_overview))
         .route(routes::QUICK_ADD.pattern(), post(providers::quick_add))
         .route(routes::ACCOUNTS.pattern(), post(providers::create_account))

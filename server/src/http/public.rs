@@ -139,10 +139,11 @@ fn preflight(origin: Option<&str>, allowed: bool) -> Response {
 /// settings (the defaults before a profile exists).
 pub async fn retrieve(
     State(state): State<AppState>,
-    Extension(_caller): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<RetrieveRequest>,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let traced = engine::search::traced_retrieval(&state.lore, &request.query, request.top_k)
+    let asker = engine::asker::Asker::Key(caller);
+    let traced = engine::asker::retrieve(&state.lore, &asker, &request.query, request.top_k)
         .await
         .map_err(ApiError::public)?;
     Ok(Json(RetrieveResponse::from(traced)))

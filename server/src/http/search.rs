@@ -16,6 +16,13 @@ pub async fn search(
     _admin: Admin,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    let found = engine::search::diagnose(&state.lore, &request.query, request.top_k, request.raw).await?;
+    let found = engine::search::diagnose(
+        &state.lore,
+        &engine::sources::Reader::Everything,
+        &request.query,
+        request.top_k,
+        request.raw,
+    )
+    .await?;
     Ok(Json(SearchResults::from(found)))
 }

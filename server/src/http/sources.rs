@@ -22,7 +22,8 @@ use engine::ingest::{lifecycle, upload, IngestError};
 use engine::{sources, Lore};
 
 use app::wire::{
-    CreateSourceRequest, DocumentView, SourceKindView, SourceView, UploadReceipt, VolatilityRequest,
+    AudienceRequest, CreateSourceRequest, DocumentView, SourceKindView, SourceView, UploadReceipt,
+    VolatilityRequest,
 };
 
 use super::admin::Admin;
@@ -147,6 +148,18 @@ fn multipart_error(err: axum::extract::multipart::MultipartError, limit: u64) ->
         engine::Error::InvalidInput(format!("the upload is not valid multipart data: {}", err.body_text()))
             .into()
     }
+}
+
+/// `PUT /admin/sources/{id}/audience`.
+pub async fn set_audience(
+    State(state): State<AppState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<AudienceRequest>,
+) -> Result<Json<SourceView>, ApiError> {
+    let lore = &state.lore;
+    let updated = engine::sources::set_audience(lore, &admin.actor(), &id, &request.audience).await?;
+    Ok(Json(source_view(lore, updated).await?))
 }
 
 pub async fn set_volatility(

@@ -1654,3 +1654,224 @@ async fn a_pinned_answer_serves_the_question_and_a_paraphrase_until_its_cited_pa
     assert_eq!(again.status(), 404);
     assert_eq!(again.json::<Value>().await.unwrap()["error"]["code"], "pin_not_found");
 }
+
+/// Uploads one Markdown file into a new upload source with `audience`
+/// (`None`: the default, everyone), indexed; returns the source's id.
+async fn upload_with_audience(app: &TestApp, name: &str, audience: Option<&str>, text: &str) -> String {
+    let mut body = json!({"name": name, "kind": "upload"});
+    if let Some(audience) = audience {
+        body["audience"] = audience.into();
+    }
+    let created = app.post_json("/admin/sources/", body).await;
+    assert_eq!(created.status(), 201, "{:?}", created.text().await);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["audience"], audience.unwrap_or("everyone"), "{created:#}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(text.as_bytes().to_vec()).file_name("notes.md"));
+    let received =
+        app.client.post(app.url(&format!("/admin/sources/{id}/files"))).multipart(form).send().await.unwrap();
+    assert_eq!(received.status(), 202);
+    let receipts: Value = received.json().await.unwrap();
+    assert_eq!(finished(app, receipts[0]["job"]["id"].as_str().unwrap()).await["status"], "succeeded");
+    id
+}
+
+/// A user of a new role `role` (`permission`) and a key of theirs with `scopes`.
+async fn user_key(app: &TestApp, role: &str, permission: Value, scopes: Value) -> String {
+    for body in [
+        json!({"operation": "add_role", "role": role, "permission": permission}),
+        json!({"operation": "add_user", "role": role, "username": role}),
+    ] {
+        let response = app.client.post(app.url("/operation")).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    }
+    let made = app
+        .post_json("/admin/keys", json!({"name": role, "kind": "secret", "scopes": scopes, "user": role}))
+        .await;
+    made.json::<Value>().await.unwrap()["raw_key"].as_str().unwrap().to_owned()
+}
+
+/// A request with `key` to `path`, its body as text (to look for what must
+/// not be anywhere in it, a stream's events included).
+async fn keyed(app: &TestApp, key: &str, path: &str, body: Value, accept: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .post(app.url(path))
+        .header("x-api-key", key)
+        .header("origin", "https://docs.example.com")
+        .header("accept", accept)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn answers_retrievals_caches_and_pins_respect_who_asks() {
+    let s = setup().await;
+    let plain = json!({"super_user": false});
+    let support = user_key(&s.app, "support", plain.clone(), json!(["answer", "retrieve", "mcp"])).await;
+    let guest = user_key(&s.app, "guest", plain, json!(["answer", "retrieve", "mcp"])).await;
+    let handbook =
+        "# Heliotrope protocol\n\nThe on-call escalation code word is heliotrope; say it to the duty manager.\n";
+    upload_with_audience(&s.app, "Staff handbook", Some("support"), handbook).await;
+    // A source only a third role reads: no caller below reads everything.
+    let auditors = json!({"operation": "add_role", "role": "auditors", "permission": {"super_user": false}});
+    assert_eq!(
+        s.app.client.post(s.app.url("/operation")).json(&auditors).send().await.unwrap().status(),
+        200
+    );
+    upload_with_audience(
+        &s.app,
+        "Audit notes",
+        Some("auditors"),
+        "# Audit\n\nThe audit found eleven unlocked cabinets.\n",
+    )
+    .await;
+    let secret = "heliotrope";
+    let question = "What is the on-call escalation code word?";
+
+    // Every surface, every caller: the fact reaches exactly the support user.
+    let (json_accept, stream_accept) = ("application/json", "text/event-stream");
+    let mut checks = 0;
+    for (who, key, may) in
+        [("support", &support, true), ("guest", &guest, false), ("a key without a user", &s.key, false)]
+    {
+        for (path, body, accept) in [
+            ("/retrieve", json!({"query": question}), json_accept),
+            ("/answer", json!({"question": question}), json_accept),
+            ("/answer", json!({"question": question}), stream_accept),
+        ] {
+            let (status, text) = keyed(&s.app, key, path, body, accept).await;
+            assert_eq!(status, 200, "{who} {path} {accept}: {text}");
+            // The passage's title names it: a retrieval, an answer's trace
+            // and a stream's last event show it to a caller who may read it.
+            assert_eq!(text.to_lowercase().contains(secret), may, "{who} {path} {accept}: {text}");
+            checks += 1;
+        }
+    }
+    for accept in [json_accept, stream_accept] {
+        let (status, text) =
+            keyed(&s.app, &s.widget_key, "/answer", json!({"question": question}), accept).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(!text.to_lowercase().contains(secret), "the widget, {accept}: {text}");
+        checks += 1;
+    }
+    let url = s.app.url("/mcp");
+    for (who, key, may) in [("support", &support, true), ("guest", &guest, false)] {
+        let session = super::mcp::initialize(&url, key).await;
+        for (tool, arguments) in
+            [("retrieve", json!({"query": question})), ("answer", json!({"question": question}))]
+        {
+            let reply = super::mcp::call(
+                &url,
+                key,
+                &session,
+                "tools/call",
+                json!({"name": tool, "arguments": arguments}),
+            )
+            .await;
+            assert_eq!(reply["result"]["isError"], false, "{who} {tool}: {reply:#}");
+            // The answer tool may word its reply without the fact; it never
+            // holds it for a caller who may not read it.
+            if tool == "retrieve" || !may {
+                assert_eq!(
+                    reply.to_string().to_lowercase().contains(secret),
+                    may,
+                    "{who} over MCP, {tool}: {reply:#}"
+                );
+            }
+            checks += 1;
+        }
+    }
+    println!("who-asks matrix: {checks} checks");
+
+    // The cache: an answer made for one visible scope serves that scope
+    // only, exactly or as a paraphrase.
+    let (site_question, paraphrase) = ("What does guide 4 explain?", "What does guide number 4 explain?");
+    let ask = |key: &str, question: &'static str| {
+        let (app, key) = (&s.app, key.to_owned());
+        async move {
+            let (status, text) =
+                keyed(app, &key, "/answer", json!({"question": question}), json_accept).await;
+            assert_eq!(status, 200, "{text}");
+            serde_json::from_str::<Value>(&text).unwrap()
+        }
+    };
+    let playground = || async {
+        let asked = s.app.post_json("/admin/playground/answer", json!({"question": site_question})).await;
+        asked.json::<Value>().await.unwrap()
+    };
+    let first = playground().await;
+    assert_eq!(
+        (first["refused"].as_bool(), first["cache"]["status"].as_str()),
+        (Some(false), Some("miss")),
+        "{first:#}"
+    );
+    assert_eq!(playground().await["cache"]["status"], "hit", "the admin's own scope hits");
+    for (who, key) in [("support", &support), ("the widget", &s.widget_key)] {
+        let asked = ask(key, paraphrase).await;
+        assert_ne!(
+            asked["cache"]["status"], "hit",
+            "{who}: the admin's answer serves the admin only: {asked:#}"
+        );
+    }
+    let exact = ask(&support, site_question).await;
+    assert_eq!(exact["refused"], false, "{exact:#}");
+    // Support's own answers serve support.
+    let again = ask(&support, site_question).await;
+    assert_eq!(again["cache"]["status"], "hit", "{again:#}");
+    // A guest and a key without a user read the same sources: they share.
+    let guest_first = ask(&guest, site_question).await;
+    if guest_first["cache"]["status"] == "miss" {
+        assert_eq!(guest_first["refused"], false, "{guest_first:#}");
+    }
+    let keyless = ask(&s.key, site_question).await;
+    assert_eq!(keyless["cache"]["status"], "hit", "{keyless:#}");
+
+    // A pin citing the handbook serves only who may read the handbook.
+    let (_, found) = keyed(&s.app, &support, "/retrieve", json!({"query": question}), json_accept).await;
+    let found: Value = serde_json::from_str(&found).unwrap();
+    let best = &found["results"][0];
+    assert!(best["text"].as_str().unwrap().contains(secret), "{found:#}");
+    let citation = json!({"index": 1, "chunk_id": best["chunk_id"], "source_id": best["source_id"],
+                          "document_id": best["document_id"], "title": best["title"], "url": best["url"],
+                          "snippet": "the code word", "score": best["score"]});
+    let curated = "Say heliotrope to the duty manager [1].";
+    let pinned = s
+        .app
+        .post_json("/admin/pins", json!({"question": question, "answer": curated, "citations": [citation]}))
+        .await;
+    assert_eq!(pinned.status(), 201, "{:?}", pinned.text().await);
+    let (_, text) = keyed(&s.app, &support, "/answer", json!({"question": question}), json_accept).await;
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["pinned"], true, "{text}");
+    for key in [&guest, &s.key, &s.widget_key] {
+        let (_, text) = keyed(&s.app, key, "/answer", json!({"question": question}), json_accept).await;
+        assert!(!text.to_lowercase().contains(secret) && !text.contains("\"pinned\":true"), "{text}");
+    }
+
+    // A pin with an audience of its own serves inside it only; an unknown
+    // role is refused and nothing is pinned.
+    let duty = "Who is the night duty manager?";
+    let refused = s
+        .app
+        .post_json("/admin/pins", json!({"question": duty, "answer": "Priya.", "audience": "suport"}))
+        .await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("`suport`"));
+    let pinned = s
+        .app
+        .post_json(
+            "/admin/pins",
+            json!({"question": duty, "answer": "Priya is the night duty manager.", "audience": "support"}),
+        )
+        .await;
+    assert_eq!(pinned.status(), 201, "{:?}", pinned.text().await);
+    let (_, text) = keyed(&s.app, &support, "/answer", json!({"question": duty}), json_accept).await;
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["pinned"], true, "{text}");
+    for key in [&guest, &s.key, &s.widget_key] {
+        let (_, text) = keyed(&s.app, key, "/answer", json!({"question": duty}), json_accept).await;
+        assert!(!text.contains("Priya") && !text.contains("\"pinned\":true"), "{text}");
+    }
+}

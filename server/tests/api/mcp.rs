@@ -328,7 +328,7 @@ async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
     assert_eq!(status, StatusCode::NOT_FOUND, "an evicted session is gone");
 }
 
-async fn call(url: &str, key: &str, session: &str, method: &str, params: Value) -> Value {
+pub(crate) async fn call(url: &str, key: &str, session: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     rpc(url, key, Some(session), body).await.2
 }

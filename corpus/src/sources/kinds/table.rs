@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::appdb::records::{ConditionArgs, Operator};
+use crate::sources::audience::MirroredTable;
 use crate::sources::connector::{Connector, Field, KindInfo, Run};
 use crate::{Corpus, Result};
 
@@ -50,7 +51,7 @@ pub const KEY: &str = "table";
 const INFO: KindInfo = KindInfo {
     needs: "table, title and text (or template)",
     note: Some(
-        "Every row this source indexes becomes answerable by every caller of /answer, the widget and the MCP answer tool, whatever their table permissions.",
+        "By default its rows answer only callers whose role may read the table and every attribute the source reads; keys without a user and the widget read none. Set its audience to `everyone` to publish those attributes to every caller on purpose.",
     ),
     resync_label: "Full re-sync",
     never_label: "Never on its own (writes through Lore still count at once)",
@@ -80,5 +81,21 @@ impl Connector for TableKind {
 
     async fn sync(&self, run: Run<'_>, config: &TableConfig) -> Result<()> {
         crate::ingest::table::sync(run.indexer, run.source, config, run.progress, run.cancel).await
+    }
+
+    /// The table, and every attribute a row's document is built from: its
+    /// title, its text (attributes or the template's) and its citation URL.
+    fn mirrored_table(&self, config: &TableConfig) -> Option<MirroredTable> {
+        let mut attributes = vec![config.title.clone()];
+        attributes.extend(config.text.iter().cloned());
+        for template in [&config.template, &config.url].into_iter().flatten() {
+            // Stored configurations were checked; one that no longer reads
+            // names nothing more.
+            let named = crate::ingest::table::placeholders(template).unwrap_or_default();
+            attributes.extend(named.into_iter().filter(|name| name != "id"));
+        }
+        attributes.sort();
+        attributes.dedup();
+        Some(MirroredTable { database: config.database.clone(), table: config.table.clone(), attributes })
     }
 }
