@@ -84,20 +84,11 @@ struct Searched {
     reranked: Option<crate::rerank::Outcome>,
 }
 
-/// [`search`] with the active profile version's retrieval settings (the
-/// defaults before a profile exists), `top_k` (1 to [`retrieve::MAX_TOP_K`])
-/// replacing its top k when given; returns the settings used beside the results. The profile is read
-/// beside the gate's facts instead of before them.
-pub async fn search_active(
-    lore: &Corpus,
-    reader: &Reader,
-    query: &str,
-    top_k: Option<usize>,
-) -> Result<(Retrieval, RetrievalSettings)> {
-    let searched = search_active_traced(lore, reader, query, top_k).await?;
-    Ok((searched.found, searched.settings))
-}
-
+/// [`search`] for `reader` with the active profile version's retrieval
+/// settings (the defaults before a profile exists), `top_k` (1 to
+/// [`retrieve::MAX_TOP_K`]) replacing its top k when given; returns the
+/// settings used beside the results. The profile is read beside the gate's
+/// facts instead of before them.
 async fn search_active_traced(
     lore: &Corpus,
     reader: &Reader,
@@ -197,7 +188,7 @@ pub struct RetrievalTrace {
     pub stages: Vec<Stage>,
 }
 
-/// [`search_active`] with the trace a caller of `/retrieve` reads: the
+/// [`search_active_traced`] with the trace a caller of `/retrieve` reads: the
 /// retrieval stage's decision (`results` or `empty`), what it considered
 /// and how long it took, then the rerank stage while a reranker is bound.
 /// Its counts are of what `reader` may read only.

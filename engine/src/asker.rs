@@ -65,17 +65,7 @@ impl Asker {
             Asker::Admin => Ok(Reader::Everything),
             Asker::Principal(principal) => Ok(Reader::of(principal)),
             Asker::Public => Ok(Reader::Public),
-            Asker::Role(name) => {
-                let role = crate::appdb::users::role(&lore.db, name).await?;
-                let user = crate::appdb::users::User {
-                    username: String::new(),
-                    role,
-                    active: true,
-                    created_at: chrono::Utc::now(),
-                    updated_at: chrono::Utc::now(),
-                };
-                Ok(Reader::of(&Principal::User(user)))
-            }
+            Asker::Role(name) => Ok(Reader::of_role(&crate::appdb::users::role(&lore.db, name).await?)),
             Asker::User(name) => match crate::appdb::users::user(lore, name).await? {
                 Some(user) => Ok(Reader::of(&Principal::User(user))),
                 None => Err(crate::appdb::AppDbError::UnknownUser(name.clone()).into()),

@@ -10,8 +10,8 @@ use super::source_form::SourceForm;
 use crate::client;
 use crate::routes;
 use crate::wire::{
-    AudienceRequest, CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest, SearchResults,
-    SourceView, UploadReceipt,
+    audience_in_words, AudienceRequest, CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest,
+    SearchResults, SourceView, UploadReceipt,
 };
 
 /// Shared by the list and the form: bumping it reloads the list at once.
@@ -195,15 +195,6 @@ fn CorpusSearch() -> impl IntoView {
     .into_any()
 }
 
-/// Who an audience lets read, in words.
-fn audience_words(audience: &str) -> String {
-    match audience {
-        "everyone" => "every caller".to_owned(),
-        "table" => "the roles that may read its table".to_owned(),
-        roles => format!("role {} and admins", roles.replace(',', ", ")),
-    }
-}
-
 fn status_label(source: &SourceView) -> String {
     if !source.enabled {
         return "disabled".into();
@@ -298,7 +289,7 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             leptos::task::spawn_local(async move {
                 match client::send::<_, SourceView>("PUT", &routes::SOURCE_AUDIENCE.at([&id]), &body).await {
                     Ok(s) => feedback
-                        .say(true, format!("{:?} now answers {}.", s.name, audience_words(&s.audience))),
+                        .say(true, format!("{:?} now answers {}.", s.name, audience_in_words(&s.audience))),
                     Err(text) => feedback.say(false, text),
                 }
                 feedback.reload();
@@ -335,7 +326,7 @@ fn SourceCard(source: SourceView) -> impl IntoView {
                 <span class="freshness">{freshness(&source)}</span>
             </p>
             <p class="meta audience">
-                "Answers " <span class="audience-words" data-audience=source.audience.clone()>{audience_words(&source.audience)}</span> ". "
+                "Answers " <span class="audience-words" data-audience=source.audience.clone()>{audience_in_words(&source.audience)}</span> ". "
                 <label>"Who may read "
                     <input class="audience-input" bind:value=audience_draft placeholder="everyone, table, or roles: support,staff"/>
                 </label>

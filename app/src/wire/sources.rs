@@ -220,6 +220,16 @@ impl FieldView {
     }
 }
 
+/// Who `audience` (as [`SourceView::audience`] writes it) lets read, in
+/// words: what the console's source card and `lore sources` say.
+pub fn audience_in_words(audience: &str) -> String {
+    match audience {
+        "everyone" => "every caller, the widget and keys without a user included".to_owned(),
+        "table" => "the users whose role may read its table and every attribute it reads".to_owned(),
+        roles => format!("the users of role {} (and admins)", roles.replace(',', ", ")),
+    }
+}
+
 /// `PUT /admin/sources/{id}/audience`: who may read the source through
 /// answers and retrieval, from the next request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

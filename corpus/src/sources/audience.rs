@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Source;
 use crate::appdb::permission::{Access, Permission};
-use crate::appdb::users::Principal;
+use crate::appdb::users::{Principal, Role};
 use crate::index::Scope;
 use crate::{Corpus, Error, Result};
 
@@ -169,10 +169,16 @@ impl Reader {
         match principal {
             Principal::Admin { .. } => Reader::Everything,
             Principal::User(user) if !user.active => Reader::Public,
-            Principal::User(user) if user.role.permission.super_user => Reader::Everything,
-            Principal::User(user) => {
-                Reader::Role { name: user.role.name.clone(), permission: user.role.permission.clone() }
-            }
+            Principal::User(user) => Reader::of_role(&user.role),
+        }
+    }
+
+    /// What a user of `role` reads.
+    pub fn of_role(role: &Role) -> Self {
+        if role.permission.super_user {
+            Reader::Everything
+        } else {
+            Reader::Role { name: role.name.clone(), permission: role.permission.clone() }
         }
     }
 
@@ -193,16 +199,6 @@ impl Reader {
             (Reader::Everything, _) | (_, Audience::Everyone) => true,
             (Reader::Role { name, .. }, Audience::Roles(roles)) => roles.iter().any(|role| role == name),
             (Reader::Public, _) | (Reader::Role { .. }, Audience::Table) => false,
-        }
-    }
-
-    /// A short name for the trace and the logs: `everything`, `role
-    /// support`, `public`.
-    pub fn label(&self) -> String {
-        match self {
-            Reader::Everything => "everything".to_owned(),
-            Reader::Role { name, .. } => format!("role {name}"),
-            Reader::Public => "public".to_owned(),
         }
     }
 }

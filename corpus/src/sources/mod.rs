@@ -372,8 +372,9 @@ pub fn scope_of(sources: &[Source]) -> Scope {
 }
 
 /// Sets who may read a source (`audience` as [`Audience::parse`] reads
-/// it); the next request reads with it (nothing is re-indexed). Refused, with nothing changed, for a role that does not
-/// exist or `table` on a source that mirrors no table.
+/// it); the next request reads with it (nothing is re-indexed). Refused,
+/// with nothing changed, for a role that does not exist or `table` on a
+/// source that mirrors no table.
 pub async fn set_audience(lore: &Corpus, actor: &Actor, id: &str, audience: &str) -> Result<Source> {
     let audience = Audience::parse(audience)?;
     let stored = row(lore, id).await?;

@@ -1,6 +1,6 @@
 //! `lore sources add|alter|list|enable|disable|reindex|rm`.
 
-use app::wire::SourceView;
+use app::wire::{audience_in_words, SourceView};
 use engine::ingest::lifecycle;
 use engine::{sources, Lore, Settings};
 
@@ -77,7 +77,7 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                     Some(_) if view.kind == "table" => println!(
                         "Its first sync is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`. Its rows answer {}.",
                         view.id,
-                        audience_words(&view.audience)
+                        audience_in_words(&view.audience)
                     ),
                     Some(_) => println!(
                         "Its first crawl is queued: a running `lore serve` starts it, or run it here with `lore sources reindex {}`.",
@@ -94,7 +94,7 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             if json {
                 print_json(&view);
             } else {
-                println!("{:?} now answers {}.", view.name, audience_words(&view.audience));
+                println!("{:?} now answers {}.", view.name, audience_in_words(&view.audience));
             }
         }
         SourcesCommand::List { json } => {
@@ -161,13 +161,4 @@ async fn switch(lore: &Lore, source: &str, enabled: bool, json: bool) -> anyhow:
         println!("Disabled {:?}: its content is kept but not searched.", updated.name);
     }
     Ok(())
-}
-
-/// Who an audience lets read, in words.
-fn audience_words(audience: &str) -> String {
-    match audience {
-        "everyone" => "every caller, the widget and keys without a user included".to_owned(),
-        "table" => "the users whose role may read its table and every attribute it reads".to_owned(),
-        roles => format!("the users of role {} (and admins)", roles.replace(',', ", ")),
-    }
 }

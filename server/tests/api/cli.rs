@@ -365,3 +365,48 @@ fn set_configuration_then_restart_applies_the_saved_setting() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// `lore sources add|alter --audience` and `lore search --as`: a bad
+/// audience is refused by name with nothing stored, and a restricted source
+/// is searched for an admin and its role, not for everyone.
+#[test]
+fn sources_take_an_audience_and_search_answers_as_someone() {
+    let scratch = tempfile::tempdir().unwrap();
+    let data = scratch.path().join("data");
+    let models = super::helpers::models_dir();
+    let run = |args: &[&str]| {
+        let output =
+            lore().env("LORE_DATA_DIR", &data).env("LORE_MODELS__DIR", &models).args(args).output().unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (ok, _, stderr) =
+        run(&["sources", "add", "--name", "Handbook", "--kind", "upload", "--audience", "support"]);
+    assert!(!ok && stderr.contains("`support`"), "an unknown role is named: {stderr}");
+    let (_, listed, _) = run(&["sources", "list", "--json"]);
+    assert_eq!(listed.trim(), "[]", "a refused audience stores nothing");
+
+    let (ok, _, stderr) = run(&["roles", "add", "support", "--permission", r#"{"super_user": false}"#]);
+    assert!(ok, "{stderr}");
+    let file = scratch.path().join("handbook.md");
+    std::fs::write(&file, "# On call\n\nThe on-call escalation code word is heliotrope.\n").unwrap();
+    let (ok, _, stderr) = run(&["ingest", file.to_str().unwrap(), "--name", "Handbook", "--json"]);
+    assert!(ok, "{stderr}");
+    let (ok, stdout, stderr) = run(&["sources", "alter", "Handbook", "--audience", "support", "--json"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["audience"], "support");
+
+    let search = |who: Option<&str>| {
+        let mut args = vec!["search", "What is the on-call escalation code word?", "--json"];
+        args.extend(who.map(|who| ["--as", who]).into_iter().flatten());
+        let (ok, stdout, stderr) = run(&args);
+        assert!(ok, "{stderr}");
+        stdout.contains("heliotrope")
+    };
+    assert!(search(None), "an admin reads every source");
+    assert!(search(Some("role:support")), "the role the audience names reads it");
+    assert!(!search(Some("everyone")), "everyone does not");
+}
