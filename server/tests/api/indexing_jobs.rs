@@ -259,33 +259,42 @@ async fn the_cli_adds_a_source_from_its_configuration_and_the_kind_refuses_a_key
     ] {
         engine::operations::dispatch(&watcher, &admin, body).await.unwrap();
     }
+    // The CLI is another process writing the same SQLite file. It runs on a
+    // blocking thread so that this runtime's tasks (the watcher's
+    // write-behind audit of the inserts above) go on: a write transaction
+    // they began would otherwise be held past the CLI's busy timeout.
     let add = |args: &[&str]| {
-        let output = lore(dir.path())
+        let mut command = lore(dir.path());
+        command
             .args(["sources", "add", "--name", "Notes", "--kind", "table", "--json"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
-        let printed = serde_json::from_slice::<serde_json::Value>(&output.stdout)
-            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
-        (output.status.success(), printed)
+            .stderr(Stdio::piped());
+        async move {
+            let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            let printed = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+                .unwrap_or_else(|err| panic!("{err}: {stderr}"));
+            (output.status.success(), printed, stderr)
+        }
     };
 
-    let (ok, refused) = add(&["--table", "note", "--title", "topic", "--url", "https://docs.example.com/"]);
+    let (ok, refused, _) =
+        add(&["--table", "note", "--title", "topic", "--url", "https://docs.example.com/"]).await;
     assert!(!ok);
     assert_eq!(refused["error"]["code"], "invalid_source", "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("start_url"), "{refused}");
     assert!(engine::sources::list(&watcher).await.unwrap().is_empty(), "nothing was created");
 
     // The whole configuration as JSON; a named option overrides its key.
-    let (ok, created) = add(&[
+    let (ok, created, stderr) = add(&[
         "--source-config",
         r#"{"table": "note", "title": "id", "text": ["body"]}"#,
         "--title",
         "topic",
-    ]);
-    assert!(ok, "{created}");
+    ])
+    .await;
+    assert!(ok, "{created}\n{stderr}");
     assert_eq!(created["kind"], "table");
     assert_eq!(created["config"]["title"], "topic");
     assert_eq!(created["config"]["text"], serde_json::json!(["body"]));
