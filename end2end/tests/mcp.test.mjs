@@ -137,6 +137,37 @@ test('the operations profile lists operations per user and calls them', async ()
   assert.equal(ann.call.structured.result[0].secret, undefined);
 });
 
+test('retrieve over MCP reads what the caller may read, with both Python SDK lines', async () => {
+  // A handbook only the `reader` role (and admins) may read, and a user
+  // whose role reads no table and is in no audience.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'lore-mcp-audience-'));
+  const handbook = path.join(dir, 'handbook.md');
+  writeFileSync(handbook, '# Kennel\n\nThe kennel door code is marigold-417.\n');
+  lore.cli(['sources', 'add', '--name', 'Kennel handbook', '--kind', 'upload', '--audience', 'reader']);
+  lore.cli(['ingest', handbook, '--name', 'Kennel handbook', '--json']);
+  lore.cli(['roles', 'add', 'visitor', '--permission', JSON.stringify({ super_user: false })]);
+  lore.cli(['users', 'add', 'vic', '--role', 'visitor']);
+  const retrieving = (user) => JSON.parse(lore.cli(['keys', 'create', '--name', `${user} retrieves`,
+    '--user', user, '--scope', 'mcp', '--scope', 'retrieve', '--json'])).raw_key;
+  const [root, ann, vic] = ['root', 'ann', 'vic'].map(retrieving);
+  const query = JSON.stringify({ query: 'What is the kennel door code?' });
+  const finds = (seen) => JSON.stringify(seen.call.structured).includes('marigold-417');
+  // The serving process sees the CLI's write within a second.
+  for (let i = 0; !finds(await python(1, [app(), root, 'retrieve', query])); i++) {
+    assert.ok(i < 20, 'the handbook never became searchable');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  for (const [who, key, may] of [['root', root, true], ['ann (reader)', ann, true], ['vic (visitor)', vic, false]]) {
+    for (const [era, seen] of [
+      ['1.x, session', await python(1, [app(), key, 'retrieve', query])],
+      ['2.x, sessionless', await python(2, ['auto', app(), key, 'retrieve', query])],
+    ]) {
+      assert.equal(seen.call.is_error, false, `${who}, ${era}: ${JSON.stringify(seen.call)}`);
+      assert.equal(finds(seen), may, `${who}, ${era}: ${JSON.stringify(seen.call.structured)}`);
+    }
+  }
+});
+
 test('the MCP Inspector CLI lists the tools, in both eras', async () => {
   const inspector = path.join(here, '..', 'node_modules', '@modelcontextprotocol', 'inspector', 'clients', 'launcher', 'build', 'index.js');
   for (const era of ['legacy', 'modern']) {

@@ -1758,31 +1758,30 @@ async fn answers_retrievals_caches_and_pins_respect_who_asks() {
         assert!(!text.to_lowercase().contains(secret), "the widget, {accept}: {text}");
         checks += 1;
     }
+    // Both protocol eras: a session bound to the key's user, and the
+    // sessionless revision, where each request names its caller anew.
     let url = s.app.url("/mcp");
     for (who, key, may) in [("support", &support, true), ("guest", &guest, false)] {
         let session = super::mcp::initialize(&url, key).await;
         for (tool, arguments) in
             [("retrieve", json!({"query": question})), ("answer", json!({"question": question}))]
         {
-            let reply = super::mcp::call(
-                &url,
-                key,
-                &session,
-                "tools/call",
-                json!({"name": tool, "arguments": arguments}),
-            )
-            .await;
-            assert_eq!(reply["result"]["isError"], false, "{who} {tool}: {reply:#}");
-            // The answer tool may word its reply without the fact; it never
-            // holds it for a caller who may not read it.
-            if tool == "retrieve" || !may {
-                assert_eq!(
-                    reply.to_string().to_lowercase().contains(secret),
-                    may,
-                    "{who} over MCP, {tool}: {reply:#}"
-                );
+            let params = json!({"name": tool, "arguments": arguments});
+            let in_session = super::mcp::call(&url, key, &session, "tools/call", params.clone()).await;
+            let sessionless = super::mcp::call_sessionless(&url, key, "tools/call", params).await;
+            for (era, reply) in [("session", in_session), ("sessionless", sessionless)] {
+                assert_eq!(reply["result"]["isError"], false, "{who} {tool}, {era}: {reply:#}");
+                // The answer tool may word its reply without the fact; it
+                // never holds it for a caller who may not read it.
+                if tool == "retrieve" || !may {
+                    assert_eq!(
+                        reply.to_string().to_lowercase().contains(secret),
+                        may,
+                        "{who} over MCP, {tool}, {era}: {reply:#}"
+                    );
+                }
+                checks += 1;
             }
-            checks += 1;
         }
     }
     println!("who-asks matrix: {checks} checks");

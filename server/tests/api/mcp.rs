@@ -333,6 +333,27 @@ pub(crate) async fn call(url: &str, key: &str, session: &str, method: &str, para
     rpc(url, key, Some(session), body).await.2
 }
 
+/// One request of the sessionless revision (2026-07-28): no session; the
+/// version, the method and the tool's name (ASCII here) in the headers and
+/// in the request.
+pub(crate) async fn call_sessionless(url: &str, key: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut request = bare()
+        .post(url)
+        .header("x-api-key", key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": method, "params": params});
+    let response = request.json(&body).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "{method}");
+    response.json().await.unwrap()
+}
+
 #[tokio::test]
 async fn each_kind_of_user_sees_its_own_operations_and_a_refused_call_changes_nothing() {
     let (app, ann, _) = setup().await;
