@@ -227,6 +227,24 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   const gap = page.locator('.content-gaps li.gap-group[data-label="zyxwv qrstu plokm"]');
   await gap.waitFor();
   assert.equal(await gap.getAttribute('data-count'), '2');
+
+  // Asked as the guest role, a refusal is that audience's content gap: the
+  // Dashboard lists one audience's questions when it is chosen.
+  const asGuest = await page.request.post(`${lore.baseUrl}/admin/playground/answer`,
+    { data: { question: 'Qwerty zxcvb asdfg?', answer_as: 'role:guest' } });
+  assert.equal(asGuest.status(), 200, await asGuest.text());
+  assert.equal((await asGuest.json()).refused, true);
+  await page.goto(`${lore.baseUrl}/dashboard`);
+  await hydrated(page);
+  await page.locator('select[name=audience] option[value="role:guest"]').waitFor({ state: 'attached' });
+  await page.selectOption('select[name=audience]', 'role:guest');
+  await page.locator('.lists[data-audience="role:guest"]').waitFor();
+  await page.locator('.content-gaps li.gap-group[data-label="qwerty zxcvb asdfg"]').waitFor();
+  assert.equal(await page.locator('.content-gaps li.gap-group[data-label="zyxwv qrstu plokm"]').count(), 0);
+  assert.equal(await page.inputValue('select[name=audience]'), 'role:guest', 'the choice stays shown');
+  await page.selectOption('select[name=audience]', '');
+  await page.locator('.lists[data-audience=""]').waitFor();
+  await gap.waitFor();
   await gap.locator('a.add-source').click();
   await page.waitForURL(`${lore.baseUrl}/sources`);
   assert.deepEqual(errors, []);

@@ -85,6 +85,71 @@ impl Asker {
     }
 }
 
+/// How "answer as" is stored (a golden question's `asked_as`): `everyone`,
+/// `role:NAME` with the role's name even when it was given by id, or
+/// `user:NAME`; refused unless the role or user exists now.
+pub async fn stored_form(lore: &Lore, given: &str) -> Result<String> {
+    let asker = Asker::answering_as(Some(given))?;
+    asker.reader(lore).await?;
+    Ok(match asker {
+        Asker::Role(name) => format!("role:{}", crate::appdb::users::role(&lore.db, &name).await?.name),
+        Asker::User(name) => format!("user:{name}"),
+        Asker::Public => "everyone".to_owned(),
+        Asker::Admin | Asker::Key(_) | Asker::Principal(_) => "admin".to_owned(),
+    })
+}
+
+/// Alters a role as [`crate::sources::audience::alter_role`] does (the
+/// audiences that name it follow a rename), and the golden questions asked
+/// as the role follow it too.
+pub async fn alter_role(
+    lore: &Lore,
+    actor: &crate::audit::Actor,
+    id: &str,
+    name: Option<&str>,
+    permission: Option<&serde_json::Value>,
+) -> Result<crate::appdb::users::Role> {
+    let before = crate::appdb::users::role(&lore.db, id).await?;
+    let altered = crate::sources::audience::alter_role(lore, actor, id, name, permission).await?;
+    if altered.name != before.name {
+        let (from, to) = (format!("role:{}", before.name), format!("role:{}", altered.name));
+        crate::evals::rename_asked_as(lore, &from, &to).await?;
+    }
+    Ok(altered)
+}
+
+/// Drops a role, refused while golden questions are asked as it (their
+/// evals could no longer run) or, by
+/// [`crate::sources::audience::drop_role`], while an audience names it.
+pub async fn drop_role(
+    lore: &Lore,
+    actor: &crate::audit::Actor,
+    id: &str,
+) -> Result<crate::appdb::users::Role> {
+    let role = crate::appdb::users::role(&lore.db, id).await?;
+    refuse_while_asked_as(lore, &format!("role:{}", role.name), &format!("role `{}`", role.name)).await?;
+    crate::sources::audience::drop_role(lore, actor, id).await
+}
+
+/// Drops a user, refused while golden questions are asked as the user.
+pub async fn drop_user(lore: &Lore, actor: &crate::audit::Actor, username: &str) -> Result<()> {
+    refuse_while_asked_as(lore, &format!("user:{username}"), &format!("user `{username}`")).await?;
+    crate::appdb::users::drop_user(lore, actor, username).await
+}
+
+async fn refuse_while_asked_as(lore: &Lore, asked_as: &str, who: &str) -> Result<()> {
+    let asked = crate::evals::asked_as(lore, asked_as).await?;
+    match asked.first() {
+        None => Ok(()),
+        Some(first) => Err(crate::Error::InvalidInput(format!(
+            "{who} is who {} golden question(s) are asked as (“{}”{}); change or remove them first",
+            asked.len(),
+            first.question,
+            if asked.len() > 1 { " and more" } else { "" }
+        ))),
+    }
+}
+
 /// Hybrid retrieval with the active version's settings over what `asker`
 /// may read, with its trace: `POST /retrieve`, the MCP `retrieve` tool and
 /// the `retrieve` operation.

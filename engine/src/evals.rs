@@ -150,11 +150,10 @@ pub async fn add(lore: &Lore, actor: &Actor, new: NewGolden) -> Result<Golden> {
             return Err(Error::InvalidInput(format!("there is no source `{source}`")));
         }
     }
-    let asked_as = new.asked_as.map(|a| a.trim().to_owned()).filter(|a| !a.is_empty() && a != "admin");
-    if let Some(asked_as) = &asked_as {
-        // The role or user must exist now (a later drop fails its evals).
-        crate::asker::Asker::answering_as(Some(asked_as.as_str()))?.reader(lore).await?;
-    }
+    let asked_as = match new.asked_as.as_deref().map(str::trim).filter(|a| !a.is_empty() && *a != "admin") {
+        Some(given) => Some(crate::asker::stored_form(lore, given).await?),
+        None => None,
+    };
     let id = uuid::Uuid::new_v4().to_string();
     let txn = crate::store::begin_write(&lore.db).await?;
     let existing: Vec<golden_question::Model> = golden_question::Entity::find().all(&txn).await?;
@@ -203,6 +202,29 @@ pub async fn list(lore: &Lore) -> Result<Vec<Golden>> {
         .into_iter()
         .map(Golden::try_from)
         .collect()
+}
+
+/// The golden questions asked as `asked_as` (`role:NAME` or `user:NAME`).
+pub async fn asked_as(lore: &Lore, asked_as: &str) -> Result<Vec<Golden>> {
+    golden_question::Entity::find()
+        .filter(golden_question::Column::AskedAs.eq(asked_as))
+        .order_by_asc(golden_question::Column::CreatedAt)
+        .all(&lore.db)
+        .await?
+        .into_iter()
+        .map(Golden::try_from)
+        .collect()
+}
+
+/// Golden questions asked as `from` are asked as `to` from now on (a
+/// renamed role).
+pub async fn rename_asked_as(lore: &Lore, from: &str, to: &str) -> Result<()> {
+    golden_question::Entity::update_many()
+        .col_expr(golden_question::Column::AskedAs, Expr::value(to))
+        .filter(golden_question::Column::AskedAs.eq(from))
+        .exec(&lore.db)
+        .await?;
+    Ok(())
 }
 
 pub async fn remove(lore: &Lore, actor: &Actor, id: &str) -> Result<()> {

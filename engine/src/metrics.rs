@@ -9,10 +9,11 @@
 //!   wide, so the p95 read from them is the slot's upper edge, at most 10%
 //!   above the exact value);
 //! - `rollup_count`: per UTC day, the Dashboard's lists: top queries, content
-//!   gaps (refused questions), per-key usage (keyless playground, CLI and
-//!   admin traffic under "no access key"), and the cost funnel, one row per
-//!   (stage, decision) with a reason recorded for it (reasons carry counts,
-//!   so they are not part of the key).
+//!   gaps (refused questions), the same two per audience (who asked, as far
+//!   as reading goes: `admin`, `everyone`, `role:NAME`), per-key usage
+//!   (keyless playground, CLI and admin traffic under "no access key"), and
+//!   the cost funnel, one row per (stage, decision) with a reason recorded
+//!   for it (reasons carry counts, so they are not part of the key).
 //!
 //! Every column is a sum, so runs add to them with `ON CONFLICT … DO UPDATE
 //! SET n = n + excluded` and never read-modify-write. [`rebuild`] recomputes
@@ -37,6 +38,7 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::sources::Reader;
 use crate::{Error, Lore, Result};
 
 /// Each latency slot's upper edge is 10% above the one before.
@@ -56,7 +58,7 @@ const TAIL_KEY: &str = "";
 /// The cluster setting naming the last day [`close_days`] closed.
 const CLOSED_THROUGH: &str = "rollups.closed_through";
 /// The kinds of `rollup_count` rows whose long tail is folded.
-const FOLDED_KINDS: [&str; 2] = ["query", "gap"];
+const FOLDED_KINDS: [&str; 4] = ["query", "gap", "audience_query", "audience_gap"];
 
 /// The histogram slot a latency falls in.
 pub fn latency_slot(ms: f64) -> i32 {
@@ -213,6 +215,9 @@ pub struct RunFacts {
     pub estimated_cost_usd: f64,
     pub estimated_savings_usd: f64,
     pub latency_ms: f64,
+    /// `admin`, `everyone` or `role:NAME` (none for runs recorded before
+    /// audiences).
+    pub audience: Option<String>,
 }
 
 impl RunFacts {
@@ -231,6 +236,7 @@ impl RunFacts {
             estimated_cost_usd: run.estimated_cost_usd,
             estimated_savings_usd: run.estimated_savings_usd,
             latency_ms: run.latency_ms,
+            audience: run.audience.clone(),
         })
     }
 }
@@ -259,6 +265,13 @@ impl Contribution {
         count("query", question_key.clone(), &run.question, "", run.estimated_cost_usd);
         if run.refused {
             count("gap", question_key, &run.question, "", 0.0);
+        }
+        if let Some(audience) = &run.audience {
+            let key = crate::keys::hash(&format!("{audience}\n{}", run.question));
+            count("audience_query", key.clone(), &run.question, audience, run.estimated_cost_usd);
+            if run.refused {
+                count("audience_gap", key, &run.question, audience, 0.0);
+            }
         }
         let key = run.key_id.clone().unwrap_or_default();
         let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
@@ -551,13 +564,38 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
         // fold), so no row reaches the tail twice.
         let txn = crate::store::begin_locked(&lore.db, crate::store::Lock::Rollups).await?;
         let mut folded_today = false;
+        // Lists kept per audience keep their most asked per audience.
+        let mut groups: Vec<(&str, Option<String>)> = Vec::new();
         for kind in FOLDED_KINDS {
-            let rows: Vec<(String, i64, f64)> = rollup_count::Entity::find()
+            if kind.starts_with("audience_") {
+                let audiences: Vec<String> = rollup_count::Entity::find()
+                    .select_only()
+                    .column(C::Detail)
+                    .distinct()
+                    .filter(C::Day.eq(day))
+                    .filter(C::Kind.eq(kind))
+                    .filter(C::Key.ne(TAIL_KEY))
+                    .into_tuple()
+                    .all(&txn)
+                    .await?;
+                groups.extend(audiences.into_iter().map(|audience| (kind, Some(audience))));
+            } else {
+                groups.push((kind, None));
+            }
+        }
+        // The audiences of one kind share its tail row.
+        let mut tailed: Vec<&str> = Vec::new();
+        for (kind, audience) in groups {
+            let mut past_the_cut = rollup_count::Entity::find()
                 .select_only()
                 .columns([C::Key, C::Count, C::SpendUsd])
                 .filter(C::Day.eq(day))
                 .filter(C::Kind.eq(kind))
-                .filter(C::Key.ne(TAIL_KEY))
+                .filter(C::Key.ne(TAIL_KEY));
+            if let Some(audience) = audience {
+                past_the_cut = past_the_cut.filter(C::Detail.eq(audience));
+            }
+            let rows: Vec<(String, i64, f64)> = past_the_cut
                 .order_by_desc(C::Count)
                 .order_by_asc(C::Key)
                 .offset(KEPT_PER_DAY as u64)
@@ -584,7 +622,10 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
             }
             add_counts(&txn, [count_row(day, kind, TAIL_KEY, &tail)]).await?;
             closed.folded += rows.len();
-            closed.tails += 1;
+            if !tailed.contains(&kind) {
+                tailed.push(kind);
+                closed.tails += 1;
+            }
             folded_today = true;
         }
         txn.commit().await?;
@@ -703,6 +744,11 @@ pub struct Dashboard {
     /// One point per bucket of the range, empty buckets included.
     pub series: Vec<Point>,
     pub surfaces: Vec<SurfaceTotals>,
+    /// The audience `top_queries`, `content_gaps` and `gap_groups` are of
+    /// (`None`: every caller's).
+    pub audience: Option<String>,
+    /// The audiences that asked in the range, to choose from.
+    pub audiences: Vec<String>,
     pub top_queries: Vec<QueryCount>,
     pub content_gaps: Vec<QueryCount>,
     /// Refused questions grouped by meaning, most refused group first.
@@ -743,6 +789,27 @@ impl Bucketed {
 /// (and the access keys' names). Lists are kept per UTC day, so they cover
 /// the whole days the range touches.
 pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
+    analytics(lore, &Reader::Everything, range, None).await
+}
+
+/// The aggregates of [`dashboard`] as `reader` may see them, with the
+/// question lists of `audience` (`admin`, `everyone`, `role:NAME`) when one
+/// is named. A reader of everything sees them all; anyone else sees the
+/// lists of its own audience only, whatever it names (questions asked by
+/// others may name what it cannot read), no access keys, and the funnel's
+/// counts without their reasons (which quote answers and pinned
+/// questions).
+pub async fn analytics(
+    lore: &Lore,
+    reader: &Reader,
+    range: Range,
+    audience: Option<&str>,
+) -> Result<Dashboard> {
+    let own = (*reader != Reader::Everything).then(|| reader.audience());
+    let audience = match &own {
+        Some(own) => Some(own.as_str()),
+        None => audience.map(str::trim).filter(|a| !a.is_empty()),
+    };
     if range.to <= range.from {
         return Err(Error::InvalidInput("the range must end after it starts".into()));
     }
@@ -792,17 +859,26 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
     }
 
     let day_from = truncate(range.from, Granularity::Day);
-    let queries = counted(lore, "query", day_from, range.to, Some(LIST_LENGTH)).await?;
+    let days = (day_from, range.to);
+    let (query_kind, gap_kind) = match audience {
+        Some(_) => ("audience_query", "audience_gap"),
+        None => ("query", "gap"),
+    };
+    let queries = counted(lore, query_kind, audience, days, Some(LIST_LENGTH)).await?;
     let gaps: Vec<QueryCount> =
-        counted(lore, "gap", day_from, range.to, Some(crate::answer::gaps::GROUPED_AT_MOST as u64))
+        counted(lore, gap_kind, audience, days, Some(crate::answer::gaps::GROUPED_AT_MOST as u64))
             .await?
             .iter()
             .map(|c| QueryCount { query: c.label.clone(), count: c.count })
             .collect();
     let mut gap_groups = crate::answer::gaps::group(lore, &gaps).await;
     gap_groups.truncate(LIST_LENGTH as usize);
-    let keys = counted(lore, "key", day_from, range.to, None).await?;
-    let funnel = counted(lore, "funnel", day_from, range.to, None).await?;
+    let audiences = match &own {
+        Some(own) => vec![own.clone()],
+        None => audiences(lore, days).await?,
+    };
+    let keys = if own.is_some() { Vec::new() } else { counted(lore, "key", None, days, None).await? };
+    let funnel = counted(lore, "funnel", None, days, None).await?;
     let names: BTreeMap<String, String> =
         access_key::Entity::find().all(&lore.db).await?.into_iter().map(|k| (k.id, k.name)).collect();
 
@@ -816,6 +892,8 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
             .into_iter()
             .map(|(surface, bucketed)| SurfaceTotals { surface, totals: bucketed.totals() })
             .collect(),
+        audience: audience.map(str::to_owned),
+        audiences,
         top_queries: queries.iter().map(|c| QueryCount { query: c.label.clone(), count: c.count }).collect(),
         content_gaps: gaps.into_iter().take(LIST_LENGTH as usize).collect(),
         gap_groups,
@@ -845,6 +923,9 @@ pub async fn dashboard(lore: &Lore, range: Range) -> Result<Dashboard> {
                 })
                 .collect();
             stages.sort_by_key(|s| (stage_order(&s.stage), std::cmp::Reverse(s.count)));
+            if own.is_some() {
+                stages.iter_mut().for_each(|s| s.reason.clear());
+            }
             stages
         },
     })
@@ -864,13 +945,14 @@ struct Summed {
     spend_usd: f64,
 }
 
-/// `rollup_count` rows of `kind` in the days of `[from, to)`, summed per key,
-/// most counted first.
+/// `rollup_count` rows of `kind` (of one audience, for the kinds kept per
+/// audience) in the days of `[from, to)`, summed per key, most counted
+/// first.
 async fn counted(
     lore: &Lore,
     kind: &str,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
+    audience: Option<&str>,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
     limit: Option<u64>,
 ) -> Result<Vec<Summed>> {
     use rollup_count::Column as C;
@@ -893,6 +975,9 @@ async fn counted(
         // keys, the empty key is keyless traffic and is listed).
         query = query.filter(C::Key.ne(TAIL_KEY));
     }
+    if let Some(audience) = audience {
+        query = query.filter(C::Detail.eq(audience));
+    }
     if let Some(limit) = limit {
         query = query.limit(limit);
     }
@@ -901,6 +986,23 @@ async fn counted(
         .into_iter()
         .map(|(key, label, detail, count, spend_usd)| Summed { key, label, detail, count, spend_usd })
         .collect())
+}
+
+/// The audiences that asked in the days of `[from, to)`, by name.
+async fn audiences(lore: &Lore, (from, to): (DateTime<Utc>, DateTime<Utc>)) -> Result<Vec<String>> {
+    use rollup_count::Column as C;
+    Ok(rollup_count::Entity::find()
+        .select_only()
+        .column(C::Detail)
+        .distinct()
+        .filter(C::Kind.eq("audience_query"))
+        .filter(C::Day.gte(from))
+        .filter(C::Day.lt(to))
+        .filter(C::Key.ne(TAIL_KEY))
+        .order_by_asc(C::Detail)
+        .into_tuple()
+        .all(&lore.db)
+        .await?)
 }
 
 /// All-time totals per surface, from the daily rollups: the counters

@@ -29,6 +29,9 @@ pub struct Model {
     /// On a cache hit: the estimated cost of the answer it reused.
     pub estimated_savings_usd: f64,
     pub latency_ms: f64,
+    /// Whom it answered, as far as reading goes: `admin`, `everyone` or
+    /// `role:NAME` (none for runs recorded before audiences).
+    pub audience: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,6 +12,10 @@
 //!
 //! `golden_question.asked_as`: who an eval asks the question as
 //! (`everyone`, `role:NAME` or `user:NAME`); `NULL` is an admin, as before.
+//!
+//! `answer_run.audience`: whom the run answered, as far as reading goes
+//! (`admin`, `everyone` or `role:NAME`), so the Dashboard can list top
+//! questions and content gaps per audience; `NULL` for runs recorded before.
 
 use sea_orm_migration::{prelude::*, schema::*};
 
@@ -27,12 +31,14 @@ impl MigrationTrait for Migration {
         manager.alter_table(add(PinnedAnswer::Table.into_iden(), json_null(PinnedAnswer::Audience))).await?;
         manager
             .alter_table(add(GoldenQuestion::Table.into_iden(), string_null(GoldenQuestion::AskedAs)))
-            .await
+            .await?;
+        manager.alter_table(add(AnswerRun::Table.into_iden(), string_null(AnswerRun::Audience))).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let drop =
             |table: DynIden, column: DynIden| Table::alter().table(table).drop_column(column).to_owned();
+        manager.alter_table(drop(AnswerRun::Table.into_iden(), AnswerRun::Audience.into_iden())).await?;
         manager
             .alter_table(drop(GoldenQuestion::Table.into_iden(), GoldenQuestion::AskedAs.into_iden()))
             .await?;
@@ -41,6 +47,12 @@ impl MigrationTrait for Migration {
             .await?;
         manager.alter_table(drop(Source::Table.into_iden(), Source::Audience.into_iden())).await
     }
+}
+
+#[derive(DeriveIden)]
+enum AnswerRun {
+    Table,
+    Audience,
 }
 
 #[derive(DeriveIden)]

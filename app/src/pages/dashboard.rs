@@ -1,7 +1,8 @@
 //! The Dashboard: Readiness, then usage, cache, spend, latency, refusals,
-//! top queries, content gaps, per-key usage and the cost funnel for a time
-//! range, all from `POST /admin/observability/` (rollups only). Charts are
-//! inline SVG; everything loads after hydration.
+//! top queries, content gaps (of every caller, or of one audience), per-key
+//! usage and the cost funnel for a time range, all from
+//! `POST /admin/observability/` (rollups only). Charts are inline SVG;
+//! everything loads after hydration.
 
 use leptos::prelude::*;
 
@@ -29,10 +30,17 @@ pub fn Dashboard() -> impl IntoView {
 #[component]
 fn Metrics() -> impl IntoView {
     let hours = RwSignal::new(24u32);
+    // "" lists every caller's questions; else `admin`, `everyone`, `role:NAME`.
+    let audience = RwSignal::new(String::new());
     let (generation, set_generation) = signal(0u32);
     let data = LocalResource::new(move || {
         generation.track();
-        let request = ObservabilityRequest { hours: Some(hours.get()), ..ObservabilityRequest::default() };
+        let chosen = audience.get();
+        let request = ObservabilityRequest {
+            hours: Some(hours.get()),
+            audience: (!chosen.is_empty()).then_some(chosen),
+            ..ObservabilityRequest::default()
+        };
         async move {
             client::send::<_, ObservabilityResponse>("POST", routes::OBSERVABILITY.url(), &request).await
         }
@@ -55,7 +63,7 @@ fn Metrics() -> impl IntoView {
             </div>
             {move || match data.get() {
                 None => view! { <p class="loading">"Loading the metrics…"</p> }.into_any(),
-                Some(Ok(data)) => view! { <MetricsView data/> }.into_any(),
+                Some(Ok(data)) => view! { <MetricsView data audience/> }.into_any(),
                 Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
             }}
         </div>
@@ -63,7 +71,7 @@ fn Metrics() -> impl IntoView {
 }
 
 #[component]
-fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
+fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl IntoView {
     let t = data.totals.clone();
     if t.queries == 0 {
         return view! {
@@ -100,10 +108,11 @@ fn MetricsView(data: ObservabilityResponse) -> impl IntoView {
             <Chart title=format!("Estimated spend per {per}") series=data.series.clone()
                 value=|p| p.totals.estimated_spend_usd overlay=None format=usd/>
         </div>
-        <div class="lists">
+        <AudienceChoice audiences=data.audiences.clone() audience/>
+        <div class="lists" data-audience=data.audience.clone().unwrap_or_default()>
             <section class="top-queries">
                 <h3>"Top questions"</h3>
-                <TopQuestions rows=data.top_queries.clone()/>
+                <TopQuestions rows=data.top_queries.clone() asked_as=data.audience.clone()/>
             </section>
             <section class="content-gaps">
                 <h3>"Content gaps"</h3>
@@ -188,8 +197,48 @@ fn GapGroups(groups: Vec<GapGroupView>) -> impl IntoView {
     .into_any()
 }
 
+/// Whose questions the lists show: every caller's, or one audience's (who
+/// asked, as far as reading goes: what the Playground's "Answer as" names).
 #[component]
-fn TopQuestions(rows: Vec<QueryCountView>) -> impl IntoView {
+fn AudienceChoice(audiences: Vec<String>, audience: RwSignal<String>) -> impl IntoView {
+    // Made anew with each fetch: the chosen option is marked as it is
+    // rendered (a `<select>`'s value set before its options exist is lost).
+    let mut choices = audiences;
+    let chosen = audience.get_untracked();
+    if !chosen.is_empty() && !choices.contains(&chosen) {
+        choices.push(chosen.clone());
+    }
+    view! {
+        <label class="audience">
+            "Questions of "
+            <select name="audience" on:change=move |ev| audience.set(event_target_value(&ev))>
+                <option value="" selected=chosen.is_empty()>"every caller"</option>
+                {choices.into_iter().map(|a| {
+                    let label = audience_label(&a);
+                    let selected = a == chosen;
+                    view! { <option value=a selected=selected>{label}</option> }
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+/// An audience in words: `admin`, `everyone`, `role:NAME`.
+fn audience_label(audience: &str) -> String {
+    match audience {
+        "admin" => "admins (read everything)".to_owned(),
+        "everyone" => "everyone (the widget, keys without a user)".to_owned(),
+        other => match other.strip_prefix("role:") {
+            Some(role) => format!("role {role}"),
+            None => other.to_owned(),
+        },
+    }
+}
+
+/// Top questions, each of which can become a golden question (asked as
+/// `asked_as`, the audience the list is of, when there is one).
+#[component]
+fn TopQuestions(rows: Vec<QueryCountView>, asked_as: Option<String>) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="empty">"No questions yet."</p> }.into_any();
     }
@@ -198,8 +247,14 @@ fn TopQuestions(rows: Vec<QueryCountView>) -> impl IntoView {
             {rows.into_iter().map(|q| {
                 let saved = RwSignal::new(None::<Result<(), String>>);
                 let question = q.query.clone();
+                let asked_as = asked_as.clone();
                 let save = move |_| {
-                    let body = GoldenRequest { question: question.clone(), origin: Some("dashboard".into()), ..GoldenRequest::default() };
+                    let body = GoldenRequest {
+                        question: question.clone(),
+                        origin: Some("dashboard".into()),
+                        asked_as: asked_as.clone(),
+                        ..GoldenRequest::default()
+                    };
                     leptos::task::spawn_local(async move {
                         saved.set(Some(client::send::<_, GoldenView>("POST", routes::GOLDEN.url(), &body).await.map(|_| ())));
                     });

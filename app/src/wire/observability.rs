@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 /// `POST /admin/observability/`: the range of the Dashboard. Either `hours`
-/// back from now (default 24), or `from` and `to` (RFC 3339, UTC).
+/// back from now (default 24), or `from` and `to` (RFC 3339, UTC); and,
+/// optionally, the audience whose top questions and content gaps to list.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -16,6 +17,11 @@ pub struct ObservabilityRequest {
     pub from: Option<String>,
     #[serde(default)]
     pub to: Option<String>,
+    /// `admin`, `everyone` or `role:NAME`: list the top questions and
+    /// content gaps of the callers who read as that audience (default:
+    /// every caller's).
+    #[serde(default)]
+    pub audience: Option<String>,
 }
 
 /// Sums over a bucket, a surface or the whole range. Spend and savings are
@@ -103,6 +109,13 @@ pub struct ObservabilityResponse {
     pub totals: MetricTotals,
     pub series: Vec<MetricPoint>,
     pub surfaces: Vec<SurfaceMetrics>,
+    /// The audience the question lists are of (absent: every caller's).
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The audiences that asked in the range (`admin`, `everyone`,
+    /// `role:NAME`).
+    #[serde(default)]
+    pub audiences: Vec<String>,
     pub top_queries: Vec<QueryCountView>,
     /// Refused questions, most asked first.
     pub content_gaps: Vec<QueryCountView>,
@@ -154,6 +167,8 @@ mod from_engine {
                     .into_iter()
                     .map(|s| SurfaceMetrics { surface: s.surface, totals: s.totals.into() })
                     .collect(),
+                audience: d.audience,
+                audiences: d.audiences,
                 top_queries: counts(d.top_queries),
                 content_gaps: counts(d.content_gaps),
                 gap_groups: d

@@ -182,6 +182,17 @@ impl Reader {
         }
     }
 
+    /// The audience this reader belongs to, in the words "answer as"
+    /// takes: `admin`, `everyone` or `role:NAME`. Runs are counted under
+    /// it on the Dashboard.
+    pub fn audience(&self) -> String {
+        match self {
+            Reader::Everything => "admin".to_owned(),
+            Reader::Role { name, .. } => format!("role:{name}"),
+            Reader::Public => "everyone".to_owned(),
+        }
+    }
+
     /// Whether this reader may read `source`'s content.
     pub fn may_read(&self, source: &Source) -> bool {
         match (self, &source.audience) {

@@ -963,9 +963,15 @@ impl Run<'_> {
             answer.trace.id = format!("eval-{}", uuid::Uuid::new_v4());
             return Ok(answer);
         }
-        answer.trace.id =
-            runs::record(self.lore, self.ask, &self.question.key, &answer, latency_ms, savings_usd, gap)
-                .await?;
+        let finished = runs::Finished {
+            ask: self.ask,
+            reader: self.reader,
+            question_key: &self.question.key,
+            answer: &answer,
+            latency_ms,
+            savings_usd,
+        };
+        answer.trace.id = runs::record(self.lore, finished, gap).await?;
         Ok(answer)
     }
 }

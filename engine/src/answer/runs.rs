@@ -12,18 +12,23 @@ use super::{Answer, Ask, CacheStatus};
 pub use crate::recorder::Gap;
 use crate::{Error, Lore, Result};
 
+/// A run as the pipeline ends it.
+pub struct Finished<'a> {
+    pub ask: &'a Ask,
+    /// What the asker could read (the run counts under its audience).
+    pub reader: &'a crate::sources::Reader,
+    /// The normalised question.
+    pub question_key: &'a str,
+    pub answer: &'a Answer,
+    pub latency_ms: f64,
+    /// What a cache hit saved: the estimated cost of the answer it reused.
+    pub savings_usd: f64,
+}
+
 /// Queues the run (and its content gap) for recording; returns its id (the
-/// trace id). `savings_usd` is what a cache hit saved: the estimated cost of
-/// the answer it reused.
-pub async fn record(
-    lore: &Lore,
-    ask: &Ask,
-    question_key: &str,
-    answer: &Answer,
-    latency_ms: f64,
-    savings_usd: f64,
-    gap: Option<Gap>,
-) -> Result<String> {
+/// trace id).
+pub async fn record(lore: &Lore, run: Finished<'_>, gap: Option<Gap>) -> Result<String> {
+    let Finished { ask, reader, question_key, answer, latency_ms, savings_usd } = run;
     let id = uuid::Uuid::new_v4().to_string();
     let stages = serde_json::to_value(&answer.trace.stages)
         .map_err(|err| Error::Internal(format!("serialising a trace: {err}")))?;
@@ -55,6 +60,7 @@ pub async fn record(
         estimated_cost_usd: answer.trace.usage.estimated_cost_usd,
         estimated_savings_usd: savings_usd,
         latency_ms,
+        audience: Some(reader.audience()),
     };
     lore.recorder().run(run, gap).await?;
     Ok(id)

@@ -265,6 +265,11 @@ pub struct AnalyticsArgs {
     /// The last this many hours (1 to 9600; default 24).
     #[serde(default)]
     pub hours: Option<i64>,
+    /// Top questions and content gaps of one audience: `admin`,
+    /// `everyone` or `role:NAME` (default: every caller's). A caller that
+    /// is not a super user always gets its own audience's.
+    #[serde(default)]
+    pub audience: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

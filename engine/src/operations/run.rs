@@ -125,7 +125,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             Ok(Outcome::UserAltered(user))
         }
         Operation::DropUser(a) => {
-            users::drop_user(lore, &actor, &a.username).await?;
+            crate::asker::drop_user(lore, &actor, &a.username).await?;
             done(Done::UserDropped(a.username))
         }
         Operation::ListRoles(_) => Ok(Outcome::Roles(users::roles(lore).await?)),
@@ -133,17 +133,10 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
             Ok(Outcome::Role(users::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
         Operation::AlterRole(a) => Ok(Outcome::Role(
-            crate::sources::audience::alter_role(
-                lore,
-                &actor,
-                &a.id,
-                a.role.as_deref(),
-                a.permission.as_ref(),
-            )
-            .await?,
+            crate::asker::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,
         )),
         Operation::DropRole(a) => {
-            let role = crate::sources::audience::drop_role(lore, &actor, &a.id).await?;
+            let role = crate::asker::drop_role(lore, &actor, &a.id).await?;
             done(Done::RoleDropped(role.name))
         }
         Operation::UserInfo(_) => Ok(Outcome::Caller(principal.clone())),
@@ -216,7 +209,9 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 return Err(crate::Error::InvalidInput("`hours` must be between 1 and 9600".into()));
             }
             let range = crate::metrics::Range::last_hours(chrono::Utc::now(), hours);
-            Ok(Outcome::Analytics(Box::new(crate::metrics::dashboard(lore, range).await?)))
+            let reader = crate::sources::Reader::of(principal);
+            let analytics = crate::metrics::analytics(lore, &reader, range, a.audience.as_deref()).await?;
+            Ok(Outcome::Analytics(Box::new(analytics)))
         }
         Operation::SetConfiguration(a) => {
             Ok(Outcome::ConfigurationSaved(set_configuration(lore, a.settings)?))

@@ -406,8 +406,42 @@ async fn audiences_and_roles_count_from_the_next_request_and_bad_ones_are_refuse
     let added = Box::pin(engine::evals::add(&lore, &Actor::System, golden("role:support"))).await.unwrap();
     assert_eq!(added.asked_as.as_deref(), Some("role:support"));
 
-    // A renamed role keeps its place in the audiences that named it.
+    // A renamed role keeps its place in the audiences that named it, and
+    // its golden questions are asked as it under the new name.
     ok(&lore, json!({"operation": "alter_role", "id": role.id, "role": "helpdesk"})).await;
     let renamed = sources::get(&lore, handbook).await.unwrap();
     assert_eq!(renamed.audience, sources::Audience::Roles(vec!["helpdesk".into()]));
+    let golden = engine::evals::list(&lore).await.unwrap();
+    assert_eq!(golden.iter().map(|g| g.asked_as.as_deref()).collect::<Vec<_>>(), [Some("role:helpdesk")]);
+
+    // A role or a user that golden questions are asked as is not dropped:
+    // their evals could not run.
+    ok(&lore, json!({"operation": "alter_source", "id": handbook, "audience": "everyone"})).await;
+    let refused = operation(&lore, json!({"operation": "drop_role", "id": role.id})).await.unwrap_err();
+    assert!(refused.to_string().contains("golden question"), "{refused}");
+    let (hal, asked_as_hal) = golden_for_user(&lore).await;
+    let refused = operation(&lore, json!({"operation": "drop_user", "username": hal})).await.unwrap_err();
+    assert!(refused.to_string().contains("golden question"), "{refused}");
+    assert!(engine::appdb::users::user(&lore, &hal).await.unwrap().is_some(), "nothing dropped");
+    for id in [&golden[0].id, &asked_as_hal] {
+        engine::evals::remove(&lore, &Actor::System, id).await.unwrap();
+    }
+    ok(&lore, json!({"operation": "drop_user", "username": hal})).await;
+}
+
+/// A user of role `helpdesk` and a golden question asked as that user:
+/// the user's name and the question's id.
+async fn golden_for_user(lore: &Lore) -> (String, String) {
+    ok(lore, json!({"operation": "add_user", "username": "hal", "password": "correct horse", "role": "helpdesk", "active": true}))
+        .await;
+    let new = engine::evals::NewGolden {
+        question: "Who answers the pager?".into(),
+        expected_facts: vec![],
+        should_refuse: true,
+        expected_source: None,
+        origin: engine::evals::Origin::Prompt,
+        asked_as: Some("user:hal".into()),
+    };
+    let added = Box::pin(engine::evals::add(lore, &Actor::System, new)).await.unwrap();
+    ("hal".to_owned(), added.id)
 }

@@ -104,11 +104,27 @@ async fn record(lore: &Lore, run: &Run) {
                 estimated_cost_usd: if hit { 0.0 } else { run.cost },
                 estimated_savings_usd: if hit { run.cost } else { 0.0 },
                 latency_ms: run.latency_ms,
+                audience: Some(audience_of(run.surface).to_owned()),
             },
             gap,
         )
         .await
         .unwrap();
+}
+
+/// Who asks on each surface of these runs, as far as reading goes: the
+/// backend's key acts as a `support` user, the widget's visitors are
+/// anyone, the Playground is an admin's.
+fn audience_of(surface: &str) -> &'static str {
+    match surface {
+        "api" => "role:support",
+        "widget" => "everyone",
+        _ => "admin",
+    }
+}
+
+fn listed(list: &[metrics::QueryCount]) -> Vec<(&str, i64)> {
+    list.iter().map(|q| (q.query.as_str(), q.count)).collect()
 }
 
 /// A secret key that may ask for answers.
@@ -264,6 +280,33 @@ async fn exercise(lore: &Lore) {
     assert_eq!(key("widget-key-id").queries, 1, "a key that no longer exists shows by id");
     assert_eq!((key(metrics::NO_ACCESS_KEY).queries, key(metrics::NO_ACCESS_KEY).key_id), (1, None));
 
+    // Per audience: the lists of those who read alike; the totals stay
+    // every caller's.
+    assert_eq!(live.audience, None);
+    assert_eq!(live.audiences, ["admin", "everyone", "role:support"]);
+    let everything = engine::sources::Reader::Everything;
+    let support = metrics::analytics(lore, &everything, day, Some("role:support")).await.unwrap();
+    assert_eq!(support.audience.as_deref(), Some("role:support"));
+    assert_eq!(listed(&support.top_queries), [("what is lore", 16), (backup, 2), ("rotate keys", 1)]);
+    assert_eq!(listed(&support.content_gaps), [("rotate keys", 1)]);
+    assert_eq!(support.totals, live.totals);
+    let widget = metrics::analytics(lore, &everything, day, Some("everyone")).await.unwrap();
+    assert_eq!(listed(&widget.top_queries), [("pricing for teams", 1)]);
+    assert_eq!(listed(&widget.content_gaps), [("pricing for teams", 1)]);
+    // A reader of less than everything gets its own audience's lists,
+    // whatever it names, and no keys.
+    let public = engine::sources::Reader::Public;
+    let asked = metrics::analytics(lore, &public, day, Some("role:support")).await.unwrap();
+    assert_eq!(asked.audience.as_deref(), Some("everyone"));
+    assert_eq!(asked.audiences, ["everyone"]);
+    assert_eq!(listed(&asked.top_queries), [("pricing for teams", 1)]);
+    assert!(asked.keys.is_empty());
+    assert!(asked.funnel.iter().all(|f| f.reason.is_empty()), "reasons quote answers and pins");
+    assert_eq!(
+        asked.funnel.iter().map(|f| f.count).sum::<i64>(),
+        live.funnel.iter().map(|f| f.count).sum::<i64>()
+    );
+
     // The funnel: every (stage, decision) with its count, in pipeline order.
     let funnel = |stage: &str, decision: &str| {
         live.funnel.iter().find(|f| f.stage == stage && f.decision == decision).map(|f| f.count).unwrap_or(0)
@@ -300,6 +343,7 @@ async fn exercise(lore: &Lore) {
     let rebuilt = metrics::rebuild(lore).await.unwrap();
     assert_eq!(rebuilt.runs, 22);
     assert_eq!(metrics::dashboard(lore, day).await.unwrap(), live);
+    assert_eq!(metrics::analytics(lore, &everything, day, Some("role:support")).await.unwrap(), support);
     assert_eq!(metrics::dashboard(lore, Range { from: at(16, 0, 0), to: at(23, 0, 0) }).await.unwrap(), week);
 
     // The aggregates come from the rollups alone: without the runs table
@@ -332,6 +376,7 @@ fn generated(at: DateTime<Utc>, question: String, refused: bool) -> answer_run::
         estimated_cost_usd: 0.001,
         estimated_savings_usd: 0.0,
         latency_ms: 100.0,
+        audience: None,
     }
 }
 
@@ -350,24 +395,28 @@ async fn query_rows(lore: &Lore, day: DateTime<Utc>) -> Vec<entity::rollup_count
         .unwrap()
 }
 
-/// November 10 has `KEPT_PER_DAY` questions asked twice and 30 asked once;
-/// November 12 (today, for the fold) as many. Folding keeps the day's totals
-/// and its top of the list, and leaves today alone.
+/// November 10 has `KEPT_PER_DAY` questions asked twice (by `support`) and
+/// 30 asked once (by everyone); November 12 (today, for the fold) as many.
+/// Folding keeps the day's totals and its top of the list, and leaves today
+/// alone; each audience keeps its own top, so the rare questions, the whole
+/// of everyone's list, stay listed for that audience.
 async fn folding(lore: &Lore) {
     let kept = metrics::KEPT_PER_DAY;
+    let by = |mut run: answer_run::Model, audience: &str| {
+        run.audience = Some(audience.to_owned());
+        run_facts(run)
+    };
     let mut contribution = metrics::Contribution::default();
     for day in [10, 12] {
         for i in 0..kept {
             for minute in [1, 2] {
-                contribution.add(&run_facts(generated(
-                    at(day, 9, minute),
-                    format!("popular question {i}"),
-                    false,
-                )));
+                let run = generated(at(day, 9, minute), format!("popular question {i}"), false);
+                contribution.add(&by(run, "role:support"));
             }
         }
         for i in 0..30 {
-            contribution.add(&run_facts(generated(at(day, 10, 0), format!("rare question {i}"), true)));
+            let run = generated(at(day, 10, 0), format!("rare question {i}"), true);
+            contribution.add(&by(run, "everyone"));
         }
     }
     contribution.insert_into(&lore.db).await.unwrap();
@@ -390,6 +439,11 @@ async fn folding(lore: &Lore) {
     assert_eq!(after, before, "totals, series and the top of every list are unchanged");
     assert_eq!(after.content_gaps.len(), 10, "gaps are listed, not folded into the tail");
     assert!(after.top_queries.iter().all(|q| !q.query.is_empty() && q.count == 2));
+    let everything = engine::sources::Reader::Everything;
+    let everyone = metrics::analytics(lore, &everything, tenth, Some("everyone")).await.unwrap();
+    assert_eq!(after.audiences, ["everyone", "role:support"]);
+    assert_eq!(everyone.top_queries.len(), 10, "everyone's rare questions outlive the fold");
+    assert!(everyone.top_queries.iter().all(|q| q.query.starts_with("rare question") && q.count == 1));
 
     // Today is not folded, and a second pass changes nothing.
     assert_eq!(query_rows(lore, at(12, 0, 0)).await.len(), kept + 30);

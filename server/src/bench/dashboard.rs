@@ -19,6 +19,9 @@ use serde_json::json;
 use super::{build_profile, millis, percentile, tempfile_dir, write_record};
 
 const SURFACES: [&str; 5] = ["api", "widget", "playground", "mcp", "cli"];
+/// Who asked, as far as reading goes: each run adds its questions to one
+/// audience's lists too.
+const AUDIENCES: [&str; 3] = ["admin", "everyone", "role:support"];
 const GOAL_P95_MS: f64 = 50.0;
 /// Distinct questions; the `r`-th most asked is asked about 1/r as often.
 const QUESTIONS: f64 = 50_000.0;
@@ -69,6 +72,7 @@ fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> RunFacts {
         estimated_cost_usd: if cache_hit { 0.0 } else { 0.0004 },
         estimated_savings_usd: if cache_hit { 0.0004 } else { 0.0 },
         latency_ms: if cache_hit { 4.0 + (mix % 10) as f64 } else { 400.0 + mix as f64 * 3.0 },
+        audience: Some(AUDIENCES[(mix % 3) as usize].to_owned()),
     }
 }
 

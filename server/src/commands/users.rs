@@ -37,7 +37,7 @@ pub async fn run_users(settings: Settings, command: UsersCommand) -> anyhow::Res
             (users::alter_user(&lore, &ACTOR, &username, role.as_deref(), active).await.map_err(fail)?, json)
         }
         UsersCommand::Drop { username, json } => {
-            users::drop_user(&lore, &ACTOR, &username).await.map_err(fail)?;
+            engine::asker::drop_user(&lore, &ACTOR, &username).await.map_err(fail)?;
             if json {
                 print_json(&serde_json::json!({"message": format!("{username} successfully deleted")}));
             } else {
@@ -85,14 +85,14 @@ pub async fn run_roles(settings: Settings, command: RolesCommand) -> anyhow::Res
                 return Err(invalid("nothing to change: give --name and/or --permission"));
             }
             (
-                engine::sources::audience::alter_role(&lore, &ACTOR, &role, name.as_deref(), tree.as_ref())
+                engine::asker::alter_role(&lore, &ACTOR, &role, name.as_deref(), tree.as_ref())
                     .await
                     .map_err(fail)?,
                 json,
             )
         }
         RolesCommand::Drop { role, json } => {
-            (engine::sources::audience::drop_role(&lore, &ACTOR, &role).await.map_err(fail)?, json)
+            (engine::asker::drop_role(&lore, &ACTOR, &role).await.map_err(fail)?, json)
         }
     };
     if json {

@@ -45,7 +45,10 @@ pub async fn observability(
     super::json::ApiJson(request): super::json::ApiJson<app::wire::ObservabilityRequest>,
 ) -> Result<Json<app::wire::ObservabilityResponse>, ApiError> {
     let range = observability_range(&request, chrono::Utc::now())?;
-    Ok(Json(engine::metrics::dashboard(&state.lore, range).await?.into()))
+    let everything = engine::sources::Reader::Everything;
+    let dashboard =
+        engine::metrics::analytics(&state.lore, &everything, range, request.audience.as_deref()).await?;
+    Ok(Json(dashboard.into()))
 }
 
 /// The range a request names: `from`/`to`, or `hours` back from `now` (24 by default).

@@ -256,6 +256,7 @@ async fn rollups_rebuild_recomputes_the_dashboard_from_the_runs() {
             estimated_cost_usd: 0.5,
             estimated_savings_usd: 0.0,
             latency_ms: 120.0,
+            audience: None,
         };
         engine::metrics::record_run(&app, run).await.unwrap();
     }

@@ -59,6 +59,7 @@ async fn metrics_need_the_key_and_count_requests_and_answers() {
             estimated_cost_usd: 0.0,
             estimated_savings_usd: 0.25,
             latency_ms: 4.0,
+            audience: None,
         },
     )
     .await
