@@ -15,7 +15,13 @@
 //!    - `/answer` exact and semantic cache hits (only for questions the
 //!      model answered with a grounded answer, since only those are cached);
 //!    - throughput of `/retrieve` and of cached `/answer` at 8, 32 and 64
-//!      concurrent clients.
+//!      concurrent clients;
+//!    - `/retrieve` for callers who may read 100%, 50% and 5% of the
+//!      chunks beside the unscoped admin, and the scoped vector stage's
+//!      recall against an exact search ([`super::scoped`]).
+//!
+//! Every measurement but the scoped ones asks as a super user's key, which
+//! reads without any filter.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,7 +33,7 @@ use engine::{Lore, Settings};
 use serde_json::{json, Value};
 
 use super::{
-    answer_key, bench_site, bind_generation, build_profile, chunk_texts, index_site, millis, percentile,
+    bench_site, bind_generation, build_profile, chunk_texts, index_site, millis, percentile, scoped,
     synthetic_documents, tempfile_dir, write_record, Serving, QUERIES,
 };
 
@@ -122,12 +128,12 @@ pub(super) struct Spread {
 }
 
 impl Spread {
-    fn of(mut samples: Vec<f64>) -> Self {
+    pub(super) fn of(mut samples: Vec<f64>) -> Self {
         samples.sort_by(f64::total_cmp);
         Self { count: samples.len(), p50: percentile(&samples, 50.0), p95: percentile(&samples, 95.0) }
     }
 
-    fn json(&self, goal_p95: Option<f64>) -> Value {
+    pub(super) fn json(&self, goal_p95: Option<f64>) -> Value {
         let mut value = json!({"samples": self.count, "p50_ms": self.p50, "p95_ms": self.p95});
         if let Some(goal) = goal_p95 {
             value["goal_p95_ms"] = json!(goal);
@@ -157,7 +163,7 @@ pub(super) struct Api {
 
 impl Api {
     /// POSTs `body` to `path`; the latency and the JSON answer.
-    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<(f64, Value)> {
+    pub(super) async fn post(&self, path: &str, body: &Value) -> anyhow::Result<(f64, Value)> {
         let started = Instant::now();
         let response = self
             .http
@@ -222,18 +228,21 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     crate::commands::models::ensure(&lore, false).await?;
     let embedder = lore.embedder().await?;
     let source = index_site(&lore, &site, options.pages).await?;
+    let audiences = scoped::prepare(&lore, &source.id).await?;
 
     let store = lore.chunks().await?;
     let crawled = store.count(None).await?;
     let top_up = options.chunks.saturating_sub(crawled);
     if top_up > 0 {
-        println!("Topping the source up with {top_up} synthetic chunks …");
+        println!("Topping the corpus up with {top_up} synthetic chunks on {} shelves …", scoped::SHELVES);
         let texts = chunk_texts(top_up.min(300));
         let vectors = embedder.embed(&texts).await?;
         let base: Vec<(String, Vec<f32>)> = texts.into_iter().zip(vectors).collect();
-        for rows in synthetic_documents(&base, &source.id, 0..top_up) {
-            let document = rows.first().map(|row| row.document_id.clone()).unwrap_or_default();
-            store.replace_document(&document, rows).await?;
+        for (shelf, rows) in audiences.shelves.iter().zip(scoped::split(top_up)) {
+            for rows in synthetic_documents(&base, shelf, rows) {
+                let document = rows.first().map(|row| row.document_id.clone()).unwrap_or_default();
+                store.replace_document(&document, rows).await?;
+            }
         }
         store.optimize().await?;
     }
@@ -241,12 +250,17 @@ pub async fn answer(mut settings: Settings, options: AnswerOptions) -> anyhow::R
     println!("Corpus: {chunks} chunks ({crawled} crawled, {} synthetic).", chunks - crawled);
 
     // 2. A key, the generation role, and Lore serving on loopback.
-    let key = answer_key(&lore).await?;
+    let key = audiences.admin_key().to_owned();
     bind_generation(&lore, &options.llm_endpoint, &options.llm_model).await?;
     let serving = Serving::start(&lore).await?;
     let base = serving.base.clone();
     let api = Api { http: reqwest::Client::builder().pool_max_idle_per_host(128).build()?, base, key };
-    let measured = measure(&api, &options).await;
+    let measured = async {
+        let mut record = measure(&api, &options).await?;
+        record["scoped"] = scoped::measure(&lore, &api, &audiences, &QUERIES, options.requests).await?;
+        anyhow::Ok(record)
+    }
+    .await;
     serving.stop().await;
     let _ = std::fs::remove_dir_all(&data);
     let mut record = measured?;

@@ -33,6 +33,7 @@ mod operations;
 mod quality;
 mod replicas;
 mod rerank;
+mod scoped;
 mod table;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
@@ -423,6 +424,9 @@ async fn nearest_ids(
     Ok(found)
 }
 
+/// Synthetic chunks to a document.
+const PER_DOCUMENT: usize = 50;
+
 /// Rows `range` of a synthetic corpus for `source_id`, 50 to a document:
 /// real text and vectors for the first `base.len()` rows, then copies of them
 /// with jittered vectors (so a large corpus costs no embedding time).
@@ -431,7 +435,6 @@ fn synthetic_documents(
     source_id: &str,
     range: std::ops::Range<usize>,
 ) -> Vec<Vec<ChunkRow>> {
-    const PER_DOCUMENT: usize = 50;
     let rows: Vec<usize> = range.collect();
     rows.chunks(PER_DOCUMENT)
         .map(|numbers| {
