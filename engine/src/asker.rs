@@ -99,9 +99,8 @@ pub async fn stored_form(lore: &Lore, given: &str) -> Result<String> {
     })
 }
 
-/// Alters a role as [`crate::sources::audience::alter_role`] does (the
-/// audiences that name it follow a rename), and the golden questions asked
-/// as the role follow it too.
+/// Alters a role ([`crate::appdb::users::alter_role`]); when it is renamed,
+/// the audiences and the golden questions that name it follow.
 pub async fn alter_role(
     lore: &Lore,
     actor: &crate::audit::Actor,
@@ -110,8 +109,9 @@ pub async fn alter_role(
     permission: Option<&serde_json::Value>,
 ) -> Result<crate::appdb::users::Role> {
     let before = crate::appdb::users::role(&lore.db, id).await?;
-    let altered = crate::sources::audience::alter_role(lore, actor, id, name, permission).await?;
+    let altered = crate::appdb::users::alter_role(lore, actor, id, name, permission).await?;
     if altered.name != before.name {
+        crate::sources::audience::follow_rename(lore, actor, &before.name, &altered.name).await?;
         let (from, to) = (format!("role:{}", before.name), format!("role:{}", altered.name));
         crate::evals::rename_asked_as(lore, &from, &to).await?;
     }

@@ -249,30 +249,17 @@ pub async fn drop_role(
     crate::appdb::users::drop_role(lore, actor, id).await
 }
 
-/// Alters a role ([`crate::appdb::users::alter_role`]); a renamed role
-/// stays in the audiences that named it, under its new name. (Were the
-/// audiences rewritten first and the rename then failed, they would name a
-/// role nobody has: closed, never open.)
-pub async fn alter_role(
-    lore: &Corpus,
-    actor: &crate::audit::Actor,
-    id: &str,
-    name: Option<&str>,
-    permission: Option<&serde_json::Value>,
-) -> Result<crate::appdb::users::Role> {
-    let before = crate::appdb::users::role(&lore.db, id).await?;
-    let altered = crate::appdb::users::alter_role(lore, actor, id, name, permission).await?;
-    if altered.name != before.name {
-        for source in super::list(lore).await? {
-            let Audience::Roles(roles) = &source.audience else { continue };
-            if roles.contains(&before.name) {
-                let renamed: Vec<&str> = roles
-                    .iter()
-                    .map(|r| if *r == before.name { altered.name.as_str() } else { r.as_str() })
-                    .collect();
-                super::set_audience(lore, actor, &source.id, &renamed.join(",")).await?;
-            }
+/// The audiences that name role `from` name `to` instead (the role was
+/// renamed). Called after the rename: were the audiences rewritten first
+/// and the rename then failed, they would name a role nobody has (closed,
+/// never open).
+pub async fn follow_rename(lore: &Corpus, actor: &crate::audit::Actor, from: &str, to: &str) -> Result<()> {
+    for source in super::list(lore).await? {
+        let Audience::Roles(roles) = &source.audience else { continue };
+        if roles.iter().any(|r| r == from) {
+            let renamed: Vec<&str> = roles.iter().map(|r| if r == from { to } else { r.as_str() }).collect();
+            super::set_audience(lore, actor, &source.id, &renamed.join(",")).await?;
         }
     }
-    Ok(altered)
+    Ok(())
 }
