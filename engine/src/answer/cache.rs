@@ -40,7 +40,7 @@
 //! entry prunes the ones that can never serve again ([`AnswerCache::prune`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use arrow_array::types::Float32Type;
 use arrow_array::{
@@ -98,6 +98,10 @@ pub struct AnswerCache {
     dimensions: usize,
     /// Every entry, in memory: the table's rows plus the writes queued for it.
     entries: RwLock<Vec<Entry>>,
+    /// The visible scope each audience (`admin`, `everyone`, `role:NAME`)
+    /// last searched with, in this process: what [`AnswerCache::knows`]
+    /// looks in before the request knows its own scope.
+    scopes: Mutex<HashMap<String, String>>,
     /// To the task that applies inserts and deletes to the table.
     writes: mpsc::Sender<Write>,
 }
@@ -165,7 +169,7 @@ impl AnswerCache {
         };
         let (writes, queued) = mpsc::channel(QUEUED_WRITES);
         tokio::spawn(Writer { table: table.clone(), schema, dimensions, since_compaction: 0 }.run(queued));
-        Ok(Self { table, dimensions, entries: RwLock::new(entries), writes })
+        Ok(Self { table, dimensions, entries: RwLock::new(entries), writes, scopes: Mutex::default() })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
@@ -195,9 +199,23 @@ impl AnswerCache {
         self.queue(Write::Insert(Box::new(entry.clone()))).await
     }
 
-    /// Whether any entry, of any version, is for this normalised question.
-    pub fn knows(&self, question: &str) -> bool {
-        self.read().iter().any(|entry| entry.question == question)
+    /// Whether an entry, of any version, is for this normalised question in
+    /// the scope `audience` last searched with (none before its first
+    /// search). Entries of other scopes never count: whether someone who
+    /// reads otherwise asked the same words must not show, in a trace or in
+    /// the time a request takes.
+    pub fn knows(&self, question: &str, audience: &str) -> bool {
+        let scopes = self.scopes.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(scope) = scopes.get(audience) else { return false };
+        self.read().iter().any(|entry| entry.question == question && &entry.scope == scope)
+    }
+
+    /// Notes the visible scope `audience` searched with (see [`Self::knows`]).
+    pub fn searched_with(&self, audience: &str, scope: &str) {
+        let mut scopes = self.scopes.lock().unwrap_or_else(PoisonError::into_inner);
+        if scopes.get(audience).is_none_or(|known| known != scope) {
+            scopes.insert(audience.to_owned(), scope.to_owned());
+        }
     }
 
     /// The newest entry for exactly this normalised question, version and
@@ -405,7 +423,11 @@ mod tests {
         cache.insert(&entry("how do i restore", 1, vec![1.0, 0.0, 0.0])).await.unwrap();
         cache.insert(&entry("what's new", 1, vec![0.0, 1.0, 0.0])).await.unwrap();
 
-        assert!(cache.knows("how do i restore") && !cache.knows("how do i restart"));
+        assert!(!cache.knows("how do i restore", "admin"), "an audience that has not searched knows nothing");
+        cache.searched_with("admin", "*");
+        assert!(cache.knows("how do i restore", "admin") && !cache.knows("how do i restart", "admin"));
+        cache.searched_with("everyone", "public-sources");
+        assert!(!cache.knows("how do i restore", "everyone"), "another scope's entry does not count");
         let hit = cache.exact("how do i restore", 1, "*").unwrap();
         assert_eq!(hit.payload["answer"], "stop, copy, start");
         assert_eq!(hit.cited[0].content_hash, "h1");

@@ -28,8 +28,9 @@ pub(super) async fn pipeline(
 
     let shadow = candidate_shadow(lore, candidate).await?;
     let embedding = QuestionEmbedder { lore, shadow: shadow.as_deref() };
+    let audience = reader.audience();
     let Gate { assessment, mut early_vector } =
-        readiness_gate(lore, &question, embedding, evaluating).await?;
+        readiness_gate(lore, &question, &audience, embedding, evaluating).await?;
     // What this caller may read, decided once for the whole run: the
     // sources searched, the pins and cached answers that may serve it.
     let scope = assessment.visible_scope(&reader);
@@ -60,6 +61,7 @@ pub(super) async fn pipeline(
         evaluating,
     };
     let answer_cache = lore.answer_cache().await?;
+    answer_cache.searched_with(&audience, &run.scope_key);
     // An evaluation sees what the candidate itself says.
     let caching = version.snapshot.cache.enabled && !evaluating;
 
@@ -203,17 +205,19 @@ struct Gate {
 }
 
 /// The readiness gate: the same verdict the Readiness panel shows. A
-/// question the exact cache does not know needs its embedding whatever the
-/// verdict's details, so that runs meanwhile (its result waits until the
-/// gate has passed).
+/// question the exact cache does not know for the asker's `audience` needs
+/// its embedding whatever the verdict's details, so that runs meanwhile (its
+/// result waits until the gate has passed).
 async fn readiness_gate(
     lore: &Lore,
     question: &Normalised,
+    audience: &str,
     embedding: QuestionEmbedder<'_>,
     evaluating: bool,
 ) -> Result<Gate> {
     let early = async {
-        let known = lore.answer_cache().await.map(|cache| cache.knows(&question.key)).unwrap_or(true);
+        let known =
+            lore.answer_cache().await.map(|cache| cache.knows(&question.key, audience)).unwrap_or(true);
         if known && !evaluating {
             return None;
         }

@@ -1818,6 +1818,12 @@ async fn answers_retrievals_caches_and_pins_respect_who_asks() {
     }
     let exact = ask(&support, site_question).await;
     assert_eq!(exact["refused"], false, "{exact:#}");
+    // That the admin asked the same words shows nowhere: support's question
+    // is embedded beside the readiness check, as for a question nobody
+    // asked, since the cache holds it for another scope only.
+    let stages = exact["trace"]["stages"].as_array().unwrap();
+    let readiness = stages.iter().find(|stage| stage["stage"] == "readiness").unwrap();
+    assert!(readiness["reason"].as_str().unwrap().contains("embedded meanwhile"), "{readiness}");
     // Support's own answers serve support.
     let again = ask(&support, site_question).await;
     assert_eq!(again["cache"]["status"], "hit", "{again:#}");
