@@ -102,6 +102,7 @@ codes! {
     METRICS_KEY_REQUIRED = UNAUTHORIZED "metrics_key_required" "`/metrics` needs `Authorization: Bearer <metrics.key>`";
     CONFIGURATION_INVALID = SERVICE_UNAVAILABLE "configuration_invalid" "the configuration cannot work";
     NOT_READY = SERVICE_UNAVAILABLE "not_ready" "(`/readyz`) database unreachable or migrations pending";
+    BUSY = SERVICE_UNAVAILABLE "busy" "the SQLite database stayed locked by another writer (another `lore` process, a long write) past the wait; nothing was changed, try again";
     INTERNAL = INTERNAL_SERVER_ERROR "internal" "anything else; details go to the log only";
 }
 

@@ -299,3 +299,40 @@ async fn the_cli_adds_a_source_from_its_configuration_and_the_kind_refuses_a_key
     assert_eq!(created["config"]["title"], "topic");
     assert_eq!(created["config"]["text"], serde_json::json!(["body"]));
 }
+
+/// A CLI write that finds the SQLite database locked by another writer past
+/// SQLite's wait fails with the stable code `busy` (not `internal`), having
+/// changed nothing; once the lock is gone the same command succeeds.
+#[tokio::test]
+async fn a_write_that_outwaits_another_process_lock_is_busy_and_changes_nothing() {
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let dir = tempfile::tempdir().unwrap();
+    let watcher = open(dir.path()).await;
+    let add = || {
+        let mut command = lore(dir.path());
+        command
+            .args(["sources", "add", "--name", "Handbook", "--kind", "upload", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // On a blocking thread: this runtime must not stall while it waits.
+        async move {
+            let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().unwrap();
+            let printed: serde_json::Value = serde_json::from_slice(&output.stdout)
+                .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+            (output.status.success(), printed)
+        }
+    };
+
+    // Another writer holds the write lock for longer than the CLI waits.
+    let held = watcher.db.begin().await.unwrap();
+    held.execute_unprepared("CREATE TABLE held_lock (x INTEGER)").await.unwrap();
+    let (ok, refused) = add().await;
+    assert!(!ok);
+    assert_eq!(refused["error"]["code"], "busy", "{refused}");
+    held.rollback().await.unwrap();
+    assert!(engine::sources::list(&watcher).await.unwrap().is_empty(), "nothing was created");
+
+    let (ok, created) = add().await;
+    assert!(ok, "{created}");
+    assert_eq!(created["name"], "Handbook");
+}
