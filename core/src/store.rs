@@ -129,6 +129,23 @@ async fn connect_postgres(url: &str, options: ConnectOptions) -> Result<Database
     Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
 }
 
+/// Whether SQLite gave up waiting for another writer's lock: `SQLITE_BUSY`
+/// (5) or one of its extended codes, which keep 5 in their low byte. The
+/// statement changed nothing, so the caller may simply try again.
+pub fn is_busy(err: &sea_orm::DbErr) -> bool {
+    use sea_orm::{DbErr, RuntimeErr};
+    let (DbErr::Conn(RuntimeErr::SqlxError(sqlx))
+    | DbErr::Exec(RuntimeErr::SqlxError(sqlx))
+    | DbErr::Query(RuntimeErr::SqlxError(sqlx))) = err
+    else {
+        return false;
+    };
+    sqlx.as_database_error().is_some_and(|database| {
+        database.try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>().is_some()
+            && database.code().and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
+    })
+}
+
 /// Begins a transaction that will write. On SQLite it takes the write lock
 /// first (a write that changes nothing): a deferred transaction that reads
 /// and then writes fails at once, with a busy error no timeout waits out,

@@ -46,7 +46,8 @@ pub async fn retrieval_state_of(
 /// Which chunks a search reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reach {
-    /// The enabled sources: what an admin's search reaches.
+    /// The enabled sources: what an admin's search reaches (the same as
+    /// `Visible(Reader::Everything)`).
     Enabled,
     /// The enabled sources this reader may read: what answers and
     /// `/retrieve` search.
@@ -112,6 +113,11 @@ async fn search_active_traced(
     search_with(lore, query, settings, Reach::Visible(reader.clone()), Rerank::IfBound).await
 }
 
+/// The enabled sources `reader` may read, as stored now.
+async fn visible(lore: &Corpus, reader: &Reader) -> Result<crate::index::Scope> {
+    Ok(crate::sources::audience::visible_scope(&crate::sources::list(lore).await?, reader))
+}
+
 /// The corpus diagnostic (the Playground's Corpus mode and `lore search`):
 /// retrieval's default settings, `top_k` (1 to [`DIAGNOSTIC_MAX_TOP_K`])
 /// replacing their top k when given. Raw means every source's chunks,
@@ -135,10 +141,9 @@ pub async fn diagnose(
     if raw {
         settings.score_cutoff = f32::MIN;
     }
-    let reach = match (raw, reader) {
-        (true, Reader::Everything) => Reach::WholeCorpus,
-        (false, Reader::Everything) => Reach::Enabled,
-        (_, reader) => Reach::Visible(reader.clone()),
+    let reach = match reader {
+        Reader::Everything if raw => Reach::WholeCorpus,
+        reader => Reach::Visible(reader.clone()),
     };
     search(lore, query, &settings, reach).await
 }
@@ -234,10 +239,8 @@ async fn search_with(
     }
     let scope = async {
         match reach {
-            Reach::Enabled => crate::sources::search_scope(lore).await,
-            Reach::Visible(reader) => {
-                Ok(crate::sources::audience::visible_scope(&crate::sources::list(lore).await?, &reader))
-            }
+            Reach::Enabled => visible(lore, &Reader::Everything).await,
+            Reach::Visible(reader) => visible(lore, &reader).await,
             Reach::WholeCorpus => crate::sources::whole_corpus(lore).await,
             Reach::Within(scope) => Ok(scope),
         }

@@ -165,13 +165,16 @@ pub async fn profile_retrieval(lore: &Lore, asker: &Asker, query: &str) -> Resul
     search::profile_retrieval(lore, &reader, query).await
 }
 
-/// The corpus diagnostic (`lore search`) over what `asker` may read.
+/// The corpus diagnostic (`lore search`, the Playground's Corpus mode) over
+/// what `asker` may read; `raw` (disabled sources too, no cutoff) reaches
+/// disabled sources for a reader of everything only.
 pub async fn diagnose(
     lore: &Lore,
     asker: &Asker,
     query: &str,
     top_k: Option<usize>,
+    raw: bool,
 ) -> Result<crate::retrieve::Retrieval> {
     let reader = asker.reader(lore).await?;
-    search::diagnose(lore, &reader, query, top_k, false).await
+    search::diagnose(lore, &reader, query, top_k, raw).await
 }

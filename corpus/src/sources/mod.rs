@@ -353,22 +353,11 @@ pub async fn find(lore: &Corpus, id_or_name: &str) -> Result<Source> {
     Source::decode(found)
 }
 
-/// The sources retrieval searches: the enabled ones.
-pub async fn search_scope(lore: &Corpus) -> Result<Scope> {
-    Ok(scope_of(&list(lore).await?))
-}
-
 /// Every source, enabled or not: the corpus diagnostic's reach. A disabled
 /// source keeps its chunks, so they are searched too.
 pub async fn whole_corpus(lore: &Corpus) -> Result<Scope> {
     let every: Vec<String> = source::Entity::find().all(&lore.db).await?.into_iter().map(|s| s.id).collect();
     Ok(Scope { every_source: true, sources: every })
-}
-
-/// The enabled ones of `sources`, noting whether that is all of them.
-pub fn scope_of(sources: &[Source]) -> Scope {
-    let enabled: Vec<String> = sources.iter().filter(|s| s.enabled).map(|s| s.id.clone()).collect();
-    Scope { every_source: enabled.len() == sources.len(), sources: enabled }
 }
 
 /// Sets who may read a source (`audience` as [`Audience::parse`] reads

@@ -15,7 +15,7 @@ pub async fn run(
     let lore = open(settings).await?;
     super::models::ensure(&lore, json).await?;
     let asker = engine::asker::Asker::answering_as(answer_as).map_err(fail)?;
-    let found = engine::asker::diagnose(&lore, &asker, query, Some(top_k)).await.map_err(fail)?;
+    let found = engine::asker::diagnose(&lore, &asker, query, Some(top_k), false).await.map_err(fail)?;
     let found = app::wire::SearchResults::from(found);
     if json {
         print_json(&found);

@@ -162,7 +162,7 @@ impl ApiError {
             ApiError::Engine(E::RetrievalFailingClosed(why)) => {
                 (codes::RETRIEVAL_FAILING_CLOSED, capitalise(&format!("retrieval is failing closed: {why}")))
             }
-            ApiError::Engine(E::Database(err)) if sqlite_busy(err) => (
+            ApiError::Engine(E::Database(err)) if engine::store::is_busy(err) => (
                 codes::BUSY,
                 "The database is busy with another writer (another Lore process?); nothing was changed. Try again."
                     .into(),
@@ -365,29 +365,6 @@ fn capitalise(text: &str) -> String {
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
         None => String::new(),
-    }
-}
-
-/// Whether SQLite gave up waiting for another writer's lock: `SQLITE_BUSY`
-/// (5) or one of its extended codes, which keep 5 in their low byte. The
-/// statement changed nothing, so the caller may simply try again.
-fn sqlite_busy(err: &sea_orm::DbErr) -> bool {
-    use sea_orm::{DbErr, RuntimeErr};
-    let (DbErr::Conn(RuntimeErr::SqlxError(sqlx))
-    | DbErr::Exec(RuntimeErr::SqlxError(sqlx))
-    | DbErr::Query(RuntimeErr::SqlxError(sqlx))) = err
-    else {
-        return false;
-    };
-    match sqlx.as_database_error() {
-        Some(database) => {
-            database.try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>().is_some()
-                && database
-                    .code()
-                    .and_then(|code| code.parse::<i32>().ok())
-                    .is_some_and(|code| code & 0xff == 5)
-        }
-        None => false,
     }
 }
 

@@ -16,13 +16,8 @@ pub async fn search(
     _admin: Admin,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    let found = engine::search::diagnose(
-        &state.lore,
-        &engine::sources::Reader::Everything,
-        &request.query,
-        request.top_k,
-        request.raw,
-    )
-    .await?;
+    let asker = engine::asker::Asker::Admin;
+    let found =
+        engine::asker::diagnose(&state.lore, &asker, &request.query, request.top_k, request.raw).await?;
     Ok(Json(SearchResults::from(found)))
 }
