@@ -171,7 +171,7 @@ pub async fn profile_retrieval(lore: &Corpus, reader: &Reader, query: &str) -> R
     let scope = crate::sources::audience::visible_scope(&every, reader);
     let sources = every
         .into_iter()
-        .filter(|source| scope.covers(&source.id))
+        .filter(|source| scope.reaches(&source.id))
         .map(|source| (source.name, source.id))
         .collect();
     let settings_now = async { Ok::<_, Error>(settings) };

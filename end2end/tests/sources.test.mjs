@@ -122,7 +122,7 @@ test('an admin makes a table source, is told who can read its rows, and finds a 
   await page.selectOption('select[name=kind]', 'table');
   const warning = page.locator('form.new-source .warning');
   await warning.waitFor();
-  assert.match(await warning.textContent(), /answer only callers whose role may read the table and every attribute the source reads; keys without a user and the widget read none/);
+  assert.match(await warning.textContent(), /answer only callers whose role may read the table, each with the attributes its role may read .*; keys without a user and the widget read none/);
 
   // A table that does not exist is refused, and nothing is created.
   await page.fill('input[name=name]', 'House FAQ');

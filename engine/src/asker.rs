@@ -99,8 +99,24 @@ pub async fn stored_form(lore: &Lore, given: &str) -> Result<String> {
     })
 }
 
+/// Adds a role ([`crate::appdb::users::add_role`]); the table sources it
+/// reads a view of of its own are synced to build it
+/// ([`crate::sources::audience::requeue_views`]).
+pub async fn add_role(
+    lore: &Lore,
+    actor: &crate::audit::Actor,
+    name: &str,
+    permission: &serde_json::Value,
+) -> Result<crate::appdb::users::Role> {
+    let added = crate::appdb::users::add_role(lore, actor, name, permission).await?;
+    crate::sources::audience::requeue_views(lore, None, Some(&added.permission)).await;
+    Ok(added)
+}
+
 /// Alters a role ([`crate::appdb::users::alter_role`]); when it is renamed,
-/// the audiences and the golden questions that name it follow.
+/// the audiences and the golden questions that name it follow; when what
+/// it reads of a table source changes, the source is synced to build its
+/// new view.
 pub async fn alter_role(
     lore: &Lore,
     actor: &crate::audit::Actor,
@@ -110,6 +126,7 @@ pub async fn alter_role(
 ) -> Result<crate::appdb::users::Role> {
     let before = crate::appdb::users::role(&lore.db, id).await?;
     let altered = crate::appdb::users::alter_role(lore, actor, id, name, permission).await?;
+    crate::sources::audience::requeue_views(lore, Some(&before.permission), Some(&altered.permission)).await;
     if altered.name != before.name {
         crate::sources::audience::follow_rename(lore, actor, &before.name, &altered.name).await?;
         let (from, to) = (format!("role:{}", before.name), format!("role:{}", altered.name));
@@ -128,7 +145,9 @@ pub async fn drop_role(
 ) -> Result<crate::appdb::users::Role> {
     let role = crate::appdb::users::role(&lore.db, id).await?;
     refuse_while_asked_as(lore, &format!("role:{}", role.name), &format!("role `{}`", role.name)).await?;
-    crate::sources::audience::drop_role(lore, actor, id).await
+    let dropped = crate::sources::audience::drop_role(lore, actor, id).await?;
+    crate::sources::audience::requeue_views(lore, Some(&dropped.permission), None).await;
+    Ok(dropped)
 }
 
 /// Drops a user, refused while golden questions are asked as the user.

@@ -225,7 +225,9 @@ impl FieldView {
 pub fn audience_in_words(audience: &str) -> String {
     match audience {
         "everyone" => "every caller, the widget and keys without a user included".to_owned(),
-        "table" => "the users whose role may read its table and every attribute it reads".to_owned(),
+        "table" => {
+            "the users whose role may read its table, each with the attributes its role may read".to_owned()
+        }
         roles => format!("the users of role {} (and admins)", roles.replace(',', ", ")),
     }
 }

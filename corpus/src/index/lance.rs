@@ -192,7 +192,7 @@ impl LanceChunkStore {
             self.schema.clone(),
             vec![
                 strings(|r| &r.id),
-                strings(|r| &r.source_id),
+                Arc::new(StringArray::from_iter_values(rows.iter().map(ChunkRow::scope_id))),
                 strings(|r| &r.document_id),
                 strings(|r| &r.title),
                 optional(|r| r.url.as_deref()),
@@ -327,9 +327,11 @@ fn chunk_rows(batch: &RecordBatch) -> Result<Vec<ChunkRow>, IndexError> {
                 .ok_or_else(|| IndexError::Store("vectors are not f32".into()))?
                 .values()
                 .to_vec();
+            let (source_id, view) = super::split_scope_id(source.value(i));
             Ok(ChunkRow {
                 id: id.value(i).to_owned(),
-                source_id: source.value(i).to_owned(),
+                source_id: source_id.to_owned(),
+                view: view.map(str::to_owned),
                 document_id: document.value(i).to_owned(),
                 title: title.value(i).to_owned(),
                 url: optional(url, i),
@@ -358,7 +360,7 @@ fn scoped(scope: &Scope) -> Option<String> {
 /// source deleted while it was being indexed.
 fn in_scope(mut hits: Vec<Hit>, scope: &Scope) -> Vec<Hit> {
     if scope.every_source {
-        hits.retain(|hit| scope.covers(&hit.chunk.source_id));
+        hits.retain(|hit| scope.covers(&hit.chunk.scope_id()));
     }
     hits
 }
@@ -394,7 +396,7 @@ impl ChunkStore for LanceChunkStore {
     }
 
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {
-        let deleted = self.table.delete(format!("source_id = {}", quote(source_id)).as_str()).await;
+        let deleted = self.table.delete(&super::source_filter(source_id)).await;
         self.forget_hashes();
         deleted.map_err(store_error)?;
         Ok(())
@@ -442,10 +444,7 @@ impl ChunkStore for LanceChunkStore {
     }
 
     async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError> {
-        self.table
-            .count_rows(source_id.map(|s| format!("source_id = {}", quote(s))))
-            .await
-            .map_err(store_error)
+        self.table.count_rows(source_id.map(super::source_filter)).await.map_err(store_error)
     }
 
     async fn content_hashes(&self, ids: &[String]) -> Result<HashMap<String, (String, String)>, IndexError> {

@@ -13,6 +13,10 @@ pub struct ChunkRow {
     /// `{document_id}:{position}`: stable, so re-indexing a document replaces its rows.
     pub id: String,
     pub source_id: String,
+    /// The view of a table source this chunk belongs to, when it holds only
+    /// some of the source's attributes (the sources' `audience::View`, a
+    /// floor up); none for a chunk every reader of its source reads.
+    pub view: Option<String>,
     pub document_id: String,
     pub title: String,
     pub url: Option<String>,
@@ -24,10 +28,40 @@ pub struct ChunkRow {
     pub vector: Vec<f32>,
 }
 
-/// Which chunks a search may return: those of `sources`.
+impl ChunkRow {
+    /// Its scope id: what a [`Scope`] lists and the store filters on.
+    pub fn scope_id(&self) -> String {
+        scope_id(&self.source_id, self.view.as_deref())
+    }
+}
+
+/// Between a source's id and a view's in a scope id.
+const VIEW_SEPARATOR: char = '#';
+
+/// The scope id of the chunks of `source_id` in `view`: the source's id
+/// alone, or `{source}#{view}` for a view of some of its attributes. Source
+/// ids never hold the separator.
+pub fn scope_id(source_id: &str, view: Option<&str>) -> String {
+    match view {
+        None => source_id.to_owned(),
+        Some(view) => format!("{source_id}{VIEW_SEPARATOR}{view}"),
+    }
+}
+
+/// A scope id read back: the source's id and the view, if any.
+pub fn split_scope_id(scope_id: &str) -> (&str, Option<&str>) {
+    match scope_id.split_once(VIEW_SEPARATOR) {
+        Some((source, view)) => (source, Some(view)),
+        None => (scope_id, None),
+    }
+}
+
+/// Which chunks a search may return: those listed in `sources`, by scope id
+/// (a source's id, or a view of a table source: [`scope_id`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scope {
-    /// The sources searched (the enabled ones).
+    /// The scope ids searched (the enabled sources, each whole or as the
+    /// view its reader reads).
     pub sources: Vec<String>,
     /// Whether `sources` is every source there is, as it usually is. The
     /// store then searches without a filter, which LanceDB plans and applies
@@ -46,9 +80,14 @@ impl Scope {
         self.sources.is_empty()
     }
 
-    /// Whether a chunk of `source_id` is in scope.
-    pub fn covers(&self, source_id: &str) -> bool {
-        self.sources.iter().any(|s| s == source_id)
+    /// Whether the chunks of `scope_id` are in scope.
+    pub fn covers(&self, scope_id: &str) -> bool {
+        self.sources.iter().any(|s| s == scope_id)
+    }
+
+    /// Whether any of `source_id`'s chunks are in scope, whole or as a view.
+    pub fn reaches(&self, source_id: &str) -> bool {
+        self.sources.iter().any(|s| split_scope_id(s).0 == source_id)
     }
 
     /// The same for two scopes exactly when they reach the same chunks:
@@ -95,7 +134,7 @@ pub trait ChunkStore: Send + Sync {
     /// must be of documents that have none stored (new ones). Readers see
     /// the whole write or none of it.
     async fn write_documents(&self, replaced: &[String], rows: Vec<ChunkRow>) -> Result<(), IndexError>;
-    /// Deletes every chunk of a source.
+    /// Deletes every chunk of a source, of its views too.
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError>;
     /// The `limit` nearest chunks to `vector` in `scope`.
     async fn vector_search(
@@ -106,9 +145,9 @@ pub trait ChunkStore: Send + Sync {
     ) -> Result<Vec<Hit>, IndexError>;
     /// The `limit` best full-text matches for `query` in `scope`.
     async fn text_search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<Hit>, IndexError>;
-    /// How many chunks are stored (of `source_id`, when given).
+    /// How many chunks are stored (of `source_id` and its views, when given).
     async fn count(&self, source_id: Option<&str>) -> Result<usize, IndexError>;
-    /// `chunk id → (source id, content hash)` for those of `ids` still stored
+    /// `chunk id → (scope id, content hash)` for those of `ids` still stored
     /// (the answer cache checks its citations against it).
     async fn content_hashes(
         &self,
@@ -128,7 +167,17 @@ pub fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
-/// `source_id IN (...)`.
+/// The chunks of a source, of its views too. Source ids are UUIDs, so
+/// LIKE's wildcards never occur in one.
+pub(crate) fn source_filter(source_id: &str) -> String {
+    format!(
+        "(source_id = {} OR source_id LIKE {})",
+        quote(source_id),
+        quote(&format!("{source_id}{VIEW_SEPARATOR}%"))
+    )
+}
+
+/// `source_id IN (...)`, of scope ids.
 pub(crate) fn sources_filter(sources: &[String]) -> String {
     let list: Vec<String> = sources.iter().map(|s| quote(s)).collect();
     format!("source_id IN ({})", list.join(", "))

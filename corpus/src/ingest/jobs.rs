@@ -180,7 +180,9 @@ pub struct Job {
     pub full: bool,
     /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
     pub status: String,
-    /// What started it: `admin`, `cli`, `upload`, `schedule`, `tuning`, `setup`.
+    /// What started it: `admin`, `cli`, `upload`, `schedule`, `tuning`,
+    /// `setup`, `write` (a table written), `permissions` (a role or
+    /// audience change a table source's views follow).
     pub trigger: String,
     pub progress: Progress,
     pub errors: Vec<DocumentError>,

@@ -169,6 +169,10 @@ pub struct Fetched {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub lastmod: Option<String>,
+    /// The view of a table source this document is, when it holds only
+    /// some of the row's attributes: its chunks are found by that view's
+    /// readers only.
+    pub view: Option<String>,
 }
 
 /// What became of one document.
@@ -410,6 +414,7 @@ impl Indexer {
                 rows.push(ChunkRow {
                     id: format!("{document_id}:{}", chunk.position),
                     source_id: source_id.to_owned(),
+                    view: fetched.view.clone(),
                     document_id: document_id.clone(),
                     title: title.clone(),
                     url: fetched.url.clone(),

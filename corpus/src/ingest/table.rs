@@ -18,6 +18,13 @@
 //! or no longer meets the conditions are removed. Unchanged rows are never
 //! embedded again.
 //!
+//! Under the `table` audience a row is one document for each view of the
+//! source some role reads ([`crate::sources::audience::View`]): the whole
+//! row, and the row with only the attributes a role may read, indexed apart
+//! (its URI is the key and the view's id) so a role's search finds only its
+//! own. A run builds the documents of the views roles need now and removes
+//! those of views no role needs any more, like those of rows that are gone.
+//!
 //! A write to the table through any surface of this process (operations,
 //! REST, the tool server) is noted ([`Writes`]), which wakes the indexing
 //! worker: it queues a run of each enabled table source on it, so the
@@ -40,6 +47,7 @@ use crate::appdb::catalog::{self, Managed, Table};
 use crate::appdb::permission::Permission;
 use crate::appdb::records::{self, Criterion, Search, SearchType};
 use crate::extract::Extracted;
+use crate::sources::audience::{self, View};
 use crate::sources::kinds::table::{TableConfig, KEY};
 use crate::sources::Source;
 use crate::{Corpus, Result};
@@ -281,16 +289,30 @@ pub fn uri_of(key: &Value) -> String {
     text_of(key)
 }
 
-/// Where a citation of the row links to: the URL template, else the row's
-/// REST URL when the table is served over HTTP, else nowhere.
+/// The document identity of a row in `view`: its key, and the view's id
+/// unless the view is the whole source.
+fn view_uri(key: &Value, view: &View) -> String {
+    match view.id() {
+        None => uri_of(key),
+        Some(id) => format!("{}#{id}", uri_of(key)),
+    }
+}
+
+/// Where a citation of the row links to: the URL template (when `view`
+/// holds every attribute it names), else the row's REST URL when the table
+/// is served over HTTP, else nowhere.
 fn url_of(
     lore: &Corpus,
     config: &TableConfig,
     table: &Table,
     row: &records::Record,
     key: &Value,
+    view: &View,
 ) -> Option<String> {
-    if let Some(template) = &config.url {
+    let readable = |template: &String| {
+        placeholders(template).is_ok_and(|names| names.iter().all(|n| n == "id" || view.holds(n)))
+    };
+    if let Some(template) = config.url.as_ref().filter(|template| readable(template)) {
         let encode = |value: &str| url::form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>();
         return Some(fill(template, row, key, encode));
     }
@@ -300,8 +322,17 @@ fn url_of(
     Some(url.to_string())
 }
 
-/// A row as the document the indexer takes.
-fn document_of(config: &TableConfig, row: &records::Record, key: &Value) -> Extracted {
+/// A row as the document the indexer takes, in `view`: an attribute the
+/// view does not hold reads as absent (a hidden title gives the table's
+/// name and the key).
+fn document_of(config: &TableConfig, row: &records::Record, key: &Value, view: &View) -> Extracted {
+    let held: records::Record;
+    let row = if view.whole {
+        row
+    } else {
+        held = row.iter().filter(|(name, _)| view.holds(name)).map(|(n, v)| (n.clone(), v.clone())).collect();
+        &held
+    };
     let title = row.get(&config.title).map(text_of).filter(|t| !t.trim().is_empty());
     let text = match &config.template {
         Some(template) => fill(template, row, key, str::to_owned),
@@ -368,6 +399,7 @@ pub async fn sync(
         }
         Err(other) => return Err(other),
     };
+    let views = audience::views(lore, found).await?;
     let selected = search_of(config, &table);
     let live = keys(lore, &table, &selected).await?;
     let updated = table.attributes.iter().find(|a| a.managed == Some(Managed::UpdatedTime));
@@ -390,18 +422,21 @@ pub async fn sync(
             };
             let changed: HashSet<String> = keys(lore, &table, &changed).await?.iter().map(uri_of).collect();
             // Rows written since, and any row without an indexed document
-            // (a run that stopped before reaching it, or failed on it).
+            // of every view (a run that stopped before reaching it, or
+            // failed on it, or a view a role now needs).
             live.iter()
                 .filter(|key| {
-                    let uri = uri_of(key);
-                    changed.contains(&uri) || !known.get(&uri).is_some_and(|doc| doc.settled)
+                    changed.contains(&uri_of(key))
+                        || views
+                            .iter()
+                            .any(|view| !known.get(&view_uri(key, view)).is_some_and(|doc| doc.settled))
                 })
                 .cloned()
                 .collect()
         }
         _ => live.clone(),
     };
-    progress.add(|p| p.discovered += to_read.len() as u64);
+    progress.add(|p| p.discovered += (to_read.len() * views.len()) as u64);
 
     for batch in to_read.chunks(BATCH) {
         if *cancel.borrow() {
@@ -409,26 +444,32 @@ pub async fn sync(
         }
         let rows =
             records::by_ids(&lore.db, &Permission::super_user(), &table, batch, &["*".to_owned()]).await?;
-        progress.add(|p| p.fetched += rows.len() as u64);
+        progress.add(|p| p.fetched += (rows.len() * views.len()) as u64);
+        let table = &table;
         let documents: Vec<(Fetched, Extracted)> = rows
             .iter()
-            .filter_map(|row| {
-                let key = row.get(&table.primary_key)?;
-                let fetched = Fetched {
-                    uri: uri_of(key),
-                    url: url_of(lore, config, &table, row, key),
-                    content_type: Some("text/plain".into()),
-                    ..Fetched::default()
-                };
-                Some((fetched, document_of(config, row, key)))
+            .filter_map(|row| Some((row, row.get(&table.primary_key)?)))
+            .flat_map(|(row, key)| {
+                views.iter().map(move |view| {
+                    let fetched = Fetched {
+                        uri: view_uri(key, view),
+                        url: url_of(lore, config, table, row, key, view),
+                        content_type: Some("text/plain".into()),
+                        view: view.id(),
+                        ..Fetched::default()
+                    };
+                    (fetched, document_of(config, row, key, view))
+                })
             })
             .collect();
         progress.add(|p| p.extracted += documents.len() as u64);
         index_batch(indexer, &found.id, &documents, progress).await?;
     }
 
-    // Documents whose row is gone, expired or no longer selected.
-    let present: HashSet<String> = live.iter().map(uri_of).collect();
+    // Documents whose row is gone, expired or no longer selected, and
+    // those of views no role reads any more.
+    let present: HashSet<String> =
+        live.iter().flat_map(|key| views.iter().map(move |view| view_uri(key, view))).collect();
     let gone: Vec<String> =
         known.into_iter().filter(|(uri, _)| !present.contains(uri)).map(|(_, doc)| doc.id).collect();
     let removed = indexer.remove_document_ids(gone).await?;
@@ -551,8 +592,17 @@ mod tests {
             conditions: Vec::new(),
             operator: Default::default(),
         };
-        let document = document_of(&config, &row, &key);
+        let whole = View {
+            attributes: vec!["age".into(), "bio".into(), "missing".into(), "name".into()],
+            whole: true,
+        };
+        let document = document_of(&config, &row, &key, &whole);
         assert_eq!(document.title.as_deref(), Some("Harper"));
         assert_eq!(document.sections[0].text, "Likes naps.\n\nage: 4");
+        // A view without the title and the age reads them as absent.
+        let view = View { attributes: vec!["bio".into(), "missing".into()], whole: false };
+        let document = document_of(&config, &row, &key, &view);
+        assert_eq!(document.title.as_deref(), Some("dog 7"));
+        assert_eq!(document.sections[0].text, "Likes naps.");
     }
 }

@@ -405,6 +405,7 @@ impl Crawler {
                     etag,
                     last_modified,
                     lastmod,
+                    view: None,
                 }),
                 final_url,
             },

@@ -9,11 +9,16 @@
 //! two into the [`Scope`] the vector and full-text stages filter on, so a
 //! caller's top k is taken from what it may read and nothing else.
 //!
-//! Until chunks record which attributes they hold, a table source with the
-//! `table` audience is visible to a role only when the role may read the
-//! table and every attribute its text, title and citation are built from:
-//! a role that may read some of them reads none of the source (closed, so
-//! a hidden attribute never reaches an answer).
+//! A table source with the `table` audience is read through [`View`]s: a
+//! role that may read the table but not every attribute the source reads
+//! gets the documents built from the attributes it may read, indexed apart
+//! under a scope id of their own ([`crate::index::scope_id`]), so the
+//! search's prefilter keeps one view's chunks from another's readers. A
+//! role reads none of the source when it may read no attribute the text is
+//! built from. Building the views is the table sync's
+//! ([`crate::ingest::table`]); a change of a role's permission, or of the
+//! source's audience, queues the sync that builds the views it now needs
+//! ([`requeue_views`]).
 
 use std::fmt;
 
@@ -145,7 +150,62 @@ pub async fn check(lore: &Corpus, audience: &Audience, mirrors_table: bool) -> R
 pub struct MirroredTable {
     pub database: String,
     pub table: String,
+    /// Every attribute a document is built from (title, text, citation
+    /// URL), sorted.
     pub attributes: Vec<String>,
+    /// Those its text is built from: a view without any has nothing to say.
+    pub text: Vec<String>,
+}
+
+/// What one reader reads of a table source: the attributes of the source's
+/// documents it may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// Sorted; every attribute of the source for the whole view.
+    pub attributes: Vec<String>,
+    /// Whether these are all the source's attributes: the documents every
+    /// admin reads, indexed under the source's own id.
+    pub whole: bool,
+}
+
+impl View {
+    /// The whole source.
+    pub fn whole(mirrored: &MirroredTable) -> Self {
+        View { attributes: mirrored.attributes.clone(), whole: true }
+    }
+
+    /// What `permission` reads of `mirrored`: none when it may not read the
+    /// table, or no attribute the text is built from.
+    pub fn of(permission: &Permission, mirrored: &MirroredTable) -> Option<Self> {
+        let (database, table) = (&mirrored.database, &mirrored.table);
+        if !permission.may(database, table, Access::Read) {
+            return None;
+        }
+        let attributes: Vec<String> = mirrored
+            .attributes
+            .iter()
+            .filter(|a| permission.may_attribute(database, table, a, Access::Read))
+            .cloned()
+            .collect();
+        if attributes.len() == mirrored.attributes.len() {
+            return Some(View::whole(mirrored));
+        }
+        attributes.iter().any(|a| mirrored.text.contains(a)).then_some(View { attributes, whole: false })
+    }
+
+    /// Its id within the source: none for the whole view, otherwise a short
+    /// digest of its attributes (the same on every node and every run).
+    pub fn id(&self) -> Option<String> {
+        (!self.whole).then(|| {
+            let digest = crate::auth::sha256_hex(&self.attributes.join("\n"));
+            format!("view-{}", &digest[..12])
+        })
+    }
+
+    /// Whether a document of this view holds `attribute`'s value.
+    pub fn holds(&self, attribute: &str) -> bool {
+        self.whole || self.attributes.iter().any(|a| a == attribute)
+    }
 }
 
 /// Who is asking, as far as reading goes: decided once per request, from
@@ -193,13 +253,22 @@ impl Reader {
         }
     }
 
-    /// Whether this reader may read `source`'s content.
+    /// Whether this reader may read any of `source`'s content.
     pub fn may_read(&self, source: &Source) -> bool {
+        self.reach(source).is_some()
+    }
+
+    /// The scope id of what this reader reads of `source`
+    /// ([`crate::index::scope_id`]): the source's own for the whole of it,
+    /// a view's for some of a table's attributes, none when it reads
+    /// nothing.
+    pub fn reach(&self, source: &Source) -> Option<String> {
         match (self, &source.audience) {
             (Reader::Role { permission, .. }, Audience::Table) => {
-                source.mirrored_table().is_some_and(|mirrored| may_read_table(permission, &mirrored))
+                let view = View::of(permission, &source.mirrored_table()?)?;
+                Some(crate::index::scope_id(&source.id, view.id().as_deref()))
             }
-            (_, audience) => self.admits(audience),
+            (_, audience) => self.admits(audience).then(|| source.id.clone()),
         }
     }
 
@@ -214,19 +283,74 @@ impl Reader {
     }
 }
 
-fn may_read_table(permission: &Permission, mirrored: &MirroredTable) -> bool {
-    let (database, table) = (&mirrored.database, &mirrored.table);
-    permission.may(database, table, Access::Read)
-        && mirrored.attributes.iter().all(|a| permission.may_attribute(database, table, a, Access::Read))
+/// What of `sources` a search for `reader` reaches: the enabled ones it may
+/// read, each whole or as its view. `every_source` only when that is every
+/// chunk there is (the store then searches without a filter): never while
+/// a table source exists, whose views' chunks are not the whole source's.
+pub fn visible_scope(sources: &[Source], reader: &Reader) -> Scope {
+    let visible: Vec<String> = sources.iter().filter(|s| s.enabled).filter_map(|s| reader.reach(s)).collect();
+    let views_possible = sources.iter().any(|s| s.mirrored_table().is_some());
+    Scope { every_source: visible.len() == sources.len() && !views_possible, sources: visible }
 }
 
-/// What of `sources` a search for `reader` reaches: the enabled ones it may
-/// read. `every_source` only when that is every source there is (the store
-/// then searches without a filter).
-pub fn visible_scope(sources: &[Source], reader: &Reader) -> Scope {
-    let visible: Vec<String> =
-        sources.iter().filter(|s| s.enabled && reader.may_read(s)).map(|s| s.id.clone()).collect();
-    Scope { every_source: visible.len() == sources.len(), sources: visible }
+/// The views a table source's sync builds: the whole one, and under the
+/// `table` audience one for each distinct set of its attributes some
+/// role may read (roles that read the whole source, or nothing of it,
+/// need none of their own).
+pub async fn views(lore: &Corpus, source: &Source) -> Result<Vec<View>> {
+    let Some(mirrored) = source.mirrored_table() else { return Ok(Vec::new()) };
+    let mut views = vec![View::whole(&mirrored)];
+    if source.audience == Audience::Table {
+        for role in crate::appdb::users::roles(lore).await? {
+            if let Some(view) = View::of(&role.permission, &mirrored) {
+                if !views.contains(&view) {
+                    views.push(view);
+                }
+            }
+        }
+    }
+    Ok(views)
+}
+
+/// Queues a sync of each enabled table source whose views a role's
+/// permission change (`before` → `after`; none for a role added or
+/// dropped) alters, so the documents of its new view are built (and those
+/// no role reads any more removed). Until the sync has run, the role reads
+/// nothing of such a source it did not read before: closed, never open.
+/// Called after the change committed, so a sync that cannot be queued is
+/// logged, not failed: the source's scheduled re-sync builds the view.
+/// Returns how many syncs were queued.
+pub async fn requeue_views(lore: &Corpus, before: Option<&Permission>, after: Option<&Permission>) -> usize {
+    let sources = match super::list(lore).await {
+        Ok(sources) => sources,
+        Err(err) => {
+            tracing::warn!(error = %err, "a role changed, but the table sources to re-sync could not be listed");
+            return 0;
+        }
+    };
+    let mut queued = 0;
+    for source in sources {
+        let Some(mirrored) = source.mirrored_table() else { continue };
+        if !source.enabled || source.audience != Audience::Table {
+            continue;
+        }
+        let view = |permission: Option<&Permission>| permission.and_then(|p| View::of(p, &mirrored));
+        if view(before) != view(after) {
+            queued += requeue(lore, &source.id).await;
+        }
+    }
+    queued
+}
+
+/// Queues a sync of table source `id` for its views; 1 when queued.
+pub(crate) async fn requeue(lore: &Corpus, id: &str) -> usize {
+    match crate::ingest::jobs::enqueue(lore, Some(id), false, "permissions").await {
+        Ok(_) => 1,
+        Err(err) => {
+            tracing::warn!(source = %id, error = %err, "a table source's views changed, but its sync was not queued");
+            0
+        }
+    }
 }
 
 /// Drops a role (no user may have it, as [`crate::appdb::users::drop_role`]

@@ -353,11 +353,13 @@ pub async fn find(lore: &Corpus, id_or_name: &str) -> Result<Source> {
     Source::decode(found)
 }
 
-/// Every source, enabled or not: the corpus diagnostic's reach. A disabled
-/// source keeps its chunks, so they are searched too.
+/// Every source, enabled or not, whole: the corpus diagnostic's reach. A
+/// disabled source keeps its chunks, so they are searched too; the views
+/// of table sources repeat what the whole source holds, so they are not.
 pub async fn whole_corpus(lore: &Corpus) -> Result<Scope> {
-    let every: Vec<String> = source::Entity::find().all(&lore.db).await?.into_iter().map(|s| s.id).collect();
-    Ok(Scope { every_source: true, sources: every })
+    let every = list(lore).await?;
+    let views_possible = every.iter().any(|s| s.mirrored_table().is_some());
+    Ok(Scope { every_source: !views_possible, sources: every.into_iter().map(|s| s.id).collect() })
 }
 
 /// Sets who may read a source (`audience` as [`Audience::parse`] reads
@@ -384,6 +386,12 @@ pub async fn set_audience(lore: &Corpus, actor: &Actor, id: &str, audience: &str
         serde_json::json!({"from": found.audience.to_string(), "to": audience.to_string()}),
     )
     .await?;
+    // A table source builds its views under the `table` audience only:
+    // its next sync builds or removes them. Who reads what follows the new
+    // audience at once (a view not yet built reads as nothing).
+    if updated.enabled && updated.mirrored_table().is_some() {
+        audience::requeue(lore, &updated.id).await;
+    }
     Ok(updated)
 }
 

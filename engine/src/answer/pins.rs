@@ -42,6 +42,17 @@ pub struct PinnedCitation {
     #[serde(flatten)]
     pub citation: Citation,
     pub content_hash: String,
+    /// The cited chunk's scope id when it is a view of a table source
+    /// ([`crate::index::scope_id`]): only that view's readers are served the pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+}
+
+impl PinnedCitation {
+    /// The scope id of the cited chunk.
+    fn scope_id(&self) -> String {
+        crate::index::scope_id(&self.citation.source_id, self.view.as_deref())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -191,7 +202,7 @@ pub async fn lookup(
     let live: Vec<&Pin> = pins
         .iter()
         .filter(|pin| pin.flagged.is_none() && reader.admits(&pin.audience))
-        .filter(|pin| pin.citations.iter().all(|c| readable.contains(&c.citation.source_id)))
+        .filter(|pin| pin.citations.iter().all(|c| readable.contains(&c.scope_id())))
         .collect();
     if live.is_empty() {
         return Ok(Lookup::None);
@@ -324,15 +335,17 @@ pub async fn pin(lore: &Lore, actor: &Actor, new: NewPin) -> Result<Pin> {
         if citations.iter().any(|c| c.citation.index == citation.index) {
             return Err(Error::InvalidInput(format!("two citations have the index [{}]", citation.index)));
         }
-        let Some((source, hash)) = stored.get(&citation.chunk_id) else {
+        let Some((scope, hash)) = stored.get(&citation.chunk_id) else {
             return Err(Error::InvalidInput(format!(
                 "the cited passage `{}` is not in the index (re-ask the question and pin the new answer)",
                 citation.chunk_id
             )));
         };
+        let (source, view) = crate::index::split_scope_id(scope);
         citations.push(PinnedCitation {
-            citation: Citation { source_id: source.clone(), ..citation },
+            citation: Citation { source_id: source.to_owned(), ..citation },
             content_hash: hash.clone(),
+            view: view.map(str::to_owned),
         });
     }
     let stored_citations = serde_json::to_value(&citations)

@@ -34,8 +34,7 @@ pub(super) async fn pipeline(
     // What this caller may read, decided once for the whole run: the
     // sources searched, the pins and cached answers that may serve it.
     let scope = assessment.visible_scope(&reader);
-    let readable: Vec<String> =
-        assessment.sources().iter().filter(|s| reader.may_read(s)).map(|s| s.id.clone()).collect();
+    let readable: Vec<String> = assessment.sources().iter().filter_map(|s| reader.reach(s)).collect();
     let active = assessment.profile.as_ref().ok_or(profile::ProfileError::NoProfile)?;
     let version = candidate.unwrap_or(active);
     let embedded = if early_vector.is_some() { "; the question was embedded meanwhile" } else { "" };
@@ -313,7 +312,8 @@ struct Run<'a> {
     visible: &'a [String],
     /// What the caller may read.
     reader: &'a sources::Reader,
-    /// Every source the caller may read, enabled or not.
+    /// The scope id of every source the caller may read, enabled or not
+    /// (whole, or the view of a table source it reads).
     readable: &'a [String],
     /// [`Scope::key`] of `visible`: the cache entries this run may use.
     scope_key: String,
@@ -777,8 +777,10 @@ impl Run<'_> {
         Ok(Ok(()))
     }
 
-    /// A source's volatility, as read with the readiness verdict.
-    fn volatility(&self, source_id: &str) -> sources::Volatility {
+    /// A source's volatility, as read with the readiness verdict (of a
+    /// scope id's source).
+    fn volatility(&self, scope_id: &str) -> sources::Volatility {
+        let source_id = crate::index::split_scope_id(scope_id).0;
         self.sources.iter().find(|s| s.id == source_id).map_or(sources::Volatility::Medium, |s| s.volatility)
     }
 

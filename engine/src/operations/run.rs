@@ -130,7 +130,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
         }
         Operation::ListRoles(_) => Ok(Outcome::Roles(users::roles(lore).await?)),
         Operation::AddRole(a) => {
-            Ok(Outcome::Role(users::add_role(lore, &actor, &a.role, &a.permission).await?))
+            Ok(Outcome::Role(crate::asker::add_role(lore, &actor, &a.role, &a.permission).await?))
         }
         Operation::AlterRole(a) => Ok(Outcome::Role(
             crate::asker::alter_role(lore, &actor, &a.id, a.role.as_deref(), a.permission.as_ref()).await?,

@@ -5,8 +5,8 @@
 //! exactly the callers who may read it; what a caller may not read changes
 //! nothing it gets (not its results, scores or counts), even when a
 //! thousand restricted passages are closer to its question; an audience or
-//! a role changed counts from the next request; bad audiences are refused
-//! with nothing stored.
+//! a role changed counts from the next request (an attribute's from the
+//! sync it queues); bad audiences are refused with nothing stored.
 
 use engine::appdb::Principal;
 use engine::asker::{self, Asker};
@@ -147,11 +147,9 @@ async fn knowledge_base(lore: &Lore) -> Sources {
     )
     .await;
     let hr = table_source(lore, "People", json!({"table": "hr", "title": "name", "text": ["note"]})).await;
-    let kb = table_source(lore, "KB", json!({"table": "kb", "title": "title", "text": ["body"]})).await;
-    let kb_hidden =
-        table_source(lore, "KB internal", json!({"table": "kb", "title": "title", "text": ["internal"]}))
-            .await;
-    Sources { public, restricted: vec![handbook, hr, kb, kb_hidden] }
+    let kb = table_source(lore, "KB", json!({"table": "kb", "title": "title", "text": ["body", "internal"]}))
+        .await;
+    Sources { public, restricted: vec![handbook, hr, kb] }
 }
 
 struct Sources {
@@ -237,8 +235,8 @@ async fn each_caller_retrieves_exactly_what_it_may_read() {
         (&HANDBOOK, &["admin", "support"]),
         (&HR, &["admin"]),
         (&KB, &["admin", "support"]),
-        // Until chunks record their attributes, a source reading an
-        // attribute the role may not read is closed to the role as a whole.
+        // The same source and row as the kb fact: support reads its
+        // view without the attribute it may not read.
         (&KB_HIDDEN, &["admin"]),
     ];
     let mut checks = 0;
@@ -427,6 +425,71 @@ async fn audiences_and_roles_count_from_the_next_request_and_bad_ones_are_refuse
         engine::evals::remove(&lore, &Actor::System, id).await.unwrap();
     }
     ok(&lore, json!({"operation": "drop_user", "username": hal})).await;
+}
+
+#[tokio::test]
+async fn a_role_reads_the_attributes_it_may_and_an_attribute_change_rebuilds_its_view() {
+    let (lore, _dir) = support::open().await;
+    let sources = Box::pin(knowledge_base(&lore)).await;
+    let kb = &sources.restricted[2];
+    let sam = Asker::Key(key_caller(&lore, Some("sam")).await);
+    let reads = |asker: &Asker, fact: &'static Fact| {
+        let lore = &lore;
+        let asker = asker.clone();
+        async move { holds(&retrieve(lore, &asker, fact.question).await, fact.marker) }
+    };
+    let documents = || async { sources::get(&lore, kb).await.unwrap().document_count };
+    let support_may = |hidden: &[&str]| {
+        let hidden: Vec<Value> = hidden
+            .iter()
+            .map(|name| json!({"attribute_name": name, "read": false, "insert": false, "update": false}))
+            .collect();
+        json!({"super_user": false, "data": {"tables": {"kb": {
+            "read": true, "insert": false, "update": false, "delete": false,
+            "attribute_permissions": hidden}}}})
+    };
+    let role = engine::appdb::users::role(&lore.db, "support").await.unwrap();
+    let alter = |hidden: &'static [&'static str]| {
+        let (lore, id, permission) = (&lore, role.id.clone(), support_may(hidden));
+        async move { ok(lore, json!({"operation": "alter_role", "id": id, "permission": permission})).await }
+    };
+    let sync = || async {
+        let queued = engine::ingest::jobs::recent(&lore, Some(kb), 1).await.unwrap();
+        let job = queued.first().expect("the change queued a sync of the source");
+        assert_eq!((job.status.as_str(), job.trigger.as_str()), ("queued", "permissions"));
+        let ran = support::run_queued(&lore, &job.id).await;
+        assert_eq!(ran.status, "succeeded", "{:?}", ran.message);
+    };
+
+    // One row, two documents: the whole row, and support's view of it
+    // without `internal`.
+    assert_eq!(documents().await, 2);
+    assert!(reads(&sam, &KB).await && !reads(&sam, &KB_HIDDEN).await);
+    assert!(reads(&Asker::Admin, &KB_HIDDEN).await);
+
+    // Granted `internal`, support reads the whole row from its next
+    // request; the sync then drops the view nobody reads any more.
+    alter(&[]).await;
+    assert!(reads(&sam, &KB_HIDDEN).await);
+    sync().await;
+    assert_eq!(documents().await, 1);
+    assert!(reads(&sam, &KB).await && reads(&sam, &KB_HIDDEN).await);
+
+    // Hidden again: support reads nothing of the source at once, and its
+    // view once the sync has built it.
+    alter(&["internal"]).await;
+    assert!(!reads(&sam, &KB).await && !reads(&sam, &KB_HIDDEN).await);
+    sync().await;
+    assert_eq!(documents().await, 2);
+    assert!(reads(&sam, &KB).await && !reads(&sam, &KB_HIDDEN).await);
+
+    // With every attribute of the text hidden there is nothing to read,
+    // and no view to build.
+    alter(&["body", "internal"]).await;
+    assert!(!reads(&sam, &KB).await);
+    sync().await;
+    assert_eq!(documents().await, 1);
+    assert!(!reads(&sam, &KB).await && reads(&Asker::Admin, &KB).await);
 }
 
 /// A user of role `helpdesk` and a golden question asked as that user:

@@ -196,6 +196,7 @@ async fn two_replicas_writing_one_table_on_the_object_store_lose_no_commit() {
             .map(|position| ChunkRow {
                 id: format!("{document}:{position}"),
                 source_id: "s".into(),
+                view: None,
                 document_id: document.into(),
                 title: document.into(),
                 url: None,

@@ -41,6 +41,7 @@ async fn rows(embedder: &LocalEmbedder, source: &str, document: &str, markdown: 
         .map(|(chunk, vector)| ChunkRow {
             id: format!("{document}:{}", chunk.position),
             source_id: source.into(),
+            view: None,
             document_id: document.into(),
             title: extracted.title.clone().unwrap_or_default(),
             url: Some(format!("https://docs.example.test/{document}")),
@@ -258,6 +259,7 @@ async fn a_corpus_past_the_threshold_gets_a_vector_index_that_still_finds_the_ne
         .map(|i| ChunkRow {
             id: format!("doc{}:{}", i / 100, i % 100),
             source_id: "help".into(),
+            view: None,
             document_id: format!("doc{}", i / 100),
             title: format!("Document {}", i / 100),
             url: None,

@@ -446,6 +446,7 @@ fn synthetic_documents(
                     ChunkRow {
                         id: format!("synthetic{document}:{i}"),
                         source_id: source_id.to_owned(),
+                        view: None,
                         document_id: format!("synthetic{document}"),
                         title: format!("Document {document}"),
                         url: None,

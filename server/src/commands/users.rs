@@ -77,7 +77,7 @@ pub async fn run_roles(settings: Settings, command: RolesCommand) -> anyhow::Res
             return Ok(());
         }
         RolesCommand::Add { name, permission: raw, json } => {
-            (users::add_role(&lore, &ACTOR, &name, &permission(&raw)?).await.map_err(fail)?, json)
+            (engine::asker::add_role(&lore, &ACTOR, &name, &permission(&raw)?).await.map_err(fail)?, json)
         }
         RolesCommand::Alter { role, name, permission: raw, json } => {
             let tree = raw.as_deref().map(permission).transpose()?;

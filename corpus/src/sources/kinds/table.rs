@@ -51,7 +51,7 @@ pub const KEY: &str = "table";
 const INFO: KindInfo = KindInfo {
     needs: "table, title and text (or template)",
     note: Some(
-        "By default its rows answer only callers whose role may read the table and every attribute the source reads; keys without a user and the widget read none. Set its audience to `everyone` to publish those attributes to every caller on purpose.",
+        "By default its rows answer only callers whose role may read the table, each with the attributes its role may read (a role that may read none of the text attributes reads nothing of it); keys without a user and the widget read none. Set its audience to `everyone` to publish those attributes to every caller on purpose.",
     ),
     resync_label: "Full re-sync",
     never_label: "Never on its own (writes through Lore still count at once)",
@@ -86,16 +86,24 @@ impl Connector for TableKind {
     /// The table, and every attribute a row's document is built from: its
     /// title, its text (attributes or the template's) and its citation URL.
     fn mirrored_table(&self, config: &TableConfig) -> Option<MirroredTable> {
-        let mut attributes = vec![config.title.clone()];
-        attributes.extend(config.text.iter().cloned());
-        for template in [&config.template, &config.url].into_iter().flatten() {
-            // Stored configurations were checked; one that no longer reads
-            // names nothing more.
-            let named = crate::ingest::table::placeholders(template).unwrap_or_default();
-            attributes.extend(named.into_iter().filter(|name| name != "id"));
-        }
+        // Stored configurations were checked; a template that no longer
+        // reads names nothing more.
+        let named = |template: &Option<String>| -> Vec<String> {
+            let names = template.as_deref().map(crate::ingest::table::placeholders);
+            names.and_then(|read| read.ok()).unwrap_or_default().into_iter().filter(|n| n != "id").collect()
+        };
+        let mut text: Vec<String> = config.text.iter().cloned().chain(named(&config.template)).collect();
+        text.sort();
+        text.dedup();
+        let mut attributes: Vec<String> =
+            text.iter().cloned().chain([config.title.clone()]).chain(named(&config.url)).collect();
         attributes.sort();
         attributes.dedup();
-        Some(MirroredTable { database: config.database.clone(), table: config.table.clone(), attributes })
+        Some(MirroredTable {
+            database: config.database.clone(),
+            table: config.table.clone(),
+            attributes,
+            text,
+        })
     }
 }
