@@ -100,6 +100,10 @@ pub const ROLE: Route<1> = Route("/admin/roles/{role}");
 pub const KEYS: Route<0> = Route("/admin/keys");
 pub const KEY_REVOKE: Route<1> = Route("/admin/keys/{id}/revoke");
 
+// Assistants signed in over OAuth: their live grants.
+pub const OAUTH_CONNECTIONS: Route<0> = Route("/admin/oauth/connections");
+pub const OAUTH_CONNECTION_REVOKE: Route<1> = Route("/admin/oauth/connections/{id}/revoke");
+
 // The profile: persona, versions, evals, golden questions and pins.
 pub const PROFILE: Route<0> = Route("/admin/profile");
 pub const PROFILE_PERSONA: Route<0> = Route("/admin/profile/persona");

@@ -485,6 +485,61 @@ pub struct AuthSettings {
     pub accept_unverified_email: bool,
     #[serde(default)]
     pub session: SessionSettings,
+    /// The tool server's OAuth authorization server.
+    #[serde(default)]
+    pub mcp: McpAuthSettings,
+}
+
+/// How assistants sign in to the tool server over OAuth 2.1.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpAuthSettings {
+    /// Which application-database user a person who signs in acts as: the
+    /// one whose username is their verified `email`, or their identity
+    /// provider `subject`. An admin no user matches acts as an admin.
+    #[serde(default)]
+    pub users_by: UsersBy,
+    /// The lifetime of an access token.
+    #[serde(default = "default_access_token_minutes")]
+    pub access_token_minutes: u32,
+    /// The lifetime of a refresh token (each use gives a new one).
+    #[serde(default = "default_refresh_token_days")]
+    pub refresh_token_days: u32,
+    /// Dynamic client registrations accepted per minute, per process.
+    #[serde(default = "default_registrations_per_minute")]
+    pub registrations_per_minute: u32,
+}
+
+impl Default for McpAuthSettings {
+    fn default() -> Self {
+        Self {
+            users_by: UsersBy::default(),
+            access_token_minutes: default_access_token_minutes(),
+            refresh_token_days: default_refresh_token_days(),
+            registrations_per_minute: default_registrations_per_minute(),
+        }
+    }
+}
+
+/// See [`McpAuthSettings::users_by`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsersBy {
+    #[default]
+    Email,
+    Subject,
+}
+
+fn default_access_token_minutes() -> u32 {
+    60
+}
+
+fn default_refresh_token_days() -> u32 {
+    30
+}
+
+fn default_registrations_per_minute() -> u32 {
+    30
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -112,6 +112,10 @@ pub enum KeyError {
     Invalid(String),
     #[error("there is no access key {0}")]
     NotFound(String),
+    /// An OAuth bearer token that is unknown, expired, revoked, for another
+    /// resource, or whose user is gone (why, for its holder).
+    #[error("the access token is not valid: {0}")]
+    InvalidToken(String),
     /// The `operations` and `mcp` scopes act as a user; this key has none.
     #[error("the `{0}` scope acts as a user, and this access key belongs to none: create a key for a user")]
     NeedsUser(&'static str),

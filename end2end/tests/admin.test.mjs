@@ -1,7 +1,9 @@
 // Providers, Access and Prompt in a real browser: quick add a real on-node
 // provider (llama.cpp's llama-server with SmolLM2); create a key and see its
-// value only once; save a prompt version, look at the history and restore.
+// value only once; an assistant signed in over OAuth listed and revoked;
+// save a prompt version, look at the history and restore.
 
+import crypto from 'node:crypto';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startLlama, startLore } from './helpers.mjs';
@@ -164,6 +166,61 @@ test('a new key is shown once, with a copy button, and never again', async () =>
   await page.locator('tr', { hasText: 'Support backend' }).getByRole('button', { name: 'Revoke' }).click();
   await page.getByRole('button', { name: 'Confirm revoke' }).click();
   await page.locator('tr', { hasText: 'Support backend' }).locator('.badge', { hasText: 'revoked' }).waitFor();
+  assert.deepEqual(errors, []);
+});
+
+test('an assistant signs in over OAuth, and the Access screen lists it and revokes it', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  // The client: registered dynamically, with PKCE, for the tool server.
+  const callback = 'http://127.0.0.1:9/callback';
+  const registered = await (await fetch(`${lore.baseUrl}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [callback], client_name: 'E2E Assistant' }),
+  })).json();
+  const verifier = crypto.randomBytes(32).toString('base64url');
+  const challenge = crypto.createHash('sha256').update(verifier).digest('base64url');
+  const resource = `${lore.baseUrl}/mcp`;
+  const query = new URLSearchParams({ response_type: 'code', client_id: registered.client_id, redirect_uri: callback,
+    scope: 'mcp', state: 'e2e', code_challenge: challenge, code_challenge_method: 'S256', resource });
+  let landed;
+  await page.route('http://127.0.0.1:9/**', (route) => {
+    landed = route.request().url();
+    return route.fulfill({ status: 200, body: 'back at the client' });
+  });
+  // The person sees who asks and allows it.
+  await page.goto(`${lore.baseUrl}/oauth/authorize?${query}`);
+  await page.getByRole('heading', { name: 'Allow E2E Assistant to use Lore?' }).waitFor();
+  await page.getByRole('button', { name: 'Allow' }).click();
+  await page.waitForURL(/127\.0\.0\.1:9\/callback/);
+  const back = new URL(landed).searchParams;
+  assert.equal(back.get('state'), 'e2e');
+  const tokens = await (await fetch(`${lore.baseUrl}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'authorization_code', code: back.get('code'), client_id: registered.client_id,
+      redirect_uri: callback, code_verifier: verifier, resource }),
+  })).json();
+  const initialize = () => fetch(resource, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json, text/event-stream',
+      'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }),
+  });
+  assert.equal((await initialize()).status, 200);
+
+  // The Access screen lists it; revoking refuses its next call.
+  await page.goto(`${lore.baseUrl}/access`);
+  await hydrated(page);
+  const row = page.locator('table.connections tr', { hasText: 'E2E Assistant' });
+  await row.waitFor();
+  assert.match(await row.innerText(), /an admin/);
+  assert.match(await row.innerText(), /mcp/);
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await page.locator('.flash.ok', { hasText: 'Revoked “E2E Assistant”' }).waitFor();
+  await page.getByText('No assistant has signed in.').waitFor();
+  assert.equal((await initialize()).status, 401);
   assert.deepEqual(errors, []);
 });
 

@@ -17,6 +17,7 @@ pub mod asker;
 pub mod evals;
 pub mod keys;
 pub mod metrics;
+pub mod oauth;
 pub mod operations;
 pub mod readiness;
 pub mod recorder;

@@ -22,6 +22,7 @@ mod m20261128_000013_version_binding;
 mod m20261129_000014_tiers_and_probes;
 mod m20261130_000015_replicas;
 mod m20261201_000016_audiences;
+mod m20261202_000017_oauth;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000014_tiers_and_probes::Migration),
             Box::new(m20261130_000015_replicas::Migration),
             Box::new(m20261201_000016_audiences::Migration),
+            Box::new(m20261202_000017_oauth::Migration),
         ]
     }
 }

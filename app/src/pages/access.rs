@@ -1,14 +1,15 @@
 //! The Access screen: create secret and widget keys (the raw value is shown
 //! once, with a copy button, and cannot be shown again), list them with
 //! prefix, kind, scopes, status and 7-day usage, and revoke them; and the
-//! users and roles keys act as ([`UsersAndRoles`]).
+//! users and roles keys act as ([`UsersAndRoles`]); and the assistants
+//! signed in over OAuth, with revoke ([`Connections`]).
 
 use leptos::prelude::*;
 
 use super::users::UsersAndRoles;
 use crate::client;
 use crate::routes;
-use crate::wire::{CreateKeyRequest, CreatedKey, KeyView, NoBody};
+use crate::wire::{ConnectionView, CreateKeyRequest, CreatedKey, KeyView, NoBody};
 
 #[component]
 pub fn Access() -> impl IntoView {
@@ -52,9 +53,11 @@ pub fn Access() -> impl IntoView {
             </div>
             <div class="panel connect-assistant">
                 <h2>"Connect an assistant (MCP)"</h2>
-                <p>"Assistants and agents reach Lore's tool server at "<code>"/mcp"</code>" on this server (the operations API's tools at "<code>"/operation/mcp"</code>", when configured), with the header "<code>"x-api-key"</code>"."</p>
-                <p>"Create a secret key with the mcp scope for a user below (add answer and retrieve to let it use those tools): it acts with that user's role, and the configuration to paste is shown with the key."</p>
+                <p>"Assistants and agents reach Lore's tool server at "<code>"/mcp"</code>" on this server (the operations API's tools at "<code>"/operation/mcp"</code>", when configured)."</p>
+                <p>"Claude, ChatGPT and VS Code sign in: add the address as a connector, and the person signs in to Lore and allows it; it then acts as their Lore user (listed below, with revoke)."</p>
+                <p>"Clients that take a header use "<code>"x-api-key"</code>": create a secret key with the mcp scope for a user above (add answer and retrieve to let it use those tools): it acts with that user's role, and the configuration to paste is shown with the key."</p>
             </div>
+            <Connections notice/>
             <UsersAndRoles/>
         </section>
     }
@@ -240,5 +243,66 @@ fn KeyRow(
                 })}
             </td>
         </tr>
+    }
+}
+
+/// The assistants signed in over OAuth: one row per live grant, with
+/// revoke.
+#[component]
+fn Connections(notice: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    let connections = RwSignal::new(None::<Result<Vec<ConnectionView>, String>>);
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            connections.set(Some(client::get::<Vec<ConnectionView>>(routes::OAUTH_CONNECTIONS.url()).await));
+        });
+    });
+    let revoke = move |grant: String, name: String| {
+        leptos::task::spawn_local(async move {
+            let path = routes::OAUTH_CONNECTION_REVOKE.at([&grant]);
+            match client::send::<_, Vec<ConnectionView>>("POST", &path, &NoBody {}).await {
+                Ok(left) => {
+                    notice.set(Some((true, format!("Revoked “{name}”: its next request is refused."))));
+                    connections.set(Some(Ok(left)));
+                }
+                Err(message) => notice.set(Some((false, message))),
+            }
+        });
+    };
+    view! {
+        <div class="panel connections">
+            <h2>"Connected assistants"</h2>
+            {move || match connections.get() {
+                None => view! { <p class="loading">"Loading…"</p> }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => {
+                    view! { <p class="empty">"No assistant has signed in."</p> }.into_any()
+                }
+                Some(Ok(list)) => view! {
+                    <table class="connections">
+                        <thead><tr><th>"Assistant"</th><th>"Acts as"</th><th>"Scopes"</th><th>"Tool server"</th><th>"Connected"</th><th>"Last used"</th><th></th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|c| {
+                                let (grant, name) = (c.grant_id.clone(), c.client_name.clone());
+                                view! {
+                                    <tr data-grant=c.grant_id.clone()>
+                                        <td>
+                                            {c.logo_uri.clone().map(|logo| view! { <img class="logo" src=logo alt="" width="16" height="16"/> })}
+                                            " "{c.client_name.clone()}
+                                        </td>
+                                        <td>{c.acts_as.clone()}</td>
+                                        <td>{c.scopes.join(", ")}</td>
+                                        <td><code>{c.resource.clone()}</code></td>
+                                        <td>{c.created_at.clone()}</td>
+                                        <td>{c.last_used_at.clone().unwrap_or_else(|| "never".to_owned())}</td>
+                                        <td><button type="button" class="danger" on:click=move |_| revoke(grant.clone(), name.clone())>"Revoke"</button></td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }
+                .into_any(),
+            }}
+        </div>
     }
 }

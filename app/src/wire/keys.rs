@@ -62,6 +62,24 @@ pub struct CreateKeyRequest {
     pub user: Option<String>,
 }
 
+/// An assistant signed in over OAuth, as the Access screen lists it: one
+/// live grant (never a token).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionView {
+    pub grant_id: String,
+    pub client_id: String,
+    /// The name the client registered under (its own claim).
+    pub client_name: String,
+    pub logo_uri: Option<String>,
+    /// Whom its tokens act as: `user NAME` or `an admin`.
+    pub acts_as: String,
+    pub scopes: Vec<String>,
+    /// The tool server its tokens are for.
+    pub resource: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+}
+
 #[cfg(feature = "ssr")]
 mod from_engine {
     use super::*;
@@ -85,6 +103,22 @@ mod from_engine {
                 queries_7d: summary.queries_7d,
                 estimated_cost_7d: summary.estimated_cost_7d,
                 user: key.user,
+            }
+        }
+    }
+
+    impl From<engine::oauth::Connection> for ConnectionView {
+        fn from(c: engine::oauth::Connection) -> Self {
+            Self {
+                acts_as: c.subject.label(),
+                grant_id: c.grant_id,
+                client_id: c.client_id,
+                client_name: c.client_name,
+                logo_uri: c.logo_uri,
+                scopes: c.scopes,
+                resource: c.resource,
+                created_at: time(c.created_at),
+                last_used_at: c.last_used_at.map(time),
             }
         }
     }

@@ -284,6 +284,12 @@ pub enum Credentials<'a> {
     },
     /// A console session.
     Session(&'a crate::auth::Viewer),
+    /// An OAuth access token (`Authorization: Bearer`), for the protected
+    /// resource at `resource_path` ([`crate::oauth::RESOURCE_PATHS`]).
+    Bearer {
+        token: &'a str,
+        resource_path: &'a str,
+    },
     None,
 }
 
@@ -311,6 +317,11 @@ pub async fn authenticate_for(
         Credentials::Session(viewer) => {
             viewer.require_admin()?;
             Ok((Principal::Admin { account_id: viewer.account_id.clone() }, None))
+        }
+        Credentials::Bearer { token, resource_path } => {
+            // A token's scope is its tool server's, not the surface's key scope.
+            let (principal, _grant) = crate::oauth::authenticate(lore, token, resource_path).await?;
+            Ok((principal, None))
         }
         Credentials::None => Err(crate::keys::KeyError::Missing.into()),
     }

@@ -95,6 +95,15 @@ impl Profile {
         }
     }
 
+    /// Where its tool server is served: the path of its protected resource
+    /// (one of [`crate::oauth::RESOURCE_PATHS`]).
+    pub fn path(self) -> &'static str {
+        match self {
+            Profile::Application => crate::oauth::RESOURCE_PATHS[0],
+            Profile::Operations => crate::oauth::RESOURCE_PATHS[1],
+        }
+    }
+
     /// Whether the configuration turns this profile on.
     pub fn enabled(self, lore: &Lore) -> bool {
         match self {

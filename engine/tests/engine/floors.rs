@@ -41,6 +41,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("asker", 4),
     ("readiness", 4),
     ("keys", 4),
+    ("oauth", 4),
     ("recorder", 4),
     ("metrics", 4),
     ("wizard", 4),

@@ -119,7 +119,10 @@ pub async fn oidc_callback(
     };
     match oidc::complete(&state.lore, &code, &oauth_state, binding.as_deref(), Utc::now()).await {
         Ok(done) => {
-            let target = if done.is_admin { done.return_to } else { "/".to_owned() };
+            // Anyone may come back to an assistant's sign-in (it decides
+            // whether they may sign it in); only admins to the console.
+            let to_oauth = done.return_to.starts_with("/oauth/authorize?");
+            let target = if done.is_admin || to_oauth { done.return_to } else { "/".to_owned() };
             (jar.add(session_cookie(&state.lore, &done.session)), Redirect::to(&target)).into_response()
         }
         Err(err) => (jar, sign_in_error_redirect(err.into())).into_response(),

@@ -59,7 +59,8 @@ codes! {
     MISSING_API_KEY = UNAUTHORIZED "missing_api_key" "no `x-api-key`, an unknown key, a revoked key";
     INVALID_API_KEY = UNAUTHORIZED "invalid_api_key" "no `x-api-key`, an unknown key, a revoked key";
     KEY_REVOKED = UNAUTHORIZED "key_revoked" "no `x-api-key`, an unknown key, a revoked key";
-    INSUFFICIENT_SCOPE = FORBIDDEN "insufficient_scope" "the key lacks the endpoint's scope (`answer`, `retrieve`, `mcp`, `operations`)";
+    INVALID_TOKEN = UNAUTHORIZED "invalid_token" "an OAuth bearer token at the tool server that is unknown, expired, revoked, for another resource, or whose user is deactivated or gone (with `WWW-Authenticate: Bearer error=\"invalid_token\"`)";
+    INSUFFICIENT_SCOPE = FORBIDDEN "insufficient_scope" "the key or token lacks the endpoint's scope (`answer`, `retrieve`, `mcp`, `operations`)";
     ORIGIN_NOT_ALLOWED = FORBIDDEN "origin_not_allowed" "a widget key used from an origin not on its list (or from no page at all); also a CORS preflight from an origin no active widget key lists";
     RATE_LIMITED = TOO_MANY_REQUESTS "rate_limited" "a widget key over its requests per minute";
     INVALID_KEY_REQUEST = UNPROCESSABLE_ENTITY "invalid_key_request" "a key's name, kind, scopes or origins are not valid";

@@ -267,6 +267,7 @@ fn key_parts(err: &KeyError) -> (Code, String) {
         KeyError::Invalid(_) => codes::INVALID_KEY_REQUEST,
         KeyError::NotFound(_) => codes::KEY_NOT_FOUND,
         KeyError::NeedsUser(_) => codes::KEY_NEEDS_USER,
+        KeyError::InvalidToken(_) => codes::INVALID_TOKEN,
     };
     (code, capitalise(&err.to_string()))
 }

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod json;
 pub mod layers;
 pub mod mcp;
+pub mod oauth;
 pub mod openapi;
 pub mod operation;
 pub mod profile;
@@ -83,6 +84,8 @@ pub fn router(state: AppState) -> Router {
         .route(routes::ROLE.pattern(), put(providers::bind_role))
         .route(routes::KEYS.pattern(), get(access::list).post(access::create))
         .route(routes::KEY_REVOKE.pattern(), post(access::revoke))
+        .route(routes::OAUTH_CONNECTIONS.pattern(), get(access::connections))
+        .route(routes::OAUTH_CONNECTION_REVOKE.pattern(), post(access::revoke_connection))
         .route(routes::PROFILE.pattern(), get(profile::get_overview))
         .route(routes::PROFILE_PERSONA.pattern(), put(profile::choose_persona))
         .route(routes::PROFILE_RENDER.pattern(), post(profile::render))
@@ -102,6 +105,8 @@ pub fn router(state: AppState) -> Router {
         .route("/operation", post(operation::operation))
         // The tool server (MCP): a key with the `mcp` scope or an admin's
         // session; the handler answers every method itself (405 with Allow).
+        // Where a person signs an assistant in (the console's session).
+        .route("/oauth/authorize", get(oauth::authorize).post(oauth::decide))
         .route("/mcp", any(mcp::application))
         .route("/operation/mcp", any(mcp::operations))
         // REST for the exported resources: the same credentials.
@@ -119,6 +124,18 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(openapi::openapi))
         .route("/widget.js", get(answer::widget_script))
         .method_not_allowed_fallback(method_not_allowed);
+
+    // The OAuth documents and the endpoints a client calls with no cookie:
+    // outside the session layer, open to every origin.
+    let oauth_public = Router::new()
+        .route("/.well-known/oauth-protected-resource/mcp", get(oauth::protected_resource))
+        .route("/.well-known/oauth-protected-resource/operation/mcp", get(oauth::protected_resource))
+        .route("/.well-known/oauth-authorization-server", get(oauth::authorization_server))
+        .route("/oauth/register", post(oauth::register))
+        .route("/oauth/token", post(oauth::token))
+        .route("/oauth/revoke", post(oauth::revoke))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(oauth::open_cors));
 
     // Key-authenticated, no cookie: outside the cross-origin guard (see
     // `public`), behind the one x-api-key layer, on each route's methods
@@ -140,6 +157,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), layers::session))
         .merge(public)
         .merge(documents)
+        .merge(oauth_public)
         .layer(middleware::from_fn_with_state(state.clone(), prometheus::record));
     layers::observe(app).with_state(state)
 }

@@ -19,6 +19,7 @@ mod indexing_jobs;
 mod llama;
 mod mcp;
 mod metrics;
+mod oauth;
 #[path = "../../../engine/tests/engine/support/object_store.rs"]
 mod object_store;
 mod operations;

@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 33] = [
+const TABLES: [&str; 36] = [
     "access_key",
     "admin_account",
     "admin_session",
@@ -30,6 +30,9 @@ const TABLES: [&str; 33] = [
     "metric_latency",
     "metric_rollup",
     "model_target",
+    "oauth_client",
+    "oauth_grant",
+    "oauth_token",
     "oidc_login",
     "pinned_answer",
     "profile",

@@ -177,10 +177,15 @@ impl Call {
     /// Who calls, and the raw key (custom tools check it themselves).
     async fn caller(&self, viewer: Option<&Viewer>) -> Result<(Caller, Option<String>), ApiError> {
         let raw = header_text(&self.headers, API_KEY_HEADER);
-        let credentials = match (raw, viewer) {
-            (Some(raw), _) => Credentials::Key { raw, origin: None },
-            (None, Some(viewer)) => Credentials::Session(viewer),
-            (None, None) => Credentials::None,
+        let bearer = header_text(&self.headers, "authorization")
+            .and_then(|value| value.split_once(' '))
+            .filter(|(kind, _)| kind.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let credentials = match (raw, bearer, viewer) {
+            (Some(raw), _, _) => Credentials::Key { raw, origin: None },
+            (None, Some(token), _) => Credentials::Bearer { token, resource_path: self.profile.path() },
+            (None, None, Some(viewer)) => Credentials::Session(viewer),
+            (None, None, None) => Credentials::None,
         };
         let (principal, key_id) = operations::authenticate_for(self.tools(), credentials, Scope::Mcp).await?;
         Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
@@ -223,7 +228,7 @@ impl Call {
         let modern = params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
         let (caller, key_id) = match self.caller(viewer).await {
             Ok(found) => found,
-            Err(err) => return err.into_response(),
+            Err(err) => return super::oauth::challenge(&self.state, self.profile.path(), err),
         };
         let response = if modern {
             self.modern(&caller, key_id.as_deref(), id, &method, params, sse_ok && !json_ok).await
@@ -554,7 +559,7 @@ impl Call {
         }
         let (caller, _) = match self.caller(viewer).await {
             Ok(found) => found,
-            Err(err) => return err.into_response(),
+            Err(err) => return super::oauth::challenge(&self.state, self.profile.path(), err),
         };
         let session = match self.session(&caller).await {
             Ok(session) => session,
@@ -576,7 +581,7 @@ impl Call {
         }
         let (caller, _) = match self.caller(viewer).await {
             Ok(found) => found,
-            Err(err) => return err.into_response(),
+            Err(err) => return super::oauth::challenge(&self.state, self.profile.path(), err),
         };
         let session = match self.session(&caller).await {
             Ok(session) => session,
