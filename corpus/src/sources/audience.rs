@@ -253,11 +253,6 @@ impl Reader {
         }
     }
 
-    /// Whether this reader may read any of `source`'s content.
-    pub fn may_read(&self, source: &Source) -> bool {
-        self.reach(source).is_some()
-    }
-
     /// The scope id of what this reader reads of `source`
     /// ([`crate::index::scope_id`]): the source's own for the whole of it,
     /// a view's for some of a table's attributes, none when it reads

@@ -263,7 +263,7 @@ pub async fn check(lore: &Lore, asked: &AuthorizeRequest) -> std::result::Result
         (Some(_), method) if method != Some("S256") => {
             return Err(back(OAuthCode::InvalidRequest, "code_challenge_method must be S256"))
         }
-        (Some(challenge), _) if !is_pkce_value(challenge, 43) => {
+        (Some(challenge), _) if !is_pkce_value(challenge, 43..=43) => {
             return Err(back(OAuthCode::InvalidRequest, "code_challenge is not an S256 challenge"))
         }
         (Some(challenge), _) => challenge.to_owned(),
@@ -297,16 +297,11 @@ fn parse_scopes(raw: Option<&str>, needed: &str) -> std::result::Result<Vec<Stri
     Ok(scopes)
 }
 
-/// Whether `value` is a PKCE value: 43 to 128 unreserved characters
-/// (RFC 7636 §4.1), exactly `exact` long when given.
-fn is_pkce_value(value: &str, exact: usize) -> bool {
-    let unreserved = value.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
-    unreserved && value.len() == exact
-}
-
-fn is_verifier(value: &str) -> bool {
-    (43..=128).contains(&value.len())
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
+/// Whether `value` is a PKCE value (RFC 7636 §4.1): unreserved
+/// characters, as many as `lengths` allows (a verifier 43 to 128, an S256
+/// challenge exactly 43).
+fn is_pkce_value(value: &str, lengths: std::ops::RangeInclusive<usize>) -> bool {
+    lengths.contains(&value.len()) && value.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
 }
 
 /// The redirect that tells the client an error (with `state` and `iss`).
@@ -482,7 +477,7 @@ async fn exchange_code(
     }
     let verifier =
         verifier.ok_or_else(|| refused(OAuthCode::InvalidRequest, "code_verifier is missing (PKCE)"))?;
-    if !is_verifier(verifier) || s256(verifier) != grant.code_challenge {
+    if !is_pkce_value(verifier, 43..=128) || s256(verifier) != grant.code_challenge {
         return Err(invalid("code_verifier does not match the code challenge"));
     }
     match resource {

@@ -277,7 +277,8 @@ pub async fn authenticate(lore: &Lore, token: &str, resource_path: &str) -> Resu
     if !scopes_of(&grant).iter().any(|s| s == scope.key()) {
         return Err(KeyError::Scope(scope.key()).into());
     }
-    lore.appdb_cache().refresh(&lore.db).await?;
+    // The caller refreshed the application database's cache for this
+    // request (`operations::authenticate_for`).
     let principal = principal_of(lore, &subject_of(&grant)?).await?;
     // Last used to the minute: one write a minute per grant, not per call.
     if grant.last_used_at.is_none_or(|at| now - at > Duration::minutes(1)) {

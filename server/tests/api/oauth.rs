@@ -381,6 +381,14 @@ async fn an_assistant_signs_in_as_a_lore_user_and_its_tokens_follow_the_grant() 
         StatusCode::OK,
         "another client cannot revoke this one's grant"
     );
+    let unnamed = reqwest::Client::new()
+        .post(app.url("/oauth/revoke"))
+        .form(&[("token", issued["refresh_token"].as_str().unwrap())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unnamed.status(), StatusCode::BAD_REQUEST, "a public client names itself to revoke");
+    assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::OK);
     assert_eq!(revoke(&client).await.unwrap().status(), StatusCode::OK);
     assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::UNAUTHORIZED);
     let connections = engine::oauth::connections(&app.lore).await.unwrap();
@@ -466,6 +474,8 @@ async fn every_bad_request_gets_the_rfcs_error_and_no_token() {
         (with("resource", None), "invalid_target"),
         (with("resource", Some("https://elsewhere.example/mcp")), "invalid_target"),
         (with("scope", Some("mcp admin")), "invalid_scope"),
+        // The operations API's scope is not the application tool server's.
+        (with("scope", Some("operations")), "invalid_scope"),
     ] {
         let response = browser.get(authorize_url(&app, &query)).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query:?}");
@@ -544,6 +554,22 @@ async fn every_bad_request_gets_the_rfcs_error_and_no_token() {
     assert_eq!((status, refused["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
     assert!(refused["error_description"].as_str().unwrap().contains("expired"), "{refused}");
     assert!(engine::oauth::connections(&app.lore).await.unwrap().is_empty(), "no token was issued");
+
+    // Registrations are limited per peer (30 a minute by default): this
+    // test's own earlier ones count, and the limit is reached.
+    let mut refused = None;
+    for _ in 0..40 {
+        let (status, body) = register(&app, json!({"redirect_uris": [CALLBACK]})).await;
+        if status != StatusCode::CREATED {
+            refused = Some((status, body));
+            break;
+        }
+    }
+    let (status, body) = refused.expect("the registration limit is reached within 40");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("temporarily_unavailable"))
+    );
 
     // At the tool server: a token of no grant, and a key or token without
     // the scope, each with its challenge.
