@@ -183,6 +183,15 @@ ensure_chromium() {
   fi
 }
 
+# The OAuth browser tests make a test certificate authority with openssl.
+ensure_openssl() {
+  if ! command -v openssl >/dev/null 2>&1; then
+    step "Installing openssl for the OAuth browser tests' certificates"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+  fi
+}
+
 # SQLite's documentation pages, the corpus of `lore bench quality`.
 ensure_sqlite_docs() {
   if [ ! -f /usr/share/doc/sqlite3/limits.html ]; then

@@ -505,9 +505,25 @@ pub struct McpAuthSettings {
     /// The lifetime of a refresh token (each use gives a new one).
     #[serde(default = "default_refresh_token_days")]
     pub refresh_token_days: u32,
+    /// The longest a grant lasts, refreshes included: after it the person
+    /// signs the assistant in again.
+    #[serde(default = "default_grant_days")]
+    pub grant_days: u32,
     /// Dynamic client registrations accepted per minute, per process.
     #[serde(default = "default_registrations_per_minute")]
     pub registrations_per_minute: u32,
+    /// An external authorization server, by its issuer URL: the tool
+    /// servers then accept its JWT access tokens (and no others), and
+    /// Lore's own authorization server is off.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// The audience the external issuer's tokens must carry; by default
+    /// each tool server's own URL (its resource).
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The claim of an external issuer's token that is a Lore username.
+    #[serde(default = "default_user_claim")]
+    pub user_claim: String,
 }
 
 impl Default for McpAuthSettings {
@@ -516,7 +532,11 @@ impl Default for McpAuthSettings {
             users_by: UsersBy::default(),
             access_token_minutes: default_access_token_minutes(),
             refresh_token_days: default_refresh_token_days(),
+            grant_days: default_grant_days(),
             registrations_per_minute: default_registrations_per_minute(),
+            issuer: None,
+            audience: None,
+            user_claim: default_user_claim(),
         }
     }
 }
@@ -538,8 +558,16 @@ fn default_refresh_token_days() -> u32 {
     30
 }
 
+fn default_grant_days() -> u32 {
+    90
+}
+
 fn default_registrations_per_minute() -> u32 {
     30
+}
+
+fn default_user_claim() -> String {
+    "sub".to_owned()
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -605,6 +633,12 @@ pub struct IngestSettings {
     /// proxy, Lore still resolves and checks every target itself.
     #[serde(default)]
     pub proxy: Option<Secret>,
+    /// A PEM file of further root certificates trusted when Lore fetches
+    /// what someone named (crawls, client metadata documents): an
+    /// organisation's own certificate authority. The public roots are
+    /// always trusted.
+    #[serde(default)]
+    pub ca_file: Option<std::path::PathBuf>,
     /// The largest file an upload source accepts (default 50 MiB).
     #[serde(default = "default_upload_max_bytes")]
     pub upload_max_bytes: u64,
@@ -622,6 +656,7 @@ impl Default for IngestSettings {
         Self {
             allow_private_addresses: false,
             proxy: None,
+            ca_file: None,
             upload_max_bytes: default_upload_max_bytes(),
             crawl_concurrency: default_crawl_concurrency(),
             job_lease_seconds: default_job_lease_seconds(),

@@ -23,6 +23,7 @@ mod m20261129_000014_tiers_and_probes;
 mod m20261130_000015_replicas;
 mod m20261201_000016_audiences;
 mod m20261202_000017_oauth;
+mod m20261203_000018_client_documents;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000015_replicas::Migration),
             Box::new(m20261201_000016_audiences::Migration),
             Box::new(m20261202_000017_oauth::Migration),
+            Box::new(m20261203_000018_client_documents::Migration),
         ]
     }
 }

@@ -211,7 +211,7 @@ impl Hub {
                     };
                     let snapshot = match principal {
                         Some(principal) => {
-                            let caller = Caller { principal: Some(principal), key };
+                            let caller = Caller { principal: Some(principal), key, ..Caller::default() };
                             super::surface(lore, profile, &caller).await?.snapshot()
                         }
                         None => Snapshot::default(),

@@ -306,11 +306,18 @@ pub async fn audit_call(
     }
 }
 
-/// Admits one tool call of key `key_id` under `mcp.toolCallsPerMinute`;
-/// refused past it (429 at the edge).
-pub fn admit_call(lore: &Lore, key_id: &str) -> Result<()> {
+/// Admits one tool call under `mcp.toolCallsPerMinute`: of key `key_id`,
+/// or, for a caller signed in over OAuth, of its user (all of the user's
+/// assistants together); refused past it (429 at the edge). A console
+/// session is not limited.
+pub fn admit_call(lore: &Lore, caller: &Caller, key_id: Option<&str>) -> Result<()> {
+    let bucket = match (key_id, &caller.principal) {
+        (Some(key_id), _) => format!("mcp:{key_id}"),
+        (None, Some(principal)) if caller.oauth => format!("mcp:oauth:{}", identity(principal)),
+        _ => return Ok(()),
+    };
     let rate = lore.settings.mcp.tool_calls_per_minute.max(1);
-    if lore.admit(&format!("mcp:{key_id}"), rate) {
+    if lore.admit(&bucket, rate) {
         Ok(())
     } else {
         Err(engine::keys::KeyError::RateLimited(rate).into())

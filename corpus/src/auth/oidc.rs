@@ -154,6 +154,28 @@ impl OidcClient {
             .map_err(unavailable)
     }
 
+    /// See [`issuer_keys`].
+    async fn issuer_keys(&self, issuer: &str) -> std::result::Result<(String, JwkSet), AuthError> {
+        #[derive(Deserialize)]
+        struct Keys {
+            issuer: String,
+            jwks_uri: String,
+        }
+        let bare = issuer.trim_end_matches('/');
+        let found: Keys = match self.get_json(&rfc8414_metadata_url(bare)).await {
+            Ok(found) => found,
+            Err(_) => self.get_json(&format!("{bare}/.well-known/openid-configuration")).await?,
+        };
+        if found.issuer.trim_end_matches('/') != bare {
+            return Err(AuthError::IdentityProviderUnavailable(format!(
+                "the discovery document names issuer {:?}, not {issuer:?}",
+                found.issuer
+            )));
+        }
+        let jwks: JwkSet = self.get_json(&found.jwks_uri).await?;
+        Ok((found.issuer, jwks))
+    }
+
     fn oauth_client(
         config: &OidcConfig,
         discovery: &Discovery,
@@ -169,6 +191,26 @@ impl OidcClient {
             client = client.set_client_secret(ClientSecret::new(secret.expose().to_owned()));
         }
         Ok(client)
+    }
+}
+
+/// An issuer's signing keys, where its discovery document (RFC 8414's, else
+/// OpenID's) points: the issuer as the document names it (it must be
+/// `issuer`, a trailing `/` aside), and its JWKS. For an external
+/// authorization server's access tokens (the engine's `oauth::external`).
+pub async fn issuer_keys(lore: &Corpus, issuer: &str) -> std::result::Result<(String, JwkSet), AuthError> {
+    lore.oidc.issuer_keys(issuer).await
+}
+
+/// Where RFC 8414 §3.1 puts an issuer's metadata: the well-known segment
+/// between its host and its path.
+fn rfc8414_metadata_url(issuer: &str) -> String {
+    match url::Url::parse(issuer) {
+        Ok(url) if url.path().len() > 1 => {
+            let origin = url.origin().ascii_serialization();
+            format!("{origin}/.well-known/oauth-authorization-server{}", url.path().trim_end_matches('/'))
+        }
+        _ => format!("{issuer}/.well-known/oauth-authorization-server"),
     }
 }
 
@@ -355,6 +397,18 @@ fn safe_return_path(return_to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::safe_return_path;
+
+    #[test]
+    fn rfc_8414_puts_the_well_known_segment_before_the_issuers_path() {
+        assert_eq!(
+            super::rfc8414_metadata_url("https://id.example/tenant/a"),
+            "https://id.example/.well-known/oauth-authorization-server/tenant/a"
+        );
+        assert_eq!(
+            super::rfc8414_metadata_url("https://id.example"),
+            "https://id.example/.well-known/oauth-authorization-server"
+        );
+    }
 
     #[test]
     fn return_paths_stay_on_this_server() {

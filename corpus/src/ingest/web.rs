@@ -142,6 +142,96 @@ fn configured_proxy(raw: &str) -> Result<reqwest::Proxy, IngestError> {
     reqwest::Proxy::all(url).map_err(|err| invalid(err.to_string()))
 }
 
+/// One small document fetched from an address a caller named (a client ID
+/// metadata document, say), under the crawler's address guard.
+#[derive(Debug)]
+pub struct SmallDocument {
+    pub status: u16,
+    /// How long it may be kept, from `Cache-Control` (`no-store` and
+    /// `no-cache` are zero); `None` when the response does not say.
+    pub max_age: Option<Duration>,
+    pub body: Vec<u8>,
+}
+
+/// GETs `url` once: its address checked as a crawl's are (the resolver
+/// refuses non-public addresses unless `ingest.allow_private_addresses` is
+/// set), no redirect followed (a 3xx comes back as its status), within
+/// `timeout`, and refused as soon as the body passes `limit` bytes.
+pub async fn fetch_small(
+    settings: &Settings,
+    url: &Url,
+    limit: usize,
+    timeout: Duration,
+) -> Result<SmallDocument, IngestError> {
+    let allow_private = settings.ingest.allow_private_addresses;
+    check_address(url, allow_private).await?;
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .user_agent(format!("{AGENT}/{} (+{})", env!("CARGO_PKG_VERSION"), settings.base_url()))
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(timeout)
+        .timeout(timeout);
+    for root in extra_roots(settings)? {
+        builder = builder.add_root_certificate(root);
+    }
+    match settings.ingest.proxy.as_ref() {
+        // Through a proxy the resolver never sees the target: the check
+        // above is the guard, and no redirect is followed past it.
+        Some(proxy) => builder = builder.proxy(configured_proxy(proxy.expose())?),
+        None if !allow_private => builder = builder.dns_resolver(Arc::new(PublicOnlyResolver)),
+        None => {}
+    }
+    let client = builder.build().map_err(|err| IngestError::Fetch(format!("HTTP client: {err}")))?;
+    let response = client
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|err| IngestError::Fetch(describe(&err)))?;
+    let status = response.status().as_u16();
+    let max_age = response
+        .headers()
+        .get(reqwest::header::CACHE_CONTROL)
+        .and_then(|value| value.to_str().ok())
+        .and_then(cache_max_age);
+    if response.content_length().is_some_and(|length| length > limit as u64) {
+        return Err(IngestError::Fetch(format!("the document is larger than {limit} bytes")));
+    }
+    let body = Crawler::body(response, limit)
+        .await
+        .map_err(|why| IngestError::Fetch(format!("the document is {why}")))?;
+    Ok(SmallDocument { status, max_age, body })
+}
+
+/// How long a `Cache-Control` header lets a response be kept.
+fn cache_max_age(value: &str) -> Option<Duration> {
+    let mut max_age = None;
+    for directive in value.split(',').map(str::trim) {
+        let lower = directive.to_ascii_lowercase();
+        if lower == "no-store" || lower == "no-cache" {
+            return Some(Duration::ZERO);
+        }
+        if let Some(seconds) = lower.strip_prefix("max-age=") {
+            max_age = seconds.trim_matches('"').parse().ok().map(Duration::from_secs);
+        }
+    }
+    max_age
+}
+
+/// The further roots of `ingest.ca_file`, which every fetch of a named
+/// address trusts beside the public ones.
+fn extra_roots(settings: &Settings) -> Result<Vec<reqwest::Certificate>, IngestError> {
+    let Some(path) = &settings.ingest.ca_file else { return Ok(Vec::new()) };
+    let unusable = |why: String| {
+        IngestError::InvalidSource(format!(
+            "ingest.ca_file {} is not a usable PEM file: {why}",
+            path.display()
+        ))
+    };
+    let pem = std::fs::read(path).map_err(|err| unusable(err.to_string()))?;
+    reqwest::Certificate::from_pem_bundle(&pem).map_err(|err| unusable(err.to_string()))
+}
+
 /// Same host and port as the start URL.
 fn same_site(url: &Url, start: &Url) -> bool {
     url.host_str() == start.host_str() && url.port_or_known_default() == start.port_or_known_default()
@@ -224,6 +314,9 @@ impl Crawler {
             .redirect(policy)
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30));
+        for root in extra_roots(settings)? {
+            builder = builder.add_root_certificate(root);
+        }
         match proxy {
             // The resolver would only ever see the proxy's own name, which the
             // operator chose and which is usually internal; the targets are
@@ -765,6 +858,15 @@ mod tests {
     use super::*;
     use crate::sources::connector::Connector;
     use crate::sources::kinds::website::Website;
+
+    #[test]
+    fn cache_control_says_how_long_a_document_is_kept() {
+        assert_eq!(cache_max_age("public, max-age=3600"), Some(Duration::from_secs(3600)));
+        assert_eq!(cache_max_age("max-age=60, no-cache"), Some(Duration::ZERO));
+        assert_eq!(cache_max_age("no-store"), Some(Duration::ZERO));
+        assert_eq!(cache_max_age("public"), None);
+        assert_eq!(cache_max_age("max-age=soon"), None);
+    }
 
     #[test]
     fn private_loopback_and_link_local_addresses_are_recognised() {

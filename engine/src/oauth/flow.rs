@@ -16,9 +16,9 @@ use super::{
 use crate::audit::Actor;
 use crate::Lore;
 
-type Outcome<T> = std::result::Result<T, OAuthError>;
+pub(super) type Outcome<T> = std::result::Result<T, OAuthError>;
 
-fn refused(code: OAuthCode, description: impl Into<String>) -> OAuthError {
+pub(super) fn refused(code: OAuthCode, description: impl Into<String>) -> OAuthError {
     OAuthError::new(code, description)
 }
 
@@ -26,7 +26,7 @@ fn refused(code: OAuthCode, description: impl Into<String>) -> OAuthError {
 const CODE_MINUTES: i64 = 10;
 
 /// The most redirect URIs one client registers.
-const MAX_REDIRECT_URIS: usize = 10;
+pub(super) const MAX_REDIRECT_URIS: usize = 10;
 
 /// A client as registered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct Client {
 }
 
 impl Client {
-    fn decode(row: oauth_client::Model) -> Self {
+    pub(super) fn decode(row: oauth_client::Model) -> Self {
         Client {
             redirect_uris: serde_json::from_value(row.redirect_uris).unwrap_or_default(),
             id: row.id,
@@ -70,6 +70,14 @@ pub struct Registration {
 /// offer; the response says so): clients such as the Python SDK ask for a
 /// secret by default and work as public clients.
 pub async fn register(lore: &Lore, asked: Registration, requester: &str) -> Outcome<Client> {
+    let registered = register_checked(lore, asked, requester).await;
+    if let Err(err) = &registered {
+        record_refusal(lore, "register", None, err).await;
+    }
+    registered
+}
+
+async fn register_checked(lore: &Lore, asked: Registration, requester: &str) -> Outcome<Client> {
     let bucket = format!("oauth:register:{requester}");
     if !lore.admit(&bucket, lore.settings.auth.mcp.registrations_per_minute) {
         return Err(refused(
@@ -120,6 +128,7 @@ pub async fn register(lore: &Lore, asked: Registration, requester: &str) -> Outc
         logo_uri: Set(logo_uri),
         registration: Set("dynamic".to_owned()),
         created_at: Set(now),
+        refresh_after: Set(None),
     };
     let txn = crate::store::begin_write(&lore.db).await.map_err(crate::Error::from)?;
     let row = sea_orm::ActiveModelTrait::insert(row, &txn).await?;
@@ -139,7 +148,7 @@ pub async fn register(lore: &Lore, asked: Registration, requester: &str) -> Outc
 /// A redirect URI a client may register: `https`, `http` on a loopback
 /// address (RFC 8252 §7.3), or an app's private-use scheme (§7.1); never
 /// with a fragment, never a scheme a browser runs.
-fn check_redirect_uri(raw: &str) -> Outcome<()> {
+pub(super) fn check_redirect_uri(raw: &str) -> Outcome<()> {
     let bad = |why: &str| refused(OAuthCode::InvalidRedirectUri, format!("redirect URI `{raw}`: {why}"));
     if raw.len() > 2_000 {
         return Err(refused(OAuthCode::InvalidRedirectUri, "a redirect URI is longer than 2,000 characters"));
@@ -189,9 +198,18 @@ fn redirect_matches(registered: &[String], given: &str) -> bool {
     })
 }
 
-/// The registered client `client_id`.
-pub async fn client(lore: &Lore, client_id: &str) -> Outcome<Option<Client>> {
-    Ok(oauth_client::Entity::find_by_id(client_id.to_owned()).one(&lore.db).await?.map(Client::decode))
+/// The client `client_id`: registered, or described by the metadata
+/// document at that address (read again when `current` is asked for and
+/// what was read before has gone stale).
+async fn client(lore: &Lore, client_id: &str, current: bool) -> Outcome<Client> {
+    if super::documents::is_document_id(client_id) {
+        return super::documents::resolve(lore, client_id, current).await;
+    }
+    oauth_client::Entity::find_by_id(client_id.to_owned())
+        .one(&lore.db)
+        .await?
+        .map(Client::decode)
+        .ok_or_else(|| refused(OAuthCode::InvalidClient, "this client is not registered with Lore"))
 }
 
 /// An authorization request as the client sent it (RFC 6749 §4.1.1 with
@@ -232,13 +250,18 @@ pub enum Refusal {
 
 /// Checks an authorization request before anyone is asked.
 pub async fn check(lore: &Lore, asked: &AuthorizeRequest) -> std::result::Result<Checked, Refusal> {
+    let checked = check_request(lore, asked).await;
+    if let Err(Refusal::Page(error) | Refusal::Redirect { error, .. }) = &checked {
+        record_refusal(lore, "authorize", asked.client_id.as_deref(), error).await;
+    }
+    checked
+}
+
+async fn check_request(lore: &Lore, asked: &AuthorizeRequest) -> std::result::Result<Checked, Refusal> {
     let page = |code, why: &str| Refusal::Page(refused(code, why));
     let client_id =
         asked.client_id.as_deref().ok_or_else(|| page(OAuthCode::InvalidRequest, "client_id is missing"))?;
-    let client = client(lore, client_id)
-        .await
-        .map_err(Refusal::Page)?
-        .ok_or_else(|| page(OAuthCode::InvalidClient, "this client is not registered with Lore"))?;
+    let client = client(lore, client_id, true).await.map_err(Refusal::Page)?;
     let redirect_uri = match &asked.redirect_uri {
         Some(given) if redirect_matches(&client.redirect_uris, given) => given.clone(),
         Some(_) => {
@@ -418,6 +441,18 @@ pub struct Issued {
 
 /// Exchanges a code or a refresh token for a new pair of tokens.
 pub async fn token(lore: &Lore, asked: TokenRequest) -> Outcome<Issued> {
+    let (step, client_id) = match &asked {
+        TokenRequest::Code { client_id, .. } => ("token", client_id.clone()),
+        TokenRequest::Refresh { client_id, .. } => ("refresh", client_id.clone()),
+    };
+    let issued = exchange(lore, asked).await;
+    if let Err(err) = &issued {
+        record_refusal(lore, step, Some(&client_id), err).await;
+    }
+    issued
+}
+
+async fn exchange(lore: &Lore, asked: TokenRequest) -> Outcome<Issued> {
     match asked {
         TokenRequest::Code { code, client_id, redirect_uri, code_verifier, resource } => {
             exchange_code(
@@ -436,10 +471,13 @@ pub async fn token(lore: &Lore, asked: TokenRequest) -> Outcome<Issued> {
     }
 }
 
+/// The client of a token or revocation request: RFC 6749 §5.2 and RFC
+/// 7009 know only `invalid_client` for one that cannot be used.
 async fn known_client(lore: &Lore, client_id: &str) -> Outcome<Client> {
-    client(lore, client_id)
-        .await?
-        .ok_or_else(|| refused(OAuthCode::InvalidClient, "this client is not registered with Lore"))
+    client(lore, client_id, false).await.map_err(|err| match err.code {
+        OAuthCode::ServerError | OAuthCode::InvalidClient => err,
+        _ => refused(OAuthCode::InvalidClient, err.description),
+    })
 }
 
 async fn exchange_code(
@@ -558,8 +596,8 @@ async fn refresh(
             .await?;
         return Err(invalid("the refresh token was already used; the access it gave is revoked"));
     }
-    if token.expires_at <= Utc::now() {
-        return Err(invalid("the refresh token has expired"));
+    if token.expires_at <= Utc::now() || grant_ends(lore, &grant) <= Utc::now() {
+        return Err(invalid("the refresh token has expired; sign in again"));
     }
     if let Some(given) = resource {
         if known_resource(lore, given).as_deref() != Some(grant.resource.as_str()) {
@@ -614,9 +652,11 @@ async fn issue(
         created_at: Set(now),
     };
     let subject = subject_of(grant)?;
+    let refresh_ends =
+        (now + Duration::days(i64::from(settings.refresh_token_days.max(1)))).min(grant_ends(lore, grant));
     oauth_token::Entity::insert_many([
-        row(&access, "access", now + lifetime),
-        row(&refresh, "refresh", now + Duration::days(i64::from(settings.refresh_token_days.max(1)))),
+        row(&access, "access", (now + lifetime).min(grant_ends(lore, grant))),
+        row(&refresh, "refresh", refresh_ends),
     ])
     .exec_without_returning(txn)
     .await?;
@@ -629,6 +669,40 @@ async fn issue(
         expires_in: lifetime.num_seconds(),
         scopes: scopes_of(grant),
     })
+}
+
+/// Refusals the audit log records a minute, at most: past that a flood of
+/// bad requests reaches only the log.
+const REFUSALS_AUDITED_PER_MINUTE: u32 = 60;
+
+/// Records a refused request (`step`: register, authorize, token, refresh)
+/// in the audit log as `oauth.refused`: the client, the RFC's error and
+/// why, never a code or token. Lore's own failures are not refusals.
+async fn record_refusal(lore: &Lore, step: &str, client_id: Option<&str>, error: &OAuthError) {
+    if matches!(error.code, OAuthCode::ServerError | OAuthCode::TemporarilyUnavailable) {
+        return;
+    }
+    let client: Option<String> = client_id.map(|id| id.chars().take(200).collect());
+    tracing::info!(
+        step,
+        client = client.as_deref(),
+        error = error.code.key(),
+        "an OAuth request was refused"
+    );
+    if !lore.admit("oauth:refusals", REFUSALS_AUDITED_PER_MINUTE) {
+        return;
+    }
+    let detail = json!({"step": step, "error": error.code.key(), "why": error.description});
+    if let Err(err) =
+        crate::audit::record(&lore.db, &Actor::System, "oauth.refused", client.as_deref(), detail).await
+    {
+        tracing::warn!(error = %err, "a refused OAuth request was not recorded in the audit log");
+    }
+}
+
+/// When a grant ends, refreshes or not (`auth.mcp.grant_days` after it was made).
+fn grant_ends(lore: &Lore, grant: &oauth_grant::Model) -> chrono::DateTime<Utc> {
+    grant.created_at + Duration::days(i64::from(lore.settings.auth.mcp.grant_days.max(1)))
 }
 
 /// BASE64URL(SHA-256(verifier)), unpadded: the S256 challenge.

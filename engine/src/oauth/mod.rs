@@ -3,7 +3,8 @@
 //! clients registered dynamically (RFC 7591), the authorization code grant
 //! with PKCE S256 only, the `resource` (RFC 8707) bound into every token,
 //! `iss` on the authorization response (RFC 9207), refresh tokens that
-//! rotate on use, and revocation (RFC 7009).
+//! rotate on use, and revocation (RFC 7009). A client may also name itself
+//! by the URL of its metadata document ([`documents`]).
 //!
 //! A person who signs an assistant in is a Lore user: the consent page's
 //! signed-in console account is mapped to an application-database user
@@ -16,6 +17,8 @@
 //! What is on the wire (the metadata documents, the form and JSON bodies,
 //! the redirects) is the edge's; this module takes and returns values.
 
+pub mod documents;
+pub mod external;
 pub mod flow;
 
 use chrono::{DateTime, Duration, Utc};
@@ -247,12 +250,16 @@ pub(crate) async fn principal_of(lore: &Lore, subject: &Subject) -> Result<Princ
     }
 }
 
-/// Who a bearer token at the tool server at `resource_path` acts as, and
-/// the grant it belongs to. Refused, as an invalid token, when it is
-/// unknown, expired, revoked, for another resource, or its user is gone or
-/// deactivated; as an insufficient scope when its grant lacks the tool
-/// server's scope ([`scope_for`]).
-pub async fn authenticate(lore: &Lore, token: &str, resource_path: &str) -> Result<(Principal, String)> {
+/// Who a bearer token at the tool server at `resource_path` acts as.
+/// Refused, as an invalid token, when it is unknown, expired, revoked, for
+/// another resource, or its user is gone or deactivated; as an
+/// insufficient scope when its grant lacks the tool server's scope
+/// ([`scope_for`]). With an external issuer, its tokens are judged
+/// instead ([`external`]).
+pub async fn authenticate(lore: &Lore, token: &str, resource_path: &str) -> Result<Principal> {
+    if let Some(issuer) = external::issuer(lore) {
+        return external::authenticate(lore, &issuer, token, resource_path).await;
+    }
     let scope = scope_for(resource_path);
     let invalid = |why: &str| Error::from(KeyError::InvalidToken(why.to_owned()));
     if !token.starts_with(ACCESS_PREFIX) || token.len() > 100 {
@@ -291,7 +298,7 @@ pub async fn authenticate(lore: &Lore, token: &str, resource_path: &str) -> Resu
             tracing::warn!(grant = %grant.id, error = %err, "a grant's last use was not recorded");
         }
     }
-    Ok((principal, grant.id))
+    Ok(principal)
 }
 
 fn scopes_of(grant: &oauth_grant::Model) -> Vec<String> {

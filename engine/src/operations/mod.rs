@@ -320,8 +320,7 @@ pub async fn authenticate_for(
         }
         Credentials::Bearer { token, resource_path } => {
             // A token's scope is its tool server's, not the surface's key scope.
-            let (principal, _grant) = crate::oauth::authenticate(lore, token, resource_path).await?;
-            Ok((principal, None))
+            Ok((crate::oauth::authenticate(lore, token, resource_path).await?, None))
         }
         Credentials::None => Err(crate::keys::KeyError::Missing.into()),
     }

@@ -48,13 +48,13 @@ impl Resource for LoreResource {
             CustomTool {
                 name: "answer".into(),
                 method: "answer".into(),
-                description: "Answers a question from the indexed content, with citations; refuses when nothing retrievable answers it. Needs a key with the `answer` scope.".into(),
+                description: "Answers a question from the indexed content, with citations; refuses when nothing retrievable answers it. Needs a key with the `answer` scope, or an OAuth sign-in.".into(),
                 input_schema: tool_schema::<AnswerToolArgs>(),
             },
             CustomTool {
                 name: "retrieve".into(),
                 method: "retrieve".into(),
-                description: "The passages of the indexed content that best match a query (hybrid retrieval), with scores. Needs a key with the `retrieve` scope.".into(),
+                description: "The passages of the indexed content that best match a query (hybrid retrieval), with scores. Needs a key with the `retrieve` scope, or an OAuth sign-in.".into(),
                 input_schema: tool_schema::<RetrieveToolArgs>(),
             },
         ]
@@ -66,19 +66,18 @@ impl Resource for LoreResource {
         let raw = caller.key.as_ref().map(Secret::expose);
         match method {
             "answer" => {
-                let key =
-                    crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Answer, None).await?;
+                let key_id = tool_key(lore, caller, raw, crate::keys::Scope::Answer).await?;
                 let a: AnswerToolArgs = tool_args("answer", args)?;
                 let ask = crate::answer::Ask {
                     question: a.question,
                     surface: crate::answer::Surface::Mcp,
-                    key_id: Some(key.key_id),
+                    key_id,
                     asker: asker(caller),
                 };
                 Ok(ToolOutput::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
             }
             "retrieve" => {
-                crate::keys::authenticate_cached(lore, raw, crate::keys::Scope::Retrieve, None).await?;
+                tool_key(lore, caller, raw, crate::keys::Scope::Retrieve).await?;
                 let a: RetrieveToolArgs = tool_args("retrieve", args)?;
                 Ok(ToolOutput::Retrieved(
                     crate::asker::retrieve(lore, &asker(caller), &a.query, a.top_k).await?,
@@ -110,6 +109,21 @@ pub async fn call_tool(
         .find(|tool| tool.name == name)
         .ok_or_else(|| AppDbError::Invalid(format!("the resource `{path}` has no tool `{name}`")))?;
     entry.resource.call_tool(lore, caller, &tool.method, args).await
+}
+
+/// The key a custom tool is called with, which must have `scope`; none for
+/// a caller signed in over OAuth, whose token's tool-server scope brings
+/// the custom tools with it (`oauth::SCOPES`).
+async fn tool_key(
+    lore: &Lore,
+    caller: &Caller,
+    raw: Option<&str>,
+    scope: crate::keys::Scope,
+) -> Result<Option<String>> {
+    if raw.is_none() && caller.oauth && caller.principal.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(crate::keys::authenticate_cached(lore, raw, scope, None).await?.key_id))
 }
 
 /// The session's user reads; a session without one reads what everyone may.

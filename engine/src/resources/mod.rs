@@ -148,6 +148,9 @@ impl Document {
 pub struct Caller {
     pub principal: Option<Principal>,
     pub key: Option<Secret>,
+    /// Signed in with an OAuth access token: its tool server's scope is
+    /// what the custom tools need (a key needs their own scopes).
+    pub oauth: bool,
 }
 
 impl Caller {

@@ -95,7 +95,7 @@ async fn the_answer_tools_check_the_callers_key_themselves() {
         ..NewKey::default()
     };
     let (_, raw) = keys::create(&lore, &Actor::System, new).await.unwrap();
-    let answering = Caller { principal: None, key: Some(Secret::new(raw)) };
+    let answering = Caller { principal: None, key: Some(Secret::new(raw)), oauth: false };
     match resources::call_tool(&lore, &answering, "lore", "retrieve", args.clone()).await {
         Err(Error::Key(KeyError::Scope("retrieve"))) => {}
         other => panic!("an answer key may not retrieve, got {other:?}"),

@@ -30,7 +30,7 @@ async fn caller(
 ) -> Result<(Caller, Option<String>), ApiError> {
     let (principal, key_id) = super::operation::authenticate(state, viewer, headers).await?;
     let raw = headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
-    Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
+    Ok((Caller { principal: Some(principal), key: raw.map(Secret::new), oauth: false }, key_id))
 }
 
 pub async fn openapi(

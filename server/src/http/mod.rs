@@ -106,7 +106,12 @@ pub fn router(state: AppState) -> Router {
         // The tool server (MCP): a key with the `mcp` scope or an admin's
         // session; the handler answers every method itself (405 with Allow).
         // Where a person signs an assistant in (the console's session).
-        .route("/oauth/authorize", get(oauth::authorize).post(oauth::decide))
+        .route(
+            "/oauth/authorize",
+            get(oauth::authorize)
+                .post(oauth::decide)
+                .route_layer(middleware::from_fn_with_state(state.clone(), oauth::own_server_only)),
+        )
         .route("/mcp", any(mcp::application))
         .route("/operation/mcp", any(mcp::operations))
         // REST for the exported resources: the same credentials.
@@ -127,13 +132,17 @@ pub fn router(state: AppState) -> Router {
 
     // The OAuth documents and the endpoints a client calls with no cookie:
     // outside the session layer, open to every origin.
-    let oauth_public = Router::new()
-        .route("/.well-known/oauth-protected-resource/mcp", get(oauth::protected_resource))
-        .route("/.well-known/oauth-protected-resource/operation/mcp", get(oauth::protected_resource))
+    let own_server = Router::new()
         .route("/.well-known/oauth-authorization-server", get(oauth::authorization_server))
         .route("/oauth/register", post(oauth::register))
         .route("/oauth/token", post(oauth::token))
         .route("/oauth/revoke", post(oauth::revoke))
+        .route_layer(middleware::from_fn_with_state(state.clone(), oauth::own_server_only));
+    let oauth_public = Router::new()
+        .route("/.well-known/oauth-protected-resource", get(oauth::protected_resource))
+        .route("/.well-known/oauth-protected-resource/mcp", get(oauth::protected_resource))
+        .route("/.well-known/oauth-protected-resource/operation/mcp", get(oauth::protected_resource))
+        .merge(own_server)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(oauth::open_cors));
 

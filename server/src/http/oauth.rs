@@ -58,20 +58,45 @@ pub fn challenge(state: &AppState, path: &str, err: ApiError) -> Response {
 /// each tool server is a resource of its own, with its own scope.
 pub async fn protected_resource(State(state): State<AppState>, uri: axum::http::Uri) -> Response {
     let path = uri.path().trim_start_matches("/.well-known/oauth-protected-resource");
-    if !oauth::RESOURCE_PATHS.contains(&path) {
+    if !path.is_empty() && !oauth::RESOURCE_PATHS.contains(&path) {
         return ApiError::Engine(engine::appdb::AppDbError::UnknownResource(path.to_owned()).into())
             .into_response();
     }
+    // The bare well-known URL describes the application's tool server,
+    // the one an assistant is given.
+    let path = if path.is_empty() { oauth::RESOURCE_PATHS[0] } else { path };
     let issuer = oauth::issuer(&state.lore);
+    let authorization_server = oauth::external::issuer(&state.lore).unwrap_or_else(|| issuer.clone());
     Json(json!({
         "resource": oauth::resource(&state.lore, path),
-        "authorization_servers": [issuer],
+        "authorization_servers": [authorization_server],
         "scopes_supported": [oauth::scope_for(path).key()],
         "bearer_methods_supported": ["header"],
         "resource_name": "Lore",
         "resource_documentation": format!("{issuer}/openapi.json"),
     }))
     .into_response()
+}
+
+/// Lore's own authorization server answers only when no external one is
+/// configured (`auth.mcp.issuer`): otherwise its documents and endpoints
+/// are not found, and clients follow the protected resource metadata to
+/// the external issuer.
+pub async fn own_server_only(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: Next,
+) -> Response {
+    match oauth::external::issuer(&state.lore) {
+        None => next.run(request).await,
+        Some(issuer) => {
+            let body = json!({
+                "error": "not_found",
+                "error_description": format!("Lore's authorization server is off: assistants sign in at {issuer}"),
+            });
+            (StatusCode::NOT_FOUND, Json(body)).into_response()
+        }
+    }
 }
 
 /// `GET /.well-known/oauth-authorization-server`.
@@ -91,6 +116,7 @@ pub async fn authorization_server(State(state): State<AppState>) -> Response {
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
     }))
     .into_response()
 }
@@ -392,11 +418,21 @@ fn consent_page(checked: &Checked, subject: &oauth::Subject, query: &AuthorizeQu
             )
         })
         .collect();
+    // A client named by its metadata document is known by that address:
+    // the page names it beside the name the document gives.
+    let document = if oauth::documents::is_document_id(&checked.client.id) {
+        format!(
+            "<p class=\"document\">It describes itself at <span class=\"host\">{}</span>.</p>",
+            escape(&checked.client.id)
+        )
+    } else {
+        String::new()
+    };
     let body = format!(
         "<h1>Allow {client} to use Lore?</h1>\
          <p>It will act as <b>{who}</b> at <span class=\"host\">{resource}</span>, and you will be sent back to \
          <span class=\"host\">{host}</span> (<span class=\"host\">{redirect}</span>).</p>\
-         <p class=\"note\">The name is the one the application gave itself: allow only if you started this \
+         {document}<p class=\"note\">The name is the one the application gave itself: allow only if you started this \
          from it and you know the address it sends you back to.</p>\
          <form method=\"post\" action=\"/oauth/authorize\">{hidden}<div class=\"scopes\">{scopes}</div>\
          <p><button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button>\
@@ -406,6 +442,7 @@ fn consent_page(checked: &Checked, subject: &oauth::Subject, query: &AuthorizeQu
         resource = escape(&checked.resource),
         redirect = escape(&checked.redirect_uri),
         host = escape(&host),
+        document = document,
     );
     shell("Allow access", &body)
 }

@@ -206,13 +206,51 @@ fn dirs_home() -> PathBuf {
 /// The `oidc-provider` package, run by node from `end2end/oidc/provider.mjs`.
 pub struct OidcProvider {
     pub issuer: String,
+    stdin: Option<tokio::process::ChildStdin>,
     _child: tokio::process::Child,
 }
 
 impl OidcProvider {
     pub async fn start(redirect_uri: &str) -> Self {
+        Self::spawn(redirect_uri, false).await
+    }
+
+    /// One that is also an authorization server: the machine client
+    /// `lore-machine` (secret `lore-machine-secret`) gets JWT access tokens
+    /// for the resource it names.
+    pub async fn start_issuing_access_tokens() -> Self {
+        Self::spawn("http://127.0.0.1:9/callback", true).await
+    }
+
+    /// Puts a new signing key first (the old one stays published), and
+    /// waits until the provider publishes it.
+    pub async fn rotate_keys(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        let jwks = format!("{}/jwks", self.issuer);
+        let count = || async {
+            let keys: serde_json::Value = reqwest::get(&jwks).await.unwrap().json().await.unwrap();
+            keys["keys"].as_array().map_or(0, Vec::len)
+        };
+        let before = count().await;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(b"rotate\n").await.unwrap();
+        stdin.flush().await.unwrap();
+        for _ in 0..100 {
+            if count().await > before {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("the provider did not rotate its keys");
+    }
+
+    async fn spawn(redirect_uri: &str, access_tokens: bool) -> Self {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end/oidc/provider.mjs");
-        let mut child = tokio::process::Command::new("node")
+        let mut command = tokio::process::Command::new("node");
+        if access_tokens {
+            command.env("LORE_TEST_ACCESS_TOKENS", "jwt");
+        }
+        let mut child = command
             .arg(script)
             .arg(redirect_uri)
             .stdin(std::process::Stdio::piped())
@@ -236,7 +274,9 @@ impl OidcProvider {
         .expect("the OpenID provider starts within 120 s");
         // Keep reading its output: a closed pipe would kill it on its next write.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { issuer, _child: child }
+        // Held open: the provider exits when its stdin closes.
+        let stdin = child.stdin.take();
+        Self { issuer, stdin, _child: child }
     }
 }
 

@@ -8,7 +8,7 @@
 
 use base64::Engine as _;
 use reqwest::StatusCode;
-use sea_orm::{ConnectionTrait, Statement};
+use sea_orm::{ConnectionTrait, EntityTrait, Statement};
 use serde_json::{json, Value};
 use sha2::Digest;
 
@@ -246,6 +246,11 @@ async fn an_assistant_signs_in_as_a_lore_user_and_its_tokens_follow_the_grant() 
     let tools: Vec<&str> =
         listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(tools.contains(&"get_dogs") && !tools.contains(&"create_dogs"), "{tools:?}");
+    // The custom tools come with the tool server's scope: no key is asked for.
+    let retrieve = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "retrieve", "arguments": {"query": "dogs"}}});
+    let (_, _, called) = mcp(&app, "/mcp", Some(&access), Some(&session), retrieve).await;
+    assert_eq!(called["result"]["isError"], false, "{called}");
     let sessionless = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
     let response = reqwest::Client::new()
@@ -365,7 +370,7 @@ async fn an_assistant_signs_in_as_a_lore_user_and_its_tokens_follow_the_grant() 
     assert_eq!(left, json!([]));
     assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::UNAUTHORIZED);
 
-    let issued = granted(bob_jar).await;
+    let issued = granted(bob_jar.clone()).await;
     let access = issued["access_token"].as_str().unwrap().to_owned();
     assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::OK);
     let revoke = |client_id: &str| {
@@ -393,6 +398,17 @@ async fn an_assistant_signs_in_as_a_lore_user_and_its_tokens_follow_the_grant() 
     assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::UNAUTHORIZED);
     let connections = engine::oauth::connections(&app.lore).await.unwrap();
     assert!(connections.is_empty(), "every grant of this test ended: {connections:?}");
+
+    // A grant lasts `auth.mcp.grant_days` (90), refreshes or not.
+    let issued = granted(bob_jar).await;
+    let aged = "UPDATE oauth_grant SET created_at = '2020-01-01T00:00:00Z' WHERE revoked_at IS NULL";
+    app.lore.db.execute(Statement::from_string(backend, aged.to_owned())).await.unwrap();
+    let (status, expired) = refresh(issued["refresh_token"].as_str().unwrap().to_owned()).await;
+    assert_eq!(
+        (status, expired["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{expired}"
+    );
 
     // The audit log has the story, and no token in it.
     let log = engine::audit::recent(&app.lore.db, 200, None).await.unwrap();
@@ -591,4 +607,273 @@ async fn every_bad_request_gets_the_rfcs_error_and_no_token() {
         challenge_of(response.headers()),
         format!("Bearer error=\"insufficient_scope\", scope=\"mcp\", resource_metadata=\"{metadata}\"")
     );
+}
+
+/// Client ID metadata documents served on loopback, as a client publishes
+/// its own: a good one (kept for five minutes) and each kind of bad one.
+struct Documents {
+    base: String,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl Documents {
+    async fn serve() -> Documents {
+        use axum::extract::{Path, State};
+        use axum::response::IntoResponse;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let state = (base.clone(), reads.clone());
+        let serve = |State((base, reads)): State<(
+            String,
+            std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        )>,
+                     Path(name): Path<String>| async move {
+            reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let own = format!("{base}/{name}");
+            let document = |id: &str, redirect: &str| {
+                json!({"client_id": id, "client_name": "Document Assistant", "redirect_uris": [redirect],
+                       "grant_types": ["authorization_code", "refresh_token"], "token_endpoint_auth_method": "none"})
+            };
+            let body = match name.as_str() {
+                "good.json" => document(&own, CALLBACK),
+                "big.json" => {
+                    let mut big = document(&own, CALLBACK);
+                    big["padding"] = json!("x".repeat(6 * 1024));
+                    big
+                }
+                "slow.json" => {
+                    tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+                    document(&own, CALLBACK)
+                }
+                "moved.json" => {
+                    return (StatusCode::FOUND, [("location", "http://10.0.0.1/client.json")]).into_response()
+                }
+                "other-id.json" => document(&format!("{base}/good.json"), CALLBACK),
+                "other-redirect.json" => document(&own, "https://elsewhere.example/cb"),
+                "secret.json" => {
+                    let mut secret = document(&own, CALLBACK);
+                    secret["client_secret"] = json!("published-for-all-to-see");
+                    secret
+                }
+                _ => return StatusCode::NOT_FOUND.into_response(),
+            };
+            ([("cache-control", "public, max-age=300")], axum::Json(body)).into_response()
+        };
+        let router = axum::Router::new().route("/{name}", axum::routing::get(serve)).with_state(state);
+        let server = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        Documents { base, reads, _server: server }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("{}/{name}", self.base)
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_client_named_by_its_metadata_document_signs_in_and_a_bad_document_is_refused() {
+    let documents = Documents::serve().await;
+    // Loopback is private: only where private addresses may be read (a
+    // lab, this test) is a document there, or over plain http, read at all.
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| settings.ingest.allow_private_addresses = true),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let server: Value =
+        reqwest::get(app.url("/.well-known/oauth-authorization-server")).await.unwrap().json().await.unwrap();
+    assert_eq!(server["client_id_metadata_document_supported"], true);
+
+    // The client's id is its document's URL: no registration, and the
+    // consent page names what the document says.
+    let client = documents.url("good.json");
+    let (verifier, challenge) = pkce();
+    let query = authorize_query(&app, &client, &challenge);
+    let browser = no_redirects(app.jar.clone());
+    let page = browser.get(authorize_url(&app, &query)).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("Allow Document Assistant to use Lore?"), "{page}");
+    assert!(page.contains(&format!("It describes itself at <span class=\"host\">{client}</span>")), "{page}");
+    let code = allow(&app, app.jar.clone(), &query, &["mcp"]).await;
+    let (status, issued) = exchange(&app, &client, &code, &verifier, &app.url("/mcp")).await;
+    assert_eq!(status, StatusCode::OK, "{issued}");
+    let access = issued["access_token"].as_str().unwrap();
+    assert_eq!(mcp(&app, "/mcp", Some(access), None, initialize()).await.0, StatusCode::OK);
+    assert_eq!(documents.reads(), 1, "read once, then kept for its max-age");
+    let connections = engine::oauth::connections(&app.lore).await.unwrap();
+    assert_eq!(connections[0].client_name, "Document Assistant");
+
+    // Each bad document is refused with the error the drafts name, before
+    // anyone is asked, and nothing of it is kept.
+    for (name, error, why) in [
+        ("missing.json", "invalid_client", "answered 404"),
+        ("big.json", "invalid_client", "larger than 5120 bytes"),
+        ("slow.json", "invalid_client", "timed out"),
+        ("moved.json", "invalid_client", "redirects elsewhere"),
+        ("other-id.json", "invalid_client_metadata", "not the address it is served at"),
+        ("secret.json", "invalid_client_metadata", "client_secret"),
+        ("other-redirect.json", "invalid_request", "not one the client registered"),
+    ] {
+        let query = authorize_query(&app, &documents.url(name), &challenge);
+        let response = browser.get(authorize_url(&app, &query)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{name}");
+        let page = response.text().await.unwrap();
+        assert!(page.contains(&format!("({error})")) && page.contains(why), "{name}: {page}");
+        assert!(!page.contains("class=\"back\""), "{name}: no way back to a client not known");
+    }
+    let (status, refused) = exchange(&app, &documents.url("missing.json"), &code, &verifier, "").await;
+    assert_eq!((status, refused["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_client")));
+    let mut kept: Vec<String> = entity::oauth_client::Entity::find()
+        .all(&app.lore.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec![client.clone(), documents.url("other-redirect.json")],
+        "only documents that read well"
+    );
+
+    // The audit log has the client's first reading and every refusal.
+    let log = engine::audit::recent(&app.lore.db, 200, None).await.unwrap();
+    assert!(log
+        .iter()
+        .any(|e| e.action == "oauth.client_registered" && e.target.as_deref() == Some(&client)));
+    let refusals = log.iter().filter(|e| e.action == "oauth.refused").count();
+    assert_eq!(refusals, 8, "seven sign-ins and one token request: {log:?}");
+
+    // Where private addresses are not read (the default), a document on
+    // loopback is refused by the crawler's address guard, unread.
+    let guarded = spawn_app_with(Options::default()).await;
+    guarded.sign_in_with_bootstrap_link().await;
+    let before = documents.reads();
+    for (client, why) in [
+        (client.replace("http://", "https://"), "not a public address"),
+        (client.clone(), "served over https"),
+    ] {
+        let query = authorize_query(&guarded, &client, &challenge);
+        let response =
+            no_redirects(guarded.jar.clone()).get(authorize_url(&guarded, &query)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let page = response.text().await.unwrap();
+        assert!(page.contains(why), "{client}: {page}");
+    }
+    assert_eq!(documents.reads(), before, "nothing was fetched");
+}
+
+/// A JWT access token from the external issuer for `resource` and `scope`.
+async fn machine_token(issuer: &str, resource: &str, scope: &str) -> String {
+    let form = [
+        ("grant_type", "client_credentials"),
+        ("client_id", "lore-machine"),
+        ("client_secret", "lore-machine-secret"),
+        ("resource", resource),
+        ("scope", scope),
+    ];
+    let response = reqwest::Client::new().post(format!("{issuer}/token")).form(&form).send().await.unwrap();
+    let issued: Value = response.json().await.unwrap();
+    issued["access_token"].as_str().unwrap_or_else(|| panic!("a token: {issued}")).to_owned()
+}
+
+fn key_id(jwt: &str) -> String {
+    let header = jwt.split('.').next().unwrap();
+    let header: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header).unwrap())
+            .unwrap();
+    header["kid"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn with_an_external_issuer_its_jwt_access_tokens_act_as_the_user_they_name() {
+    let mut provider = crate::helpers::OidcProvider::start_issuing_access_tokens().await;
+    let mut app = spawn_app_with(options(false)).await;
+    app.sign_in_with_bootstrap_link().await;
+    engine::appdb::schema::apply(&app.lore, &engine::audit::Actor::System, crate::mcp::SCHEMA).await.unwrap();
+    let reads_dogs = json!({"dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    admin_op(&app, json!({"operation": "add_role", "role": "reader", "permission": reads_dogs})).await;
+    admin_op(&app, json!({"operation": "add_user", "role": "reader", "username": "lore-machine"})).await;
+    let issuer = provider.issuer.clone();
+    app.restart_with(move |settings| settings.auth.mcp.issuer = Some(issuer)).await;
+
+    // Lore names the issuer, and its own authorization server is off.
+    let resource: Value = reqwest::get(app.url("/.well-known/oauth-protected-resource/mcp"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(resource["authorization_servers"], json!([provider.issuer]));
+    let own = reqwest::get(app.url("/.well-known/oauth-authorization-server")).await.unwrap();
+    assert_eq!(own.status(), StatusCode::NOT_FOUND);
+    let (status, _) = register(&app, json!({"redirect_uris": [CALLBACK]})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Its token for /mcp acts as the user its subject names.
+    let access = machine_token(&provider.issuer, &app.url("/mcp"), "mcp").await;
+    let (status, headers, _) = mcp(&app, "/mcp", Some(&access), None, initialize()).await;
+    assert_eq!(status, StatusCode::OK);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (_, _, listed) = mcp(&app, "/mcp", Some(&access), Some(&session), list).await;
+    let tools: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"get_dogs") && !tools.contains(&"create_dogs"), "{tools:?}");
+
+    // Refused: a token for another resource, one without the scope, one
+    // Lore issued, one signed by no key of the issuer's.
+    let elsewhere = machine_token(&provider.issuer, &app.url("/operation/mcp"), "mcp").await;
+    let (status, headers, _) = mcp(&app, "/mcp", Some(&elsewhere), None, initialize()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(challenge_of(&headers).starts_with("Bearer error=\"invalid_token\""), "{headers:?}");
+    let unscoped = machine_token(&provider.issuer, &app.url("/mcp"), "operations").await;
+    let (status, headers, _) = mcp(&app, "/mcp", Some(&unscoped), None, initialize()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(challenge_of(&headers).starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp\""));
+    assert_eq!(
+        mcp(&app, "/mcp", Some("lore_at_of-lores-own"), None, initialize()).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let mut forged: Vec<String> = access.split('.').map(str::to_owned).collect();
+    forged[2] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([7u8; 256]);
+    assert_eq!(
+        mcp(&app, "/mcp", Some(&forged.join(".")), None, initialize()).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // The issuer rotates its signing key: the first token signed with the
+    // new one has Lore read the keys again, and the old key's tokens hold.
+    provider.rotate_keys().await;
+    tokio::time::sleep(engine::oauth::external::REREAD_AT_MOST).await;
+    let rotated = machine_token(&provider.issuer, &app.url("/mcp"), "mcp").await;
+    assert_ne!(key_id(&rotated), key_id(&access), "signed with the new key");
+    assert_eq!(mcp(&app, "/mcp", Some(&rotated), None, initialize()).await.0, StatusCode::OK);
+    assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::OK);
+
+    // Deactivating the user refuses its tokens at their next request.
+    admin_op(&app, json!({"operation": "alter_user", "username": "lore-machine", "active": false})).await;
+    assert_eq!(mcp(&app, "/mcp", Some(&rotated), None, initialize()).await.0, StatusCode::UNAUTHORIZED);
+
+    // Tool calls made with tokens are limited per user, as a key's are per key.
+    admin_op(&app, json!({"operation": "alter_user", "username": "lore-machine", "active": true})).await;
+    app.restart_with(|settings| settings.mcp.tool_calls_per_minute = 2).await;
+    let access = machine_token(&provider.issuer, &app.url("/mcp"), "mcp").await;
+    let (_, headers, _) = mcp(&app, "/mcp", Some(&access), None, initialize()).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let retrieve = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "retrieve", "arguments": {"query": "dogs"}}});
+    for _ in 0..2 {
+        let (status, _, reply) = mcp(&app, "/mcp", Some(&access), Some(&session), retrieve.clone()).await;
+        assert_eq!((status, &reply["result"]["isError"]), (StatusCode::OK, &json!(false)), "{reply}");
+    }
+    let (status, _, reply) = mcp(&app, "/mcp", Some(&access), Some(&session), retrieve).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{reply}");
+    assert_eq!(reply["error"]["data"]["code"], "rate_limited");
 }

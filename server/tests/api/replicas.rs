@@ -45,7 +45,9 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(database: &str, vectors: &str, store: &ObjectStore) -> Replica {
+    /// One replica of the deployment whose public address is `base_url`
+    /// (the proxy's, as `server.base_url` of every replica).
+    fn start(base_url: &str, database: &str, vectors: &str, store: &ObjectStore) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let addr = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -63,6 +65,7 @@ impl Replica {
             .env("LORE_DATA_DIR", dir.path())
             .env("LORE_MODELS__DIR", models_dir())
             .env("LORE_SERVER__BIND", addr.to_string())
+            .env("LORE_SERVER__BASE_URL", base_url)
             .env("LORE_DATABASE__URL", database)
             .env("LORE_VECTORS__URI", vectors)
             .env("LORE_MASTER_KEY", MASTER_KEY)
@@ -123,8 +126,9 @@ struct Proxy {
 }
 
 impl Proxy {
-    async fn start(backends: Vec<SocketAddr>) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// Serves on `listener`, bound before the replicas start (its address
+    /// is their base URL).
+    fn start(listener: TcpListener, backends: Vec<SocketAddr>) -> Proxy {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let served: Arc<Vec<AtomicUsize>> = Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
         let counts = served.clone();
@@ -181,10 +185,15 @@ impl Cluster {
         settings.vectors.storage_options = store.options();
         // Opened first, so the schema exists before either replica starts.
         let watcher = Lore::open(settings).await.unwrap();
-        let (mut a, mut b) = (Replica::start(&url, &vectors, &store), Replica::start(&url, &vectors, &store));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let public = format!("http://{}", listener.local_addr().unwrap());
+        let (mut a, mut b) = (
+            Replica::start(&public, &url, &vectors, &store),
+            Replica::start(&public, &url, &vectors, &store),
+        );
         a.wait_ready().await;
         b.wait_ready().await;
-        let proxy = Proxy::start(vec![a.addr(), b.addr()]).await;
+        let proxy = Proxy::start(listener, vec![a.addr(), b.addr()]);
         let admin = reqwest::Client::builder()
             .cookie_store(true)
             .pool_max_idle_per_host(0)
@@ -229,6 +238,69 @@ impl Cluster {
         drop(self);
         drop_postgres(&database).await;
     }
+}
+
+/// An assistant registers and its person (the admin) consents through
+/// `on`; the code is exchanged through `then`: the access token.
+async fn oauth_grant(cluster: &Cluster, on: &Replica, then: &Replica) -> String {
+    use base64::Engine as _;
+    use sha2::Digest;
+    let callback = "http://127.0.0.1:9/callback";
+    let registered = cluster.post(on.url("/oauth/register"), json!({"redirect_uris": [callback]})).await;
+    let client = registered["client_id"].as_str().unwrap().to_owned();
+    let verifier = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    let challenge =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    // The resource is the deployment's tool server, whichever replica serves it.
+    let resource = format!("{}/mcp", cluster.proxy.base);
+    let form = [
+        ("response_type", "code"),
+        ("client_id", &client),
+        ("redirect_uri", callback),
+        ("scope", "mcp"),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("resource", &resource),
+        ("decision", "allow"),
+        ("granted", "mcp"),
+    ];
+    let consented = cluster.admin.post(on.url("/oauth/authorize")).form(&form).send().await.unwrap();
+    assert_eq!(consented.status(), StatusCode::SEE_OTHER, "{:?}", consented.text().await);
+    let location = url::Url::parse(consented.headers()["location"].to_str().unwrap()).unwrap();
+    let code = location.query_pairs().find(|(name, _)| name == "code").unwrap().1.into_owned();
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("client_id", &client),
+        ("redirect_uri", callback),
+        ("code_verifier", &verifier),
+        ("resource", &resource),
+    ];
+    let issued: Value = reqwest::Client::new()
+        .post(then.url("/oauth/token"))
+        .form(&exchange)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    issued["access_token"].as_str().unwrap_or_else(|| panic!("a token: {issued}")).to_owned()
+}
+
+/// The status of an `initialize` at `replica`'s tool server with `bearer`.
+async fn mcp_status(replica: &Replica, bearer: &str) -> StatusCode {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    reqwest::Client::new()
+        .post(replica.url("/mcp"))
+        .bearer_auth(bearer)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .status()
 }
 
 async fn retrieve(replica: &Replica, key: &str) -> reqwest::Response {
@@ -428,6 +500,15 @@ async fn two_replicas_on_postgres_and_s3_serve_as_one() {
         .expect("B's session is told within a second");
     assert!(event.contains("notifications/tools/list_changed"), "{event}");
     assert_ne!(tool_names(&on_b, &ann, &session).await, tools_before);
+
+    // An assistant's grant, made through A, is taken by B; revoked through
+    // A, it is refused by B at its next request.
+    let access = oauth_grant(&cluster, a, b).await;
+    assert_eq!(mcp_status(b, &access).await, StatusCode::OK);
+    let connections = cluster.get(a.url("/admin/oauth/connections")).await;
+    let grant = connections[0]["grant_id"].as_str().unwrap().to_owned();
+    cluster.post(a.url(&format!("/admin/oauth/connections/{grant}/revoke")), json!({})).await;
+    assert_eq!(mcp_status(b, &access).await, StatusCode::UNAUTHORIZED, "B honours A's revocation at once");
 
     // The embedding role rebound on A: B refuses to retrieve at once (no
     // query embedded with the old model), and the full reindex, run here

@@ -36,7 +36,7 @@ type D @table(database: "dev", table: "d") @export(name: "dogs") { id: ID @prima
     let names = |lore: ToolServer| async move {
         let caller = Caller {
             principal: Some(engine::appdb::Principal::Admin { account_id: "ada".into() }),
-            key: None,
+            ..Caller::default()
         };
         let surface = mcp::surface(&lore, Profile::Application, &caller).await.unwrap();
         surface.tools.into_iter().map(|t| t.name).filter(|n| n.starts_with("get_")).collect::<Vec<_>>()
@@ -49,7 +49,7 @@ type D @table(database: "dev", table: "d") @export(name: "dogs") { id: ID @prima
             Profile::Application,
             &Caller {
                 principal: Some(engine::appdb::Principal::Admin { account_id: "ada".into() }),
-                key: None,
+                ..Caller::default()
             },
         )
         .await
@@ -110,7 +110,8 @@ async fn a_registered_resource_serves_its_documents_on_the_profiles_it_names() {
     }
 
     let (lore, _dir) = open().await;
-    let caller = Caller { principal: Some(Principal::Admin { account_id: "ada".into() }), key: None };
+    let caller =
+        Caller { principal: Some(Principal::Admin { account_id: "ada".into() }), ..Caller::default() };
     lore.resources().set("glossary", Arc::new(Glossary), ExportTypes { http: false, mcp: true });
 
     let application = mcp::surface(&lore, Profile::Application, &caller).await.unwrap();
@@ -160,7 +161,7 @@ async fn a_committed_write_is_told_once_to_the_channel_subscribed_to_its_record(
     let schema = "type Dog @table(database: \"dev\", table: \"dog\") @export(name: \"dogs\") { id: ID @primaryKey\n name: String }";
     engine::appdb::schema::apply(&tools, &Actor::System, schema).await.unwrap();
     let admin = Principal::Admin { account_id: "ada".into() };
-    let caller = Caller { principal: Some(admin.clone()), key: None };
+    let caller = Caller { principal: Some(admin.clone()), ..Caller::default() };
     let uri = mcp::record_uri(&tools.settings.base_url(), "dogs", &json!("1"));
     let filter = Filter { tools: false, resources: false, updates: vec![uri.clone()] };
     let mut stream = hub::listen(&again, Profile::Application, &caller, json!(7), filter).await.unwrap();

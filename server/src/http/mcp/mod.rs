@@ -187,8 +187,9 @@ impl Call {
             (None, None, Some(viewer)) => Credentials::Session(viewer),
             (None, None, None) => Credentials::None,
         };
+        let oauth = matches!(credentials, Credentials::Bearer { .. });
         let (principal, key_id) = operations::authenticate_for(self.tools(), credentials, Scope::Mcp).await?;
-        Ok((Caller { principal: Some(principal), key: raw.map(Secret::new) }, key_id))
+        Ok((Caller { principal: Some(principal), key: raw.map(Secret::new), oauth }, key_id))
     }
 
     /// The live session a request names, bound to this caller.
@@ -412,9 +413,7 @@ impl Call {
             .and_then(Value::as_str)
             .ok_or_else(|| Failure::params("`name` is required"))?;
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-        if let Some(key_id) = key_id {
-            mcp::admit_call(lore, key_id)?;
-        }
+        mcp::admit_call(lore, caller, key_id)?;
         let result = mcp::call(lore, self.profile, caller, name, args.clone()).await.and_then(tool_response);
         let (reply, outcome) = match result {
             Ok(structured) => (Ok(rpc::value(&rpc::CallResult::new(structured, false))), "ok"),
