@@ -204,3 +204,26 @@ export async function startDocsSite() {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
 }
+
+/**
+ * Crawls the docs site into a source named Guides and binds SmolLM2 to
+ * generation, through the admin API with `request` (a signed-in admin's
+ * page.request).
+ */
+export async function prepareGuides(request, baseUrl, site, llama) {
+  const created = await request.post(`${baseUrl}/admin/sources/`, {
+    data: { name: 'Guides', kind: 'website', config: { start_url: `${site.url}/docs/`, discovery: 'sitemap' } },
+  });
+  if (created.status() !== 201) throw new Error(`creating the source: ${created.status()} ${await created.text()}`);
+  // Creating a website source starts its first sync.
+  const job = (await created.json()).latest_job.id;
+  for (let i = 0; ; i++) {
+    const status = (await (await request.get(`${baseUrl}/admin/jobs/${job}`)).json()).status;
+    if (status === 'succeeded') break;
+    if (!['queued', 'running'].includes(status) || i >= 1200) throw new Error(`job ${job} is ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const added = await request.post(`${baseUrl}/admin/providers/quick-add`,
+    { data: { kind: 'llama_cpp', endpoint: llama.endpoint, model: 'smollm2-135m-instruct' } });
+  if (added.status() !== 201) throw new Error(`quick add: ${added.status()} ${await added.text()}`);
+}

@@ -20,7 +20,7 @@ import { Client as SdkClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as SdkTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { auth as sdkAuth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client as NextClient, StreamableHTTPClientTransport as NextTransport } from '@modelcontextprotocol/client';
-import { ADMIN, USER, launchBrowser, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
+import { ADMIN, USER, launchBrowser, prepareGuides, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CALLBACK = 'http://127.0.0.1:9/callback';
@@ -84,20 +84,7 @@ before(async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   await signIn(page, lore.baseUrl, ADMIN);
-  const created = await page.request.post(`${lore.baseUrl}/admin/sources/`, {
-    data: { name: 'Guides', kind: 'website', config: { start_url: `${site.url}/docs/`, discovery: 'sitemap' } },
-  });
-  assert.equal(created.status(), 201, await created.text());
-  const job = (await created.json()).latest_job.id;
-  for (let i = 0; ; i++) {
-    const status = (await (await page.request.get(`${lore.baseUrl}/admin/jobs/${job}`)).json()).status;
-    if (status === 'succeeded') break;
-    assert.ok(['queued', 'running'].includes(status) && i < 1200, `job ${job} is ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const added = await page.request.post(`${lore.baseUrl}/admin/providers/quick-add`,
-    { data: { kind: 'llama_cpp', endpoint: llama.endpoint, model: 'smollm2-135m-instruct' } });
-  assert.equal(added.status(), 201, await added.text());
+  await prepareGuides(page.request, lore.baseUrl, site, llama);
   await context.close();
 });
 

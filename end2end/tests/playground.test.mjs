@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { ADMIN, freePort, hydrated, launchBrowser, openPage, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
+import { ADMIN, freePort, hydrated, launchBrowser, openPage, prepareGuides, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
 
 let lore;
 let browser;
@@ -45,29 +45,10 @@ after(async () => {
   llama?.stop();
 });
 
-/** Crawls the site and binds SmolLM2 to generation, through the admin API. */
-async function prepare(page) {
-  const created = await page.request.post(`${lore.baseUrl}/admin/sources/`, {
-    data: { name: 'Guides', kind: 'website', config: { start_url: `${site.url}/docs/`, discovery: 'sitemap' } },
-  });
-  assert.equal(created.status(), 201, await created.text());
-  // Creating a website source starts its first sync.
-  const job = (await created.json()).latest_job.id;
-  for (let i = 0; ; i++) {
-    const status = (await (await page.request.get(`${lore.baseUrl}/admin/jobs/${job}`)).json()).status;
-    if (status === 'succeeded') break;
-    assert.ok(['queued', 'running'].includes(status) && i < 1200, `job ${job} is ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const added = await page.request.post(`${lore.baseUrl}/admin/providers/quick-add`,
-    { data: { kind: 'llama_cpp', endpoint: llama.endpoint, model: 'smollm2-135m-instruct' } });
-  assert.equal(added.status(), 201, await added.text());
-}
-
 test('the Playground answers with citations and a trace, and the corpus diagnostic shows raw scores', async () => {
   const { page, errors } = await openPage(browser, lore.baseUrl);
   await signIn(page, lore.baseUrl, ADMIN);
-  await prepare(page);
+  await prepareGuides(page.request, lore.baseUrl, site, llama);
 
   await page.goto(`${lore.baseUrl}/playground`);
   await hydrated(page);

@@ -163,25 +163,8 @@ pub async fn fetch_small(
     limit: usize,
     timeout: Duration,
 ) -> Result<SmallDocument, IngestError> {
-    let allow_private = settings.ingest.allow_private_addresses;
-    check_address(url, allow_private).await?;
-    let mut builder = reqwest::Client::builder()
-        .no_proxy()
-        .user_agent(format!("{AGENT}/{} (+{})", env!("CARGO_PKG_VERSION"), settings.base_url()))
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(timeout)
-        .timeout(timeout);
-    for root in extra_roots(settings)? {
-        builder = builder.add_root_certificate(root);
-    }
-    match settings.ingest.proxy.as_ref() {
-        // Through a proxy the resolver never sees the target: the check
-        // above is the guard, and no redirect is followed past it.
-        Some(proxy) => builder = builder.proxy(configured_proxy(proxy.expose())?),
-        None if !allow_private => builder = builder.dns_resolver(Arc::new(PublicOnlyResolver)),
-        None => {}
-    }
-    let client = builder.build().map_err(|err| IngestError::Fetch(format!("HTTP client: {err}")))?;
+    check_address(url, settings.ingest.allow_private_addresses).await?;
+    let client = guarded_client(settings, reqwest::redirect::Policy::none(), timeout, timeout)?;
     let response = client
         .get(url.clone())
         .header(reqwest::header::ACCEPT, "application/json")
@@ -216,6 +199,37 @@ fn cache_max_age(value: &str) -> Option<Duration> {
         }
     }
     max_age
+}
+
+/// The client every fetch of a named address goes through: the
+/// environment's proxies ignored (`no_proxy` first: they would carry every
+/// request past the resolver's check), names resolved to public addresses
+/// only unless `ingest.allow_private_addresses` is set, `ingest.ca_file`'s
+/// roots trusted, and `ingest.proxy` used when set (the proxy then resolves
+/// the targets, so the callers check each one before its request).
+fn guarded_client(
+    settings: &Settings,
+    redirects: reqwest::redirect::Policy,
+    connect: Duration,
+    total: Duration,
+) -> Result<reqwest::Client, IngestError> {
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .user_agent(format!("{AGENT}/{} (+{})", env!("CARGO_PKG_VERSION"), settings.base_url()))
+        .redirect(redirects)
+        .connect_timeout(connect)
+        .timeout(total);
+    for root in extra_roots(settings)? {
+        builder = builder.add_root_certificate(root);
+    }
+    match settings.ingest.proxy.as_ref() {
+        Some(proxy) => builder = builder.proxy(configured_proxy(proxy.expose())?),
+        None if !settings.ingest.allow_private_addresses => {
+            builder = builder.dns_resolver(Arc::new(PublicOnlyResolver))
+        }
+        None => {}
+    }
+    builder.build().map_err(|err| IngestError::Fetch(format!("HTTP client: {err}")))
 }
 
 /// The further roots of `ingest.ca_file`, which every fetch of a named
@@ -281,9 +295,7 @@ impl Crawler {
         let start = Url::parse(&config.start_url)
             .map_err(|err| IngestError::InvalidSource(format!("start_url: {err}")))?;
         let allow_private = settings.ingest.allow_private_addresses;
-        let proxy =
-            settings.ingest.proxy.as_ref().map(|proxy| configured_proxy(proxy.expose())).transpose()?;
-        let follows_redirects_itself = proxy.is_some();
+        let follows_redirects_itself = settings.ingest.proxy.is_some();
         let policy = if follows_redirects_itself {
             reqwest::redirect::Policy::none()
         } else {
@@ -306,26 +318,7 @@ impl Crawler {
                 }
             })
         };
-        // `no_proxy` first: the environment's proxies would otherwise carry
-        // every request past the resolver's check.
-        let mut builder = reqwest::Client::builder()
-            .no_proxy()
-            .user_agent(format!("{AGENT}/{} (+{})", env!("CARGO_PKG_VERSION"), settings.base_url()))
-            .redirect(policy)
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30));
-        for root in extra_roots(settings)? {
-            builder = builder.add_root_certificate(root);
-        }
-        match proxy {
-            // The resolver would only ever see the proxy's own name, which the
-            // operator chose and which is usually internal; the targets are
-            // checked before each request instead.
-            Some(proxy) => builder = builder.proxy(proxy),
-            None if !allow_private => builder = builder.dns_resolver(Arc::new(PublicOnlyResolver)),
-            None => {}
-        }
-        let client = builder.build().map_err(|err| IngestError::Fetch(format!("HTTP client: {err}")))?;
+        let client = guarded_client(settings, policy, Duration::from_secs(10), Duration::from_secs(30))?;
         Ok(Self {
             include: glob_set(&config.include)?,
             exclude: glob_set(&config.exclude)?,

@@ -21,7 +21,7 @@ use sea_orm::{EntityTrait, Set};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::flow::{check_redirect_uri, refused, Client, Outcome};
+use super::flow::{checked_metadata, refused, Client, Outcome, Registration};
 use super::OAuthCode;
 use crate::audit::Actor;
 use crate::Lore;
@@ -196,37 +196,21 @@ fn validate(client_id: &str, document: Document) -> Outcome<Client> {
     if let Some(method) = document.token_endpoint_auth_method.as_deref().filter(|m| *m != "none") {
         return Err(bad(format!("token_endpoint_auth_method `{method}` is not offered (none)")));
     }
-    if document.redirect_uris.is_empty() || document.redirect_uris.len() > super::flow::MAX_REDIRECT_URIS {
-        return Err(bad(format!("it lists 1 to {} redirect_uris", super::flow::MAX_REDIRECT_URIS)));
-    }
-    for uri in &document.redirect_uris {
-        check_redirect_uri(uri).map_err(|err| bad(err.description))?;
-    }
-    if let Some(grant) =
-        document.grant_types.iter().find(|g| !["authorization_code", "refresh_token"].contains(&g.as_str()))
-    {
-        return Err(bad(format!("grant type `{grant}` is not offered")));
-    }
-    if let Some(kind) = document.response_types.iter().find(|r| r.as_str() != "code") {
-        return Err(bad(format!("response type `{kind}` is not offered")));
-    }
     let host =
         url::Url::parse(client_id).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
-    let name = document.client_name.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or(&host);
-    if name.chars().count() > 200 {
-        return Err(bad("client_name is longer than 200 characters".into()));
-    }
-    let logo_uri = match document.logo_uri {
-        Some(logo) if url::Url::parse(&logo).is_ok_and(|u| u.scheme() == "https") && logo.len() <= 2_000 => {
-            Some(logo)
-        }
-        // A logo is decoration: one Lore cannot show is left out.
-        _ => None,
+    let asked = Registration {
+        redirect_uris: document.redirect_uris,
+        client_name: document.client_name,
+        logo_uri: document.logo_uri,
+        grant_types: document.grant_types,
+        response_types: document.response_types,
+        token_endpoint_auth_method: None,
     };
+    let (name, logo_uri) = checked_metadata(&asked, &host).map_err(|err| bad(err.description))?;
     Ok(Client {
         id: client_id.to_owned(),
-        name: name.to_owned(),
-        redirect_uris: document.redirect_uris,
+        name,
+        redirect_uris: asked.redirect_uris,
         logo_uri,
         created_at: Utc::now(),
     })
@@ -266,6 +250,19 @@ mod tests {
         let mut far = good.clone();
         far["redirect_uris"] = json!(["http://192.168.1.9/cb"]);
         assert!(validate(ID, document(far)).is_err(), "plain http only to loopback");
+
+        // What a client says of itself is checked as at registration: a
+        // logo that is not an https URL is refused, not dropped.
+        let mut logo = good.clone();
+        logo["logo_uri"] = json!("https://app.example/logo.png");
+        assert_eq!(
+            validate(ID, document(logo.clone())).unwrap().logo_uri.as_deref(),
+            Some("https://app.example/logo.png")
+        );
+        logo["logo_uri"] = json!("javascript:alert(1)");
+        let refused = validate(ID, document(logo)).unwrap_err();
+        assert_eq!(refused.code, OAuthCode::InvalidClientMetadata);
+        assert!(refused.description.contains("logo_uri"), "{}", refused.description);
 
         let mut nameless = good;
         nameless["client_name"] = json!(" ");

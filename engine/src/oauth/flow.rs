@@ -26,7 +26,7 @@ pub(super) fn refused(code: OAuthCode, description: impl Into<String>) -> OAuthE
 const CODE_MINUTES: i64 = 10;
 
 /// The most redirect URIs one client registers.
-pub(super) const MAX_REDIRECT_URIS: usize = 10;
+const MAX_REDIRECT_URIS: usize = 10;
 
 /// A client as registered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,45 +85,11 @@ async fn register_checked(lore: &Lore, asked: Registration, requester: &str) -> 
             "too many registrations; try again in a minute",
         ));
     }
-    if asked.redirect_uris.is_empty() || asked.redirect_uris.len() > MAX_REDIRECT_URIS {
-        return Err(refused(
-            OAuthCode::InvalidRedirectUri,
-            format!("register 1 to {MAX_REDIRECT_URIS} redirect_uris"),
-        ));
-    }
-    for uri in &asked.redirect_uris {
-        check_redirect_uri(uri)?;
-    }
-    if let Some(grant) =
-        asked.grant_types.iter().find(|g| !["authorization_code", "refresh_token"].contains(&g.as_str()))
-    {
-        return Err(refused(
-            OAuthCode::InvalidClientMetadata,
-            format!("grant type `{grant}` is not offered"),
-        ));
-    }
-    if let Some(kind) = asked.response_types.iter().find(|r| r.as_str() != "code") {
-        return Err(refused(
-            OAuthCode::InvalidClientMetadata,
-            format!("response type `{kind}` is not offered"),
-        ));
-    }
-    let name =
-        asked.client_name.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or("An MCP client");
-    if name.chars().count() > 200 {
-        return Err(refused(OAuthCode::InvalidClientMetadata, "client_name is longer than 200 characters"));
-    }
-    let logo_uri = match asked.logo_uri {
-        Some(logo) if url::Url::parse(&logo).is_ok_and(|u| u.scheme() == "https") && logo.len() <= 2_000 => {
-            Some(logo)
-        }
-        Some(_) => return Err(refused(OAuthCode::InvalidClientMetadata, "logo_uri must be an https URL")),
-        None => None,
-    };
+    let (name, logo_uri) = checked_metadata(&asked, "An MCP client")?;
     let now = Utc::now();
     let row = oauth_client::ActiveModel {
         id: Set(crate::keys::random_key("lore_oc_")),
-        name: Set(name.to_owned()),
+        name: Set(name),
         redirect_uris: Set(json!(asked.redirect_uris)),
         logo_uri: Set(logo_uri),
         registration: Set("dynamic".to_owned()),
@@ -145,10 +111,52 @@ async fn register_checked(lore: &Lore, asked: Registration, requester: &str) -> 
     Ok(Client::decode(row))
 }
 
+/// What a client says of itself, registering or in its metadata document,
+/// checked as Lore can serve it: 1 to [`MAX_REDIRECT_URIS`] redirect URIs
+/// a client may have, only the grants and response type Lore offers, a
+/// name of at most 200 characters (`unnamed` when it gives none) and an
+/// `https` logo. Its name and logo.
+pub(super) fn checked_metadata(asked: &Registration, unnamed: &str) -> Outcome<(String, Option<String>)> {
+    if asked.redirect_uris.is_empty() || asked.redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(refused(
+            OAuthCode::InvalidRedirectUri,
+            format!("register 1 to {MAX_REDIRECT_URIS} redirect_uris"),
+        ));
+    }
+    for uri in &asked.redirect_uris {
+        check_redirect_uri(uri)?;
+    }
+    let offered = ["authorization_code", "refresh_token"];
+    if let Some(grant) = asked.grant_types.iter().find(|g| !offered.contains(&g.as_str())) {
+        return Err(refused(
+            OAuthCode::InvalidClientMetadata,
+            format!("grant type `{grant}` is not offered"),
+        ));
+    }
+    if let Some(kind) = asked.response_types.iter().find(|r| r.as_str() != "code") {
+        return Err(refused(
+            OAuthCode::InvalidClientMetadata,
+            format!("response type `{kind}` is not offered"),
+        ));
+    }
+    let name = asked.client_name.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or(unnamed);
+    if name.chars().count() > 200 {
+        return Err(refused(OAuthCode::InvalidClientMetadata, "client_name is longer than 200 characters"));
+    }
+    let logo_uri = match &asked.logo_uri {
+        Some(logo) if url::Url::parse(logo).is_ok_and(|u| u.scheme() == "https") && logo.len() <= 2_000 => {
+            Some(logo.clone())
+        }
+        Some(_) => return Err(refused(OAuthCode::InvalidClientMetadata, "logo_uri must be an https URL")),
+        None => None,
+    };
+    Ok((name.to_owned(), logo_uri))
+}
+
 /// A redirect URI a client may register: `https`, `http` on a loopback
 /// address (RFC 8252 §7.3), or an app's private-use scheme (§7.1); never
 /// with a fragment, never a scheme a browser runs.
-pub(super) fn check_redirect_uri(raw: &str) -> Outcome<()> {
+fn check_redirect_uri(raw: &str) -> Outcome<()> {
     let bad = |why: &str| refused(OAuthCode::InvalidRedirectUri, format!("redirect URI `{raw}`: {why}"));
     if raw.len() > 2_000 {
         return Err(refused(OAuthCode::InvalidRedirectUri, "a redirect URI is longer than 2,000 characters"));

@@ -876,4 +876,14 @@ async fn with_an_external_issuer_its_jwt_access_tokens_act_as_the_user_they_name
     let (status, _, reply) = mcp(&app, "/mcp", Some(&access), Some(&session), retrieve).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{reply}");
     assert_eq!(reply["error"]["data"]["code"], "rate_limited");
+
+    // The issuer goes away: the keys already read still verify, and a
+    // process that has read none answers 503, not an invalid token a client
+    // would throw away.
+    drop(provider);
+    assert_eq!(mcp(&app, "/mcp", Some(&access), None, initialize()).await.0, StatusCode::OK);
+    app.restart_with(|_| {}).await;
+    let (status, _, reply) = mcp(&app, "/mcp", Some(&access), None, initialize()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{reply}");
+    assert_eq!(reply["error"]["code"], "identity_provider_unavailable");
 }
