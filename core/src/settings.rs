@@ -822,11 +822,16 @@ fn default_tool_calls() -> u32 {
 pub struct McpApplicationSettings {
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Admit requests with no credentials as anonymous sessions that see and
+    /// call the resources' custom tools only, with an empty user (SPEC's
+    /// custom tools). Off by default: every session is a user's.
+    #[serde(rename = "anonymousCustomTools", alias = "anonymouscustomtools", default)]
+    pub anonymous_custom_tools: bool,
 }
 
 impl Default for McpApplicationSettings {
     fn default() -> Self {
-        Self { enabled: true }
+        Self { enabled: true, anonymous_custom_tools: false }
     }
 }
 

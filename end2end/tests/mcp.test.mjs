@@ -48,9 +48,11 @@ before(async () => {
   };
   lore.cli(['roles', 'add', 'reader', '--permission', JSON.stringify(reader)]);
   lore.cli(['users', 'add', 'ann', '--role', 'reader']);
-  const key = (user) => JSON.parse(lore.cli(['keys', 'create', '--name', user, '--user', user,
-    '--scope', 'mcp', '--scope', 'operations', '--json'])).raw_key;
-  rootKey = key('root');
+  const key = (user, ...more) => JSON.parse(lore.cli(['keys', 'create', '--name', user, '--user', user,
+    '--scope', 'mcp', '--scope', 'operations', ...more.flatMap((scope) => ['--scope', scope]), '--json'])).raw_key;
+  // Root's key carries the answer tools' scopes; Ann's does not, so she is
+  // not offered them.
+  rootKey = key('root', 'answer', 'retrieve');
   annKey = key('ann');
   const insert = await fetch(`${lore.baseUrl}/operation`, {
     method: 'POST',
@@ -85,7 +87,7 @@ const getRex = JSON.stringify({ id: 'rex' });
 
 function checkApplication(seen, who) {
   assert.ok(seen.tools.includes('get_dogs') && seen.tools.includes('search_dogs'), `${who}: ${seen.tools}`);
-  assert.ok(seen.tools.includes('answer') && seen.tools.includes('retrieve'), `${who}: custom tools for every session`);
+  assert.ok(seen.tools.includes('answer') && seen.tools.includes('retrieve'), `${who}: the answer tools, for a key with their scopes`);
   assert.equal(seen.call.is_error, false, `${who}: ${JSON.stringify(seen.call)}`);
   assert.equal(seen.call.structured.record.name, 'Rex', who);
   assert.equal(seen.resource.version, '5.1.0', who);
@@ -101,6 +103,7 @@ test('the Python SDK 1.x works on a session', async () => {
   // read is absent from what it gets.
   const ann = await python(1, [app(), annKey, 'get_dogs', getRex]);
   assert.ok(!ann.tools.includes('create_dogs') && !ann.tools.includes('delete_dogs'), `${ann.tools}`);
+  assert.ok(!ann.tools.includes('answer') && !ann.tools.includes('retrieve'), `not callable with her key: ${ann.tools}`);
   assert.equal(ann.call.structured.record.secret, undefined);
   assert.equal(ann.call.structured.record.name, 'Rex');
 });

@@ -485,6 +485,13 @@ async fn find_by_hash(db: &impl sea_orm::ConnectionTrait, hash: &str) -> Result<
     Ok(access_key::Entity::find().filter(access_key::Column::Hash.eq(hash)).one(db).await?)
 }
 
+/// Whether `raw` is a key that would pass [`authenticate_cached`] for
+/// `scope` (no origin), read as held and counting nothing against its rate:
+/// what a surface lists to the key's holder.
+pub(crate) async fn carries(lore: &Lore, raw: Option<&str>, scope: Scope) -> bool {
+    resolve(lore, raw, scope, None, true).await.is_ok()
+}
+
 async fn check(
     lore: &Lore,
     raw: Option<&str>,
@@ -492,6 +499,24 @@ async fn check(
     origin: Option<&str>,
     cached: bool,
 ) -> Result<Caller> {
+    let key = resolve(lore, raw, scope, origin, cached).await?;
+    if let Some(rate) = key.rate_limit_per_minute {
+        if !lore.answering().rate_limiter.allow(&key.id, rate.max(1)) {
+            return Err(KeyError::RateLimited(rate).into());
+        }
+    }
+    Ok(Caller { key_id: key.id, kind: key.kind, name: key.name, user: key.user })
+}
+
+/// The active key `raw`, with `scope`, from an allowed `origin` if it is a
+/// widget's: everything [`check`] asks but the rate.
+async fn resolve(
+    lore: &Lore,
+    raw: Option<&str>,
+    scope: Scope,
+    origin: Option<&str>,
+    cached: bool,
+) -> Result<Key> {
     let raw = raw.map(str::trim).filter(|r| !r.is_empty()).ok_or(KeyError::Missing)?;
     if !(raw.starts_with(SECRET_PREFIX) || raw.starts_with(WIDGET_PREFIX)) || raw.len() > 100 {
         return Err(KeyError::Unknown.into());
@@ -523,12 +548,7 @@ async fn check(
     if matches!(scope, Scope::Operations | Scope::Mcp) && key.user.is_none() {
         return Err(KeyError::NeedsUser(scope.key()).into());
     }
-    if let Some(rate) = key.rate_limit_per_minute {
-        if !lore.answering().rate_limiter.allow(&key.id, rate.max(1)) {
-            return Err(KeyError::RateLimited(rate).into());
-        }
-    }
-    Ok(Caller { key_id: key.id, kind, name: key.name, user: key.user })
+    Ok(key)
 }
 
 /// Whether any active widget key allows `origin` (for CORS preflights, which

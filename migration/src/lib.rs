@@ -24,6 +24,7 @@ mod m20261130_000015_replicas;
 mod m20261201_000016_audiences;
 mod m20261202_000017_oauth;
 mod m20261203_000018_client_documents;
+mod m20261204_000019_system_sessions;
 
 pub struct Migrator;
 
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000016_audiences::Migration),
             Box::new(m20261202_000017_oauth::Migration),
             Box::new(m20261203_000018_client_documents::Migration),
+            Box::new(m20261204_000019_system_sessions::Migration),
         ]
     }
 }

@@ -6,7 +6,7 @@
 //! and the tool server's `svc://openapi`) by [`data_document`] from what
 //! the engine exports.
 
-use engine::appdb::catalog::{AttrType, Table};
+use engine::appdb::catalog::{AttrType, Shape, Table};
 use engine::resources::{HttpExport, Verb, MAX_PAGE};
 use serde_json::{json, Map, Value};
 
@@ -190,28 +190,56 @@ fn record_schema(table: Option<&Table>) -> Value {
     };
     let mut properties = Map::new();
     for attribute in &table.attributes {
-        let mut schema = match attribute.kind {
-            AttrType::Int | AttrType::Long | AttrType::BigInt => json!({"type": "integer"}),
-            AttrType::Float => json!({"type": "number"}),
-            AttrType::String | AttrType::ID => json!({"type": "string"}),
-            AttrType::Boolean => json!({"type": "boolean"}),
-            AttrType::Date => {
-                json!({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "number"}]})
-            }
-            AttrType::Bytes | AttrType::Blob => json!({"type": "string", "format": "byte"}),
-            AttrType::Object => json!({"type": "object"}),
-            AttrType::Array => json!({"type": "array", "items": {}}),
-            AttrType::Any => json!({}),
-        };
+        let mut schema = typed(attribute.kind, attribute.nullable, attribute.shape.as_ref());
         if attribute.managed.is_some() || attribute.computed.is_some() {
             schema["readOnly"] = Value::Bool(true);
-        }
-        if attribute.nullable && attribute.kind != AttrType::Any {
-            schema["nullable"] = Value::Bool(true);
         }
         properties.insert(attribute.name.clone(), schema);
     }
     json!({"type": "object", "properties": properties})
+}
+
+/// One type's schema; an `Object` or `Array` the schema file declares
+/// recurses into its fields or items.
+fn typed(kind: AttrType, nullable: bool, shape: Option<&Shape>) -> Value {
+    let mut schema = match kind {
+        AttrType::Int | AttrType::Long | AttrType::BigInt => json!({"type": "integer"}),
+        AttrType::Float => json!({"type": "number"}),
+        AttrType::String | AttrType::ID => json!({"type": "string"}),
+        AttrType::Boolean => json!({"type": "boolean"}),
+        AttrType::Date => json!({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "number"}]}),
+        AttrType::Bytes | AttrType::Blob => json!({"type": "string", "format": "byte"}),
+        AttrType::Object => match shape {
+            Some(Shape::Object(fields)) => {
+                let properties: Map<String, Value> = fields
+                    .iter()
+                    .map(|f| (f.name.clone(), typed(f.kind, f.nullable, f.shape.as_ref())))
+                    .collect();
+                let mut schema = json!({"type": "object", "properties": properties});
+                let required: Vec<&str> = fields
+                    .iter()
+                    .filter(|f| !f.nullable && f.kind != AttrType::Any)
+                    .map(|f| f.name.as_str())
+                    .collect();
+                if !required.is_empty() {
+                    schema["required"] = json!(required);
+                }
+                schema
+            }
+            _ => json!({"type": "object"}),
+        },
+        AttrType::Array => match shape {
+            Some(Shape::Array(items)) => {
+                json!({"type": "array", "items": typed(items.kind, items.nullable, items.shape.as_ref())})
+            }
+            _ => json!({"type": "array", "items": {}}),
+        },
+        AttrType::Any => return json!({}),
+    };
+    if nullable {
+        schema["nullable"] = Value::Bool(true);
+    }
+    schema
 }
 
 #[cfg(test)]

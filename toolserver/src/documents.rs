@@ -1,5 +1,6 @@
 //! The tool server's own documents (`svc://about`, `svc://operations`,
-//! `svc://openapi` and the template `svc://schema/{database}/{table}`),
+//! `svc://openapi` and the template `svc://schema/{database}/{table}`, with
+//! one concrete schema resource per table the caller may see),
 //! served by one resource of the registry like any other resource's
 //! documents: `resources/list` and `resources/read` find them through
 //! [`engine::resources::Resource::documents`], not by name.
@@ -10,8 +11,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{about, operation_tools, permission_of, schema};
+use engine::appdb::catalog;
 use engine::appdb::AppDbError;
-use engine::resources::{self, Caller, Document, ExportTypes, Profile, Registry, Resource, Verb};
+use engine::resources::{self, Caller, Document, ExportTypes, Instance, Profile, Registry, Resource, Verb};
 use engine::Lore;
 use engine::Result;
 
@@ -63,6 +65,31 @@ impl Resource for ServerDocuments {
 
     fn documents(&self) -> &'static [Document] {
         &[ABOUT, OPERATIONS, OPENAPI, SCHEMA]
+    }
+
+    /// `svc://schema/{database}/{table}` of every table the caller may
+    /// read or describe, which is what reading one admits.
+    async fn instances(
+        &self,
+        lore: &Lore,
+        _profile: Profile,
+        caller: &Caller,
+        document: &Document,
+    ) -> Result<Vec<Instance>> {
+        if *document != SCHEMA {
+            return Ok(Vec::new());
+        }
+        let permission = permission_of(caller);
+        Ok(catalog::tables(&lore.db, None)
+            .await?
+            .into_iter()
+            .filter(|table| permission.sees_table(&table.database, &table.name))
+            .map(|table| Instance {
+                uri: format!("svc://schema/{}/{}", table.database, table.name),
+                name: format!("schema/{}/{}", table.database, table.name),
+                description: format!("The attributes of table {} as you may see them.", table.path()),
+            })
+            .collect())
     }
 
     /// A table's schema is refused (permission denied) when the caller may

@@ -22,7 +22,6 @@ use super::{Profile, Snapshot};
 use crate::ToolServer;
 use engine::appdb::Principal;
 use engine::resources::Caller;
-use engine::settings::Secret;
 use engine::Lore;
 use engine::Result;
 
@@ -54,8 +53,9 @@ pub enum Origin {
 struct Channel {
     origin: Origin,
     profile: Profile,
-    principal: Principal,
-    key: Option<Secret>,
+    /// Who listens (its user, key and how it signed in: what it sees
+    /// depends on all three).
+    caller: Caller,
     filter: Filter,
     snapshot: Snapshot,
     sender: mpsc::UnboundedSender<Pushed>,
@@ -110,11 +110,10 @@ pub fn open(
     filter: Filter,
     snapshot: Snapshot,
 ) -> Result<Stream> {
-    let principal = caller.principal.clone().ok_or(engine::keys::KeyError::Missing)?;
     let (sender, messages) = mpsc::unbounded_channel();
     let hub = &lore.hub;
     let id = hub.next.fetch_add(1, Ordering::Relaxed);
-    let channel = Channel { origin, profile, principal, key: caller.key.clone(), filter, snapshot, sender };
+    let channel = Channel { origin, profile, caller: caller.clone(), filter, snapshot, sender };
     hub.channels().insert(id, channel);
     Ok(Stream { messages, hub: hub.clone(), id })
 }
@@ -144,7 +143,7 @@ pub async fn listen(
     for uri in &filter.updates {
         super::subscribable(lore, profile, caller, uri).await?;
     }
-    let snapshot = super::surface(lore, profile, caller).await?.snapshot();
+    let snapshot = super::listed(lore, profile, caller).await?.snapshot();
     open(lore, Origin::Listen(id), profile, caller, filter, snapshot)
 }
 
@@ -169,6 +168,23 @@ impl Hub {
         self.channels().len()
     }
 
+    /// The sessions with a push channel open in this process (a client
+    /// still connected to it).
+    pub fn listening_sessions(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .channels()
+            .values()
+            .filter(|c| !c.sender.is_closed())
+            .filter_map(|c| match &c.origin {
+                Origin::Session(id) => Some(id.clone()),
+                Origin::Listen(_) => None,
+            })
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Changes the resource URIs session `id`'s channels hear about.
     pub fn set_updates(&self, id: &str, uris: &[String]) {
         for channel in self.channels().values_mut() {
@@ -191,32 +207,33 @@ impl Hub {
     /// lists changed (see the module docs). A user that is gone or
     /// inactive sees nothing.
     pub async fn recompute(&self, lore: &Lore) -> Result<()> {
-        let open: Vec<(u64, Profile, Principal, Option<Secret>)> = self
+        let open: Vec<(u64, Profile, Caller)> = self
             .channels()
             .iter()
             .filter(|(_, c)| !c.sender.is_closed())
-            .map(|(id, c)| (*id, c.profile, c.principal.clone(), c.key.clone()))
+            .map(|(id, c)| (*id, c.profile, c.caller.clone()))
             .collect();
         let mut seen: HashMap<(Profile, String), Snapshot> = HashMap::new();
-        for (id, profile, principal, key) in open {
-            let identity = super::identity(&principal).to_string();
-            let now = match seen.get(&(profile, identity.clone())) {
+        for (id, profile, caller) in open {
+            let holder = super::lists::holder(&caller);
+            let now = match seen.get(&(profile, holder.clone())) {
                 Some(snapshot) => snapshot.clone(),
                 None => {
-                    let principal = match &principal {
-                        Principal::User(user) => {
-                            engine::appdb::users::principal(lore, &user.username).await.ok()
+                    // The user as stored now (an anonymous session has none).
+                    let current = match &caller.principal {
+                        Some(Principal::User(user)) => {
+                            engine::appdb::users::principal(lore, &user.username).await.ok().map(Some)
                         }
-                        admin => Some(admin.clone()),
+                        other => Some(other.clone()),
                     };
-                    let snapshot = match principal {
+                    let snapshot = match current {
                         Some(principal) => {
-                            let caller = Caller { principal: Some(principal), key, ..Caller::default() };
+                            let caller = Caller { principal, ..caller };
                             super::surface(lore, profile, &caller).await?.snapshot()
                         }
                         None => Snapshot::default(),
                     };
-                    seen.insert((profile, identity), snapshot.clone());
+                    seen.insert((profile, holder), snapshot.clone());
                     snapshot
                 }
             };

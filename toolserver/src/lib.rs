@@ -14,17 +14,20 @@
 //!   resource's verb, which checks the table permissions.
 //!
 //! A user's [`Surface`] is what `tools/list`, `resources/list` and
-//! `resources/templates/list` show; its [`Snapshot`] is what a session
+//! `resources/templates/list` show, held per caller until the application
+//! database's epoch moves ([`lists`]); its [`Snapshot`] is what a session
 //! compares when a role or the schema changes ([`hub`]).
 
 pub mod documents;
 pub mod hub;
+pub mod lists;
 pub mod naming;
 pub mod schema;
 pub mod sessions;
 mod tools;
 mod uris;
 
+pub use lists::listed;
 pub use tools::*;
 pub use uris::*;
 
@@ -219,12 +222,16 @@ pub fn offered(settings: &McpOperationsSettings, name: &str) -> bool {
 
 /// Whether a user sees an operation's tool (SPEC, Authentication 6): a
 /// super user every one offered; a structure user the schema-structure
-/// operations too; everyone those its role lists in `operations`.
+/// operations too; everyone those its role lists in `operations`; and in
+/// every case only one a call could run ([`operations::callable`], the
+/// check a call meets), so a role that lists `list_users` without being a
+/// super user does not see it.
 pub fn sees_operation(permission: &Permission, spec: &operations::Spec) -> bool {
     let listed = permission.operations.as_ref().is_some_and(|names| names.iter().any(|n| n == spec.name));
-    permission.super_user
+    let shown = permission.super_user
         || listed
-        || (spec.family == Family::Structure && permission.structure_user != StructureUser::No)
+        || (spec.family == Family::Structure && permission.structure_user != StructureUser::No);
+    shown && operations::callable(permission, spec)
 }
 
 fn permission_of(caller: &Caller) -> std::borrow::Cow<'_, Permission> {
@@ -260,6 +267,12 @@ pub fn identity(principal: &Principal) -> Value {
         Principal::User(user) => json!({"user": user.username}),
         Principal::Admin { account_id } => json!({"admin": account_id}),
     }
+}
+
+/// Who a caller is, as a session is bound to it: its principal's
+/// [`identity`], or `{"anonymous": true}` for an anonymous session.
+pub fn who(caller: &Caller) -> Value {
+    caller.principal.as_ref().map(identity).unwrap_or_else(|| json!({"anonymous": true}))
 }
 
 /// Whether an argument's name looks like it holds a secret: its value is
@@ -300,7 +313,10 @@ pub async fn audit_call(
         Some(principal) => principal.actor(),
         None => engine::audit::Actor::System,
     };
-    let details = json!({"profile": profile.key(), "outcome": outcome, "arguments": arguments});
+    let mut details = json!({"profile": profile.key(), "outcome": outcome, "arguments": arguments});
+    if caller.principal.is_none() {
+        details["anonymous"] = Value::Bool(true);
+    }
     if let Err(err) = lore.recorder().audit(&actor, "mcp.tools_call", Some(tool), details).await {
         tracing::warn!(error = %err, "could not record a tool call in the audit log");
     }
@@ -308,13 +324,15 @@ pub async fn audit_call(
 
 /// Admits one tool call under `mcp.toolCallsPerMinute`: of key `key_id`,
 /// or, for a caller signed in over OAuth, of its user (all of the user's
-/// assistants together); refused past it (429 at the edge). A console
-/// session is not limited.
+/// assistants together), or of every anonymous session together; refused
+/// past it (429 at the edge). A console session is not limited.
 pub fn admit_call(lore: &Lore, caller: &Caller, key_id: Option<&str>) -> Result<()> {
     let bucket = match (key_id, &caller.principal) {
         (Some(key_id), _) => format!("mcp:{key_id}"),
         (None, Some(principal)) if caller.oauth => format!("mcp:oauth:{}", identity(principal)),
-        _ => return Ok(()),
+        // Anonymous sessions share one budget.
+        (None, None) => "mcp:anonymous".to_owned(),
+        (None, Some(_)) => return Ok(()),
     };
     let rate = lore.settings.mcp.tool_calls_per_minute.max(1);
     if lore.admit(&bucket, rate) {

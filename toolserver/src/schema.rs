@@ -4,24 +4,48 @@
 
 use serde_json::{json, Map, Value};
 
-use engine::appdb::catalog::{AttrType, Attribute, Table};
+use engine::appdb::catalog::{AttrType, Attribute, Shape, Table};
 use engine::appdb::{Access, Permission};
 use engine::resources::Verb;
 
-/// SPEC's input-schema type mapping for one attribute.
+/// SPEC's input-schema type mapping for one attribute; an `Object` or
+/// `Array` the schema file declares recurses into its fields or items.
 pub fn attribute_schema(attribute: &Attribute) -> Value {
-    let mut schema = match attribute.kind {
+    typed(attribute.kind, attribute.nullable, attribute.shape.as_ref())
+}
+
+fn typed(kind: AttrType, nullable: bool, shape: Option<&Shape>) -> Value {
+    let mut schema = match kind {
         AttrType::Int | AttrType::Long | AttrType::BigInt => json!({"type": "integer"}),
         AttrType::Float => json!({"type": "number"}),
         AttrType::String | AttrType::ID => json!({"type": "string"}),
         AttrType::Boolean => json!({"type": "boolean"}),
         AttrType::Date => json!({"type": ["string", "number"]}),
         AttrType::Bytes | AttrType::Blob => json!({"type": "string", "contentEncoding": "base64"}),
-        AttrType::Object => json!({"type": "object"}),
-        AttrType::Array => json!({"type": "array", "items": {}}),
+        AttrType::Object => match shape {
+            Some(Shape::Object(fields)) => {
+                let properties: Map<String, Value> = fields
+                    .iter()
+                    .map(|f| (f.name.clone(), typed(f.kind, f.nullable, f.shape.as_ref())))
+                    .collect();
+                let required: Vec<String> = fields
+                    .iter()
+                    .filter(|f| !f.nullable && f.kind != AttrType::Any)
+                    .map(|f| f.name.clone())
+                    .collect();
+                object(properties, required)
+            }
+            _ => json!({"type": "object"}),
+        },
+        AttrType::Array => match shape {
+            Some(Shape::Array(items)) => {
+                json!({"type": "array", "items": typed(items.kind, items.nullable, items.shape.as_ref())})
+            }
+            _ => json!({"type": "array", "items": {}}),
+        },
         AttrType::Any => return json!({}),
     };
-    if attribute.nullable {
+    if nullable {
         let kind = schema["type"].clone();
         schema["type"] = match kind {
             Value::Array(mut kinds) => {
@@ -190,7 +214,7 @@ mod tests {
     use super::*;
 
     fn attribute(kind: AttrType, nullable: bool) -> Attribute {
-        Attribute { name: "a".into(), kind, nullable, indexed: false, managed: None, computed: None }
+        Attribute { nullable, ..Attribute::new("a", kind) }
     }
 
     #[test]
@@ -213,6 +237,30 @@ mod tests {
             assert_eq!(attribute_schema(&attribute(kind, false)), expected, "{kind:?}");
         }
         assert_eq!(attribute_schema(&attribute(AttrType::Int, true)), json!({"type": ["integer", "null"]}));
+        // What the schema file declares inside an Object or Array is described.
+        let member = |name: &str, kind, nullable, shape| engine::appdb::catalog::Member {
+            name: name.into(),
+            kind,
+            nullable,
+            shape,
+        };
+        let toy = Shape::Object(vec![member("name", AttrType::String, false, None)]);
+        let toys = Shape::Array(Box::new(member("", AttrType::Object, true, Some(toy))));
+        let owner = Attribute {
+            shape: Some(Shape::Object(vec![
+                member("city", AttrType::String, true, None),
+                member("toys", AttrType::Array, false, Some(toys)),
+            ])),
+            ..attribute(AttrType::Object, false)
+        };
+        assert_eq!(
+            attribute_schema(&owner),
+            json!({"type": "object", "properties": {
+                "city": {"type": ["string", "null"]},
+                "toys": {"type": "array", "items": {"type": ["object", "null"],
+                    "properties": {"name": {"type": "string"}}, "required": ["name"]}}},
+                "required": ["toys"]})
+        );
         assert_eq!(
             attribute_schema(&attribute(AttrType::Date, true)),
             json!({"type": ["string", "number", "null"]})

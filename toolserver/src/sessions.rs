@@ -6,10 +6,12 @@
 //! is refused), keeps the snapshot of what that user saw, and is evicted
 //! when idle longer than `mcp.session.idleTimeoutSeconds`: the timeout
 //! slides with each request (its `last_seen_at` is written at most every
-//! few seconds, so a busy session does not write on every call).
+//! few seconds, so a busy session does not write on every call) and while
+//! its push channel is open.
 
 use chrono::{DateTime, Duration, Utc};
 use entity::mcp_session;
+use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 use serde_json::Value;
 
@@ -97,15 +99,22 @@ pub fn negotiate(requested: &str) -> &'static str {
 /// `initialize`: opens a session of `caller` on `profile` at the revision
 /// agreed from `requested`, its snapshot what the caller sees now.
 pub async fn start(
-    lore: &Lore,
+    lore: &ToolServer,
     profile: Profile,
     caller: &Caller,
     requested: &str,
     client: Value,
 ) -> Result<Session> {
-    let principal = caller.principal.as_ref().ok_or(engine::keys::KeyError::Missing)?;
-    let snapshot = super::surface(lore, profile, caller).await?.snapshot();
-    open(lore, profile, super::identity(principal), negotiate(requested), client, &snapshot).await
+    if caller.principal.is_none() {
+        // Anonymous sessions are opened within one shared budget: each is a
+        // stored row, and nobody answers for them.
+        let rate = lore.settings.mcp.tool_calls_per_minute.max(1);
+        if !lore.admit("mcp:anonymous:initialize", rate) {
+            return Err(engine::keys::KeyError::RateLimited(rate).into());
+        }
+    }
+    let snapshot = super::listed(lore, profile, caller).await?.snapshot();
+    open(lore, profile, super::who(caller), negotiate(requested), client, &snapshot).await
 }
 
 /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`: a
@@ -151,7 +160,7 @@ pub async fn lookup(lore: &Lore, profile: Profile, id: &str, caller: &Caller) ->
     if session.profile != profile || session.last_seen_at + idle_timeout(lore) < Utc::now() {
         return Ok(Lookup::Gone);
     }
-    if caller.principal.as_ref().map(super::identity).as_ref() != Some(&session.identity) {
+    if super::who(caller) != session.identity {
         return Ok(Lookup::NotYours);
     }
     Ok(Lookup::Live(Box::new(session)))
@@ -204,8 +213,19 @@ async fn save_subscriptions(lore: &Lore, id: &str, uris: &[String]) -> Result<()
 }
 
 /// Deletes the sessions idle past the timeout and closes their push
-/// channels: what the sweep of `lore serve` runs. The ids evicted.
+/// channels: what the sweep of `lore serve` runs. A session whose push
+/// channel is open in this process is not idle: a client that only listens
+/// is alive, so the sweep first marks those seen now (every process sweeps
+/// its own, more often than the timeout). The ids evicted.
 pub async fn evict_idle(lore: &ToolServer) -> Result<Vec<String>> {
+    let listening = lore.hub().listening_sessions();
+    if !listening.is_empty() {
+        mcp_session::Entity::update_many()
+            .col_expr(mcp_session::Column::LastSeenAt, Expr::value(Utc::now()))
+            .filter(mcp_session::Column::Id.is_in(listening))
+            .exec(&lore.db)
+            .await?;
+    }
     let cutoff = Utc::now() - idle_timeout(lore);
     let idle =
         mcp_session::Entity::find().filter(mcp_session::Column::LastSeenAt.lt(cutoff)).all(&lore.db).await?;

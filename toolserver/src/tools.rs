@@ -91,12 +91,15 @@ pub(super) fn names_of(exported: &[(Entry, Option<Table>)]) -> std::collections:
             .map(|(entry, table)| naming::Named {
                 path: &entry.path,
                 database: table.as_ref().map(|t| t.database.as_str()),
+                since: table.as_ref().map(Table::exported_since),
             })
             .collect::<Vec<_>>(),
     )
 }
 
-pub(super) async fn application_tools(lore: &Lore, permission: &Permission) -> Result<Vec<Tool>> {
+pub(super) async fn application_tools(lore: &Lore, caller: &Caller) -> Result<Vec<Tool>> {
+    let permission = permission_of(caller);
+    let permission = permission.as_ref();
     let exported = exported(lore).await?;
     let names = names_of(&exported);
     let mut tools = Vec::new();
@@ -118,8 +121,24 @@ pub(super) async fn application_tools(lore: &Lore, permission: &Permission) -> R
                 target: Target::Verb { path: entry.path.clone(), verb },
             });
         }
-        // Listed to every session: each checks its caller itself (SPEC rule 4).
+    }
+    tools.extend(custom_tools(lore, caller).await?);
+    Ok(tools)
+}
+
+/// The custom tools of the exported resources that `caller` is offered
+/// (by default every one, to every session, anonymous ones too: each
+/// method checks its caller itself, SPEC rule 4).
+pub(super) async fn custom_tools(lore: &Lore, caller: &Caller) -> Result<Vec<Tool>> {
+    let mut tools = Vec::new();
+    for entry in resources::registry(lore).await?.entries() {
+        if !entry.export_types.mcp {
+            continue;
+        }
         for custom in entry.resource.tools() {
+            if !entry.resource.offers_tool(lore, caller, &custom).await {
+                continue;
+            }
             tools.push(Tool {
                 name: custom.name.clone(),
                 description: custom.description,
@@ -137,20 +156,23 @@ pub(super) async fn application_tools(lore: &Lore, permission: &Permission) -> R
 /// What application tool `name` runs, if this user is offered it: the
 /// same names and filter as [`application_tools`], without building every
 /// schema.
-pub(super) async fn application_target(
-    lore: &Lore,
-    permission: &Permission,
-    name: &str,
-) -> Result<Option<Target>> {
+pub(super) async fn application_target(lore: &Lore, caller: &Caller, name: &str) -> Result<Option<Target>> {
     // Custom tools first: finding one needs no table.
     for entry in resources::registry(lore).await?.entries() {
         if !entry.export_types.mcp {
             continue;
         }
         if let Some(custom) = entry.resource.tools().into_iter().find(|t| t.name == name) {
-            return Ok(Some(Target::Custom { path: entry.path.clone(), name: custom.name }));
+            let offered = entry.resource.offers_tool(lore, caller, &custom).await;
+            return Ok(offered.then(|| Target::Custom { path: entry.path.clone(), name: custom.name }));
         }
     }
+    if caller.principal.is_none() {
+        // An anonymous session calls custom tools only.
+        return Ok(None);
+    }
+    let permission = permission_of(caller);
+    let permission = permission.as_ref();
     let exported = exported(lore).await?;
     let names = names_of(&exported);
     for (entry, table) in &exported {
@@ -173,9 +195,13 @@ pub(super) fn descriptor_uri(lore: &Lore, path: &str) -> String {
 }
 
 /// Whether `resources/list` shows this user the descriptor of an exported
-/// resource: one with REST verbs, on a table the user may see.
+/// resource: one served over REST (its descriptor is its REST address, so
+/// never one that points at nothing) with REST verbs, on a table the user
+/// may see.
 pub(super) fn described(entry: &Entry, table: Option<&Table>, permission: &Permission) -> bool {
-    !entry.resource.verbs().is_empty() && table.is_none_or(|t| permission.sees_table(&t.database, &t.name))
+    entry.export_types.http
+        && !entry.resource.verbs().is_empty()
+        && table.is_none_or(|t| permission.sees_table(&t.database, &t.name))
 }
 
 /// What `caller` sees on `profile`, tools sorted by name: the tools, the
@@ -186,6 +212,15 @@ pub(super) fn described(entry: &Entry, table: Option<&Table>, permission: &Permi
 pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<Surface> {
     let permission = permission_of(caller);
     let mut surface = Surface::default();
+    if caller.principal.is_none() {
+        // An anonymous session (`mcp.application.anonymousCustomTools`)
+        // sees the custom tools and nothing else.
+        if profile == Profile::Application {
+            surface.tools = custom_tools(lore, caller).await?;
+            surface.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        return Ok(surface);
+    }
     let registry = resources::registry(lore).await?;
     let mut entries = registry.entries();
     // The tool server's own documents first, as clients have always seen them.
@@ -199,6 +234,14 @@ pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<S
                     description: document.description.into(),
                     mime_type: "application/json",
                 });
+                for instance in entry.resource.instances(lore, profile, caller, document).await? {
+                    surface.resources.push(Listed {
+                        uri: instance.uri,
+                        name: instance.name,
+                        description: instance.description,
+                        mime_type: "application/json",
+                    });
+                }
             } else {
                 surface.resources.push(Listed {
                     uri: document.uri.into(),
@@ -226,7 +269,7 @@ pub async fn surface(lore: &Lore, profile: Profile, caller: &Caller) -> Result<S
                     mime_type: "application/json",
                 });
             }
-            surface.tools = application_tools(lore, &permission).await?;
+            surface.tools = application_tools(lore, caller).await?;
         }
     }
     surface.tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -253,7 +296,7 @@ pub async fn call(lore: &Lore, profile: Profile, caller: &Caller, name: &str, ar
                     .filter(|spec| offered(settings, spec.name) && sees_operation(&permission, spec))
                     .map(|spec| Target::Operation(spec.name))
             }),
-            Profile::Application => application_target(lore, &permission, name).await?,
+            Profile::Application => application_target(lore, caller, name).await?,
         }
     }
     .ok_or_else(unknown)?;

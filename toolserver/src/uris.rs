@@ -16,6 +16,10 @@ pub struct Read {
 /// of an exported resource.
 pub async fn read(lore: &Lore, profile: Profile, caller: &Caller, uri: &str) -> Result<Read> {
     let not_found = || engine::Error::from(AppDbError::UnknownResource(uri.to_owned()));
+    if caller.principal.is_none() {
+        // An anonymous session lists no resource, so reads none.
+        return Err(not_found());
+    }
     for entry in resources::registry(lore).await?.entries() {
         if !entry.export_types.mcp {
             continue;
@@ -75,6 +79,10 @@ pub async fn subscribable(lore: &Lore, profile: Profile, caller: &Caller, uri: &
         resources::registry(lore).await?.entry(path).filter(|e| e.export_types.mcp).ok_or_else(refused)?;
     let table = entry.resource.table(lore).await?.ok_or_else(refused)?;
     let permission = permission_of(caller);
+    if !permission.sees_table(&table.database, &table.name) {
+        // Nothing of a table the caller may not see, not even its name.
+        return Err(refused());
+    }
     if !permission.may(&table.database, &table.name, Access::Read) {
         return Err(AppDbError::denied("read", table.path()).into());
     }

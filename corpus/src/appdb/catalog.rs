@@ -18,7 +18,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Query
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{check_name, AppDbError};
+use super::{check_name, system, AppDbError};
 use crate::store::decode;
 use crate::Result;
 
@@ -132,6 +132,34 @@ pub struct Attribute {
     /// column, and reads evaluate it over the record's stored attributes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub computed: Option<String>,
+    /// What an `Object` or `Array` attribute holds, when the schema file
+    /// declares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+}
+
+/// What an `Object` or `Array` attribute holds, as the schema file declares
+/// it (a field of a declared `type`, or `[T]`): an object's fields, or an
+/// array's items. Schemas (the tool server's, `svc://schema`, OpenAPI)
+/// describe it; records are not checked against it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    Object(Vec<Member>),
+    Array(Box<Member>),
+}
+
+/// A field of an object (named) or an array's items (unnamed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: AttrType,
+    #[serde(default = "yes")]
+    pub nullable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
 }
 
 fn yes() -> bool {
@@ -140,7 +168,15 @@ fn yes() -> bool {
 
 impl Attribute {
     pub fn new(name: &str, kind: AttrType) -> Self {
-        Self { name: name.to_owned(), kind, nullable: true, indexed: false, managed: None, computed: None }
+        Self {
+            name: name.to_owned(),
+            kind,
+            nullable: true,
+            indexed: false,
+            managed: None,
+            computed: None,
+            shape: None,
+        }
     }
 }
 
@@ -153,6 +189,8 @@ pub enum Origin {
     Operation,
     Declared,
     Schema,
+    /// One of Lore's own tables (`appdb::system`), in no catalog row.
+    System,
 }
 
 impl Origin {
@@ -161,6 +199,7 @@ impl Origin {
             Origin::Operation => "operation",
             Origin::Declared => "declared",
             Origin::Schema => "schema",
+            Origin::System => "system",
         }
     }
 }
@@ -185,6 +224,19 @@ pub struct Export {
     pub path: String,
     pub http: bool,
     pub mcp: bool,
+    /// Since when the table is exported at `path` (absent for an export
+    /// older than the record of it: the table's creation stands in). The
+    /// tool server's names follow it: the senior export keeps a name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl Table {
+    /// Since when the table is exported at its path, or when it was
+    /// created if that was never recorded.
+    pub fn exported_since(&self) -> DateTime<Utc> {
+        self.options.export.as_ref().and_then(|export| export.since).unwrap_or(self.created_at)
+    }
 }
 
 /// An application table as the catalog knows it.
@@ -317,11 +369,13 @@ pub async fn databases(conn: &impl ConnectionTrait) -> Result<Vec<String>> {
 }
 
 pub async fn database_exists(conn: &impl ConnectionTrait, name: &str) -> Result<bool> {
-    Ok(!app_database::Entity::find_by_id(name.to_owned()).all(conn).await?.is_empty())
+    Ok(name == system::DATABASE
+        || !app_database::Entity::find_by_id(name.to_owned()).all(conn).await?.is_empty())
 }
 
 pub async fn create_database(conn: &impl ConnectionTrait, name: &str) -> Result<()> {
     check_database_name(name)?;
+    system::refuse_change(name)?;
     if database_exists(conn, name).await? {
         return Err(AppDbError::AlreadyExists(format!("database `{name}`")).into());
     }
@@ -333,6 +387,7 @@ pub async fn create_database(conn: &impl ConnectionTrait, name: &str) -> Result<
 
 /// Drops a database with every table in it.
 pub async fn drop_database(conn: &impl ConnectionTrait, name: &str) -> Result<()> {
+    system::refuse_change(name)?;
     if !database_exists(conn, name).await? {
         return Err(AppDbError::UnknownDatabase(name.to_owned()).into());
     }
@@ -343,8 +398,12 @@ pub async fn drop_database(conn: &impl ConnectionTrait, name: &str) -> Result<()
     super::cache::bump(conn).await
 }
 
-/// The tables of one database, or of all, by database and name.
+/// The tables of one database, or of all application databases (Lore's own
+/// `system` tables only when asked for by name), by database and name.
 pub async fn tables(conn: &impl ConnectionTrait, database: Option<&str>) -> Result<Vec<Table>> {
+    if database == Some(system::DATABASE) {
+        return Ok(system::tables());
+    }
     let mut query = app_table::Entity::find();
     if let Some(database) = database {
         query = query.filter(app_table::Column::Database.eq(database));
@@ -361,6 +420,9 @@ pub async fn tables(conn: &impl ConnectionTrait, database: Option<&str>) -> Resu
 
 /// One table, if it exists.
 pub async fn find_table(conn: &impl ConnectionTrait, database: &str, name: &str) -> Result<Option<Table>> {
+    if database == system::DATABASE {
+        return Ok(system::table(name));
+    }
     // `all`, not `one`: SQLite refuses DROP TABLE on a connection with a
     // statement left mid-way, which a LIMIT 1 read can leave.
     let rows = app_table::Entity::find()
@@ -386,6 +448,7 @@ pub async fn table(conn: &impl ConnectionTrait, database: &str, name: &str) -> R
 /// table with its indexes.
 pub async fn create_table(conn: &impl ConnectionTrait, new: NewTable) -> Result<Table> {
     check_database_name(&new.database)?;
+    system::refuse_change(&new.database)?;
     check_table_name(&new.name)?;
     check_attribute_name(&new.primary_key)?;
     if !database_exists(conn, &new.database).await? {
@@ -468,6 +531,7 @@ pub async fn create_table(conn: &impl ConnectionTrait, new: NewTable) -> Result<
 
 /// Drops a table and its rows.
 pub async fn drop_table(conn: &impl ConnectionTrait, database: &str, name: &str) -> Result<()> {
+    system::refuse_change(database)?;
     let found = table(conn, database, name).await?;
     execute(conn, &Ddl::drop().table(Alias::new(&found.sql_name)).to_owned()).await?;
     app_table::Entity::delete_by_id(found.id).exec(conn).await?;
@@ -480,6 +544,7 @@ pub async fn add_attribute(
     table: &mut Table,
     attribute: Attribute,
 ) -> Result<()> {
+    system::refuse_change(&table.database)?;
     check_attribute_name(&attribute.name)?;
     if table.attribute(&attribute.name).is_some() {
         return Err(
@@ -532,6 +597,7 @@ pub async fn redeclare_attribute(
 
 /// Drops an attribute and its values; the primary key cannot be dropped.
 pub async fn drop_attribute(conn: &impl ConnectionTrait, table: &mut Table, name: &str) -> Result<()> {
+    system::refuse_change(&table.database)?;
     let attribute = table
         .attribute(name)
         .cloned()

@@ -23,6 +23,7 @@ pub mod permission;
 pub mod records;
 pub mod schema;
 pub mod schema_file;
+pub mod system;
 pub mod users;
 
 pub use permission::{Access, Permission};

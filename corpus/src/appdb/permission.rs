@@ -202,6 +202,11 @@ impl Permission {
 
     /// Whether the role may change the structure of `database`.
     pub fn may_change_structure(&self, database: &str) -> bool {
+        if database == super::system::DATABASE {
+            // Lore's own tables: only a super user sees them (and the
+            // catalog refuses every change, whoever asks).
+            return self.super_user;
+        }
         self.super_user
             || match &self.structure_user {
                 StructureUser::No => false,
@@ -210,8 +215,12 @@ impl Permission {
             }
     }
 
-    /// The role's permission on a table (nothing allowed when not listed).
+    /// The role's permission on a table (nothing allowed when not listed,
+    /// nor on Lore's own `system` tables, which only super users read).
     pub fn table(&self, database: &str, table: &str) -> Option<&TablePermission> {
+        if database == super::system::DATABASE {
+            return None;
+        }
         self.databases.get(database).and_then(|tables| tables.get(table))
     }
 

@@ -111,6 +111,7 @@ pub async fn write(
     records: Vec<Value>,
     mode: WriteMode,
 ) -> Result<Written> {
+    super::system::refuse_change(&table.database)?;
     let needs: &[Access] = match mode {
         WriteMode::Insert => &[Access::Insert],
         WriteMode::Update => &[Access::Update],
@@ -202,6 +203,7 @@ pub async fn delete(
     table: &Table,
     ids: Vec<Value>,
 ) -> Result<Written> {
+    super::system::refuse_change(&table.database)?;
     if !permission.may(&table.database, &table.name, Access::Delete) {
         return Err(AppDbError::denied("delete", table.path()).into());
     }

@@ -106,13 +106,28 @@ fn attribute(field: &DeclaredField) -> Attribute {
         indexed: field.indexed,
         managed: field.managed,
         computed: field.computed.as_ref().map(|c| c.source.clone()),
+        shape: field.shape.clone(),
     }
 }
 
-fn options(table: &DeclaredTable) -> TableOptions {
+/// The options `table` declares; an export at the path `existing` is
+/// already exported at keeps its `since`, a new one starts now, and so does
+/// one the tool server did not see until now (`mcp` turned on): the tool
+/// names follow `since`, and a table newly shown to the tool server must not
+/// take a name an assistant already uses.
+fn options(table: &DeclaredTable, existing: Option<&TableOptions>) -> TableOptions {
+    let kept = existing.and_then(|o| o.export.as_ref());
     TableOptions {
         expiration: table.expiration,
-        export: table.export.as_ref().map(|e| Export { path: e.path.clone(), http: e.http, mcp: e.mcp }),
+        export: table.export.as_ref().map(|e| Export {
+            path: e.path.clone(),
+            http: e.http,
+            mcp: e.mcp,
+            since: match kept {
+                Some(kept) if kept.path == e.path && (kept.mcp || !e.mcp) => kept.since,
+                _ => Some(chrono::Utc::now()),
+            },
+        }),
     }
 }
 
@@ -123,7 +138,7 @@ fn new_table(table: &DeclaredTable) -> NewTable {
         primary_key: table.primary_key.clone(),
         attributes: table.fields.iter().map(attribute).collect(),
         origin: Origin::Schema,
-        options: options(table),
+        options: options(table, None),
     }
 }
 
@@ -182,7 +197,7 @@ async fn reconcile(
             }
         }
     }
-    let wanted = options(declared);
+    let wanted = options(declared, Some(&existing.options));
     if existing.options != wanted || existing.origin != Origin::Schema {
         existing.options = wanted;
         catalog::save_options(conn, existing).await?;

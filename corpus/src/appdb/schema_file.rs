@@ -28,13 +28,15 @@
 //! [`Computed`]: numbers, `'strings'`, attribute names, `+ - * /`, unary
 //! minus and parentheses, at most [`MAX_EXPRESSION_TOKENS`] tokens.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::iter::Peekable;
 use std::str::Chars;
 
 use serde_json::{Map, Value};
 
-use super::catalog::{check_attribute_name, check_database_name, AttrType, Managed, DEFAULT_DATABASE};
+use super::catalog::{
+    check_attribute_name, check_database_name, AttrType, Managed, Member, Shape, DEFAULT_DATABASE,
+};
 use super::AppDbError;
 
 /// The longest expression `@computed` takes, in tokens: it keeps the
@@ -69,6 +71,11 @@ pub struct DeclaredTable {
     pub fields: Vec<DeclaredField>,
 }
 
+/// The resource paths Lore registers itself, which no table may be
+/// exported at: `lore` serves the `answer` and `retrieve` tools. (The tool
+/// server's own documents sit at `svc:`, which no export name can spell.)
+pub const RESERVED_PATHS: [&str; 1] = ["lore"];
+
 /// `@export`: the resource path and the surfaces that serve it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Export {
@@ -86,7 +93,15 @@ pub struct DeclaredField {
     pub indexed: bool,
     pub managed: Option<Managed>,
     pub computed: Option<Computed>,
+    /// What an `Object` or `Array` field holds (see [`member`]).
+    pub shape: Option<Shape>,
 }
+
+/// How deep a field's declared types are followed into its [`Shape`], and
+/// how many members one field's shape holds at most: a type that refers to
+/// itself stops there as a bare object.
+const SHAPE_DEPTH: usize = 8;
+const SHAPE_MEMBERS: usize = 500;
 
 /// Parses a schema file into its tables, in source order.
 pub fn parse(source: &str) -> Result<Vec<DeclaredTable>, SchemaError> {
@@ -395,13 +410,13 @@ fn check_named(
 }
 
 fn check_types(types: &[RawType]) -> Result<Vec<DeclaredTable>, SchemaError> {
-    let mut names = HashSet::new();
+    let mut names = HashMap::new();
     for t in types {
         check_named(t.line, "type", &t.name, check_attribute_name, "attribute")?;
         if AttrType::parse(&t.name).is_ok() {
             return Err(err(t.line, format!("`{}` is a built-in type and cannot be declared", t.name)));
         }
-        if !names.insert(t.name.as_str()) {
+        if names.insert(t.name.as_str(), t).is_some() {
             return Err(err(t.line, format!("type `{}` is declared twice", t.name)));
         }
     }
@@ -425,7 +440,7 @@ fn check_types(types: &[RawType]) -> Result<Vec<DeclaredTable>, SchemaError> {
 }
 
 /// A type: its table, if it has `@table`.
-fn check_type(t: &RawType, types: &HashSet<&str>) -> Result<Option<DeclaredTable>, SchemaError> {
+fn check_type(t: &RawType, types: &Types<'_>) -> Result<Option<DeclaredTable>, SchemaError> {
     let (mut table_at, mut export_at) = (None, None);
     for d in &t.directives {
         let slot = match d.name.as_str() {
@@ -486,6 +501,9 @@ fn check_type(t: &RawType, types: &HashSet<&str>) -> Result<Option<DeclaredTable
     table_at.check_args(&["database", "table", "expiration"])?;
     let (database, line) = table_at.string("database")?.unwrap_or((DEFAULT_DATABASE, table_at.line));
     check_named(line, "database", database, check_database_name, "database")?;
+    if database == super::system::DATABASE {
+        return Err(err(line, format!("`{database}` is Lore's own database: declare tables in another")));
+    }
     let (table, line) = table_at.string("table")?.unwrap_or((t.name.as_str(), t.line));
     check_named(line, "table", table, check_database_name, "database")?;
     let expiration = match table_at.int("expiration")? {
@@ -506,6 +524,14 @@ fn check_type(t: &RawType, types: &HashSet<&str>) -> Result<Option<DeclaredTable
                 return Err(err(
                     line,
                     format!("`{path}` is not a valid export name (letters, digits, _, - and inner /)"),
+                ));
+            }
+            if RESERVED_PATHS.contains(&path) {
+                return Err(err(
+                    line,
+                    format!(
+                        "`{path}` is Lore's own resource and cannot be an export name; choose another `name`"
+                    ),
                 ));
             }
             let (http, mcp) = (d.boolean("http")?.unwrap_or(true), d.boolean("mcp")?.unwrap_or(true));
@@ -532,14 +558,55 @@ fn managed_directive(managed: Managed) -> &'static str {
     }
 }
 
+/// The declared types by name.
+type Types<'a> = HashMap<&'a str, &'a RawType>;
+
+/// What a field of type `ty` (in brackets when `list`) is, with what it
+/// holds: an array's items, a declared type's fields, followed down to
+/// [`SHAPE_DEPTH`] and while `budget` lasts (beyond either, a member has no
+/// shape: a bare object or array). `None` for a type that is neither a
+/// scalar nor declared (which the field's own check refuses).
+fn member(
+    name: &str,
+    ty: &str,
+    list: bool,
+    non_null: bool,
+    types: &Types<'_>,
+    depth: usize,
+    budget: &mut usize,
+) -> Option<Member> {
+    let declared = types.get(ty);
+    let named = if declared.is_some() { AttrType::Object } else { AttrType::parse(ty).ok()? };
+    let expand = *budget > 0;
+    *budget = budget.saturating_sub(1);
+    let shape = if !expand {
+        None
+    } else if list {
+        // Whether the items may be null is not written down: they may.
+        member("", ty, false, false, types, depth + 1, budget).map(|items| Shape::Array(Box::new(items)))
+    } else {
+        match declared {
+            Some(t) if depth < SHAPE_DEPTH => Some(Shape::Object(
+                t.fields
+                    .iter()
+                    .filter_map(|f| member(&f.name, &f.ty, f.list, f.non_null, types, depth + 1, budget))
+                    .collect(),
+            )),
+            _ => None,
+        }
+    };
+    let kind = if list { AttrType::Array } else { named };
+    Some(Member { name: name.to_owned(), kind, nullable: !non_null, shape })
+}
+
 /// A field, and whether it is the primary key.
 fn check_field(
     raw: &RawField,
-    types: &HashSet<&str>,
+    types: &Types<'_>,
     in_table: bool,
 ) -> Result<(DeclaredField, bool), SchemaError> {
     check_named(raw.line, "field", &raw.name, check_attribute_name, "attribute")?;
-    let named = if types.contains(raw.ty.as_str()) {
+    let named = if types.contains_key(raw.ty.as_str()) {
         AttrType::Object
     } else {
         AttrType::parse(&raw.ty).map_err(|_| {
@@ -547,6 +614,9 @@ fn check_field(
         })?
     };
     let kind = if raw.list { AttrType::Array } else { named };
+    let mut budget = SHAPE_MEMBERS;
+    let shape =
+        member(&raw.name, &raw.ty, raw.list, raw.non_null, types, 0, &mut budget).and_then(|m| m.shape);
     let mut field = DeclaredField {
         line: raw.line,
         name: raw.name.clone(),
@@ -555,6 +625,7 @@ fn check_field(
         indexed: false,
         managed: None,
         computed: None,
+        shape,
     };
     let mut key = false;
     let mut seen = HashSet::new();
@@ -917,6 +988,7 @@ type Owner { name: String, city: String }
             indexed: false,
             managed: None,
             computed: None,
+            shape: None,
         }
     }
 
@@ -945,8 +1017,15 @@ type Owner { name: String, city: String }
             dog.fields[1],
             DeclaredField { nullable: false, indexed: true, ..field(4, "name", AttrType::String) }
         );
-        assert_eq!(dog.fields[4], field(7, "tags", AttrType::Array));
-        assert_eq!(dog.fields[5], field(8, "owner", AttrType::Object));
+        let text =
+            |name: &str| Member { name: name.into(), kind: AttrType::String, nullable: true, shape: None };
+        let tags = Shape::Array(Box::new(text("")));
+        assert_eq!(dog.fields[4], DeclaredField { shape: Some(tags), ..field(7, "tags", AttrType::Array) });
+        let owner = Shape::Object(vec![text("name"), text("city")]);
+        assert_eq!(
+            dog.fields[5],
+            DeclaredField { shape: Some(owner), ..field(8, "owner", AttrType::Object) }
+        );
         assert_eq!(dog.fields[6].kind, AttrType::Bytes);
         assert_eq!(
             dog.fields[8],
@@ -995,6 +1074,17 @@ type Owner { name: String, city: String }
             ("type T @table(table: \"x__y\") { id: ID @primaryKey }".to_owned(), 1, "table name"),
             ("type T @table(expiration: \"1\") {\n id: ID @primaryKey }".to_owned(), 1, "whole number"),
             ("type O\n @export { a: Int }".to_owned(), 2, "@table"),
+            (
+                "type L @table(table: \"l\")\n  @export(name: \"lore\") { id: ID @primaryKey }".to_owned(),
+                2,
+                "`lore`",
+            ),
+            ("type lore @table @export { id: ID @primaryKey }".to_owned(), 1, "Lore's own"),
+            (
+                "type S @table(database: \"system\") { id: ID @primaryKey }".to_owned(),
+                1,
+                "Lore's own database",
+            ),
             ("type O { a: Int @indexed }".to_owned(), 1, "@table"),
             (format!("{}type U @table(table: \"T\") {{ id: ID @primaryKey }}", table("")), 5, "data.T"),
             (table("  x: Int }"), 4, "expected `type`"),
@@ -1005,6 +1095,55 @@ type Owner { name: String, city: String }
             assert!(message.starts_with(&format!("line {line}: ")), "{source:?} gave {message}");
             assert!(message.contains(part), "{source:?} gave {message}, not naming {part}");
         }
+    }
+
+    #[test]
+    fn nested_types_are_followed_into_a_shape_and_a_cycle_stops() {
+        let source = "type T @table {\n id: ID @primaryKey\n pack: [Dog!]!\n}\ntype Dog { name: String!, toys: [String], friend: Dog }";
+        let tables = parse(source).unwrap();
+        let Some(Shape::Array(items)) = &tables[0].fields[1].shape else {
+            panic!("{:?}", tables[0].fields[1])
+        };
+        assert_eq!(items.kind, AttrType::Object);
+        let Some(Shape::Object(fields)) = &items.shape else { panic!("{items:?}") };
+        let names: Vec<(&str, AttrType, bool)> =
+            fields.iter().map(|f| (f.name.as_str(), f.kind, f.nullable)).collect();
+        assert_eq!(
+            names,
+            [
+                ("name", AttrType::String, false),
+                ("toys", AttrType::Array, true),
+                ("friend", AttrType::Object, true)
+            ]
+        );
+        // `friend: Dog` refers to itself: followed to the depth limit, then a bare object.
+        let mut depth = 0;
+        let mut at = fields[2].clone();
+        while let Some(Shape::Object(inner)) = at.shape.clone() {
+            depth += 1;
+            at = inner.into_iter().find(|f| f.name == "friend").unwrap();
+        }
+        assert!(depth > 0 && depth < SHAPE_DEPTH, "{depth}");
+        // A type that refers to itself many times stays within the budget.
+        let wide = format!(
+            "type T @table {{\n id: ID @primaryKey\n n: N\n}}\ntype N {{ {} }}",
+            (0..20).map(|i| format!("f{i}: N")).collect::<Vec<_>>().join(", ")
+        );
+        let tables = parse(&wide).unwrap();
+        fn count(shape: &Option<Shape>) -> usize {
+            match shape {
+                Some(Shape::Object(fields)) => fields.iter().map(|f| 1 + count(&f.shape)).sum(),
+                Some(Shape::Array(items)) => 1 + count(&items.shape),
+                None => 0,
+            }
+        }
+        assert!(count(&tables[0].fields[1].shape) < SHAPE_MEMBERS + SHAPE_DEPTH * 20, "bounded");
+    }
+
+    #[test]
+    fn only_the_database_name_system_is_lores() {
+        let tables = parse("type T @table(table: \"system\") { id: ID @primaryKey }").unwrap();
+        assert_eq!((tables[0].database.as_str(), tables[0].table.as_str()), (DEFAULT_DATABASE, "system"));
     }
 
     #[test]

@@ -160,6 +160,13 @@ pub async fn schedule_written(lore: &Corpus) -> Result<usize> {
 /// exists, every attribute it names does, the templates name only those
 /// (or `id`), and the conditions can be searched with. Returns the table.
 pub async fn validate(lore: &Corpus, config: &TableConfig) -> Result<Table> {
+    if config.database == crate::appdb::system::DATABASE {
+        return Err(IngestError::InvalidSource(format!(
+            "`{}` holds Lore's own records, not content: a table source reads an application database",
+            config.database
+        ))
+        .into());
+    }
     let table = catalog::find_table(&lore.db, &config.database, &config.table).await?.ok_or_else(|| {
         IngestError::InvalidSource(format!(
             "there is no table `{}.{}`; create it first, or name an existing one",

@@ -87,6 +87,7 @@ impl CreateTableArgs {
                 indexed: declared.indexed,
                 managed: None,
                 computed: None,
+                shape: None,
             });
         }
         let origin = if attributes.is_empty() { Origin::Operation } else { Origin::Declared };

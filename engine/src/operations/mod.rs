@@ -274,6 +274,16 @@ pub fn verify(permission: &Permission, spec: &Spec, database: Option<&str>) -> R
     }
 }
 
+/// Whether some call of `spec` passes [`verify`] for `permission`: the one
+/// rule behind what the tool server lists (a tool it shows is one a call
+/// could run). A structure operation counts for a structure user of any
+/// database, which its calls then name.
+pub fn callable(permission: &Permission, spec: &Spec) -> bool {
+    verify(permission, spec, None).is_ok()
+        || (spec.family == Family::Structure
+            && permission.structure_user != crate::appdb::permission::StructureUser::No)
+}
+
 /// How a call to the operations API identifies itself.
 pub enum Credentials<'a> {
     /// An `x-api-key` (scope `operations`) of a user, from a page's

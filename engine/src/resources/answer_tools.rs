@@ -1,11 +1,12 @@
 //! The built-in `lore` resource: the answer pipeline as the custom tools
-//! `answer` and `retrieve`, which check the caller's key themselves.
+//! `answer` and `retrieve`, listed to and run for the callers whose key
+//! carries their scope (or who signed in over OAuth).
 
 use super::*;
 
 /// Lore's own resource: the answer pipeline as the custom tools `answer`
-/// and `retrieve`. The tool server lists custom tools to every session, so
-/// each checks its caller: a key with the tool's scope.
+/// and `retrieve`, offered to (and run for) a caller signed in over OAuth
+/// or whose key carries the tool's scope.
 pub struct LoreResource;
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -60,7 +61,16 @@ impl Resource for LoreResource {
         ]
     }
 
-    async fn call_tool(&self, lore: &Lore, caller: &Caller, method: &str, args: Value) -> Result<ToolOutput> {
+    /// Listed only to a caller whose call would run: one signed in over
+    /// OAuth, or whose key carries the tool's scope (an `mcp`-only key
+    /// does not see them).
+    async fn offers_tool(&self, lore: &Lore, caller: &Caller, tool: &CustomTool) -> bool {
+        let Some(scope) = scope_of(&tool.method) else { return false };
+        over_oauth(caller) || crate::keys::carries(lore, caller.key.as_ref().map(Secret::expose), scope).await
+    }
+
+    async fn call_tool(&self, envelope: &mut Envelope<'_>, method: &str, args: Value) -> Result<ToolOutput> {
+        let (lore, caller) = (envelope.lore(), envelope.caller());
         // The tool server read the generation at the start of this request,
         // so the key may come from what is held (a revocation still counts).
         let raw = caller.key.as_ref().map(Secret::expose);
@@ -90,7 +100,7 @@ impl Resource for LoreResource {
     }
 }
 
-/// Runs the custom tool `name` of the resource at `path`.
+/// Runs the custom tool `name` of the resource at `path` in its envelope.
 pub async fn call_tool(
     lore: &Lore,
     caller: &Caller,
@@ -108,19 +118,38 @@ pub async fn call_tool(
         .into_iter()
         .find(|tool| tool.name == name)
         .ok_or_else(|| AppDbError::Invalid(format!("the resource `{path}` has no tool `{name}`")))?;
-    entry.resource.call_tool(lore, caller, &tool.method, args).await
+    // Run in its envelope: committed only when the method succeeds (an
+    // envelope dropped on an error rolls its transaction back).
+    let mut envelope = Envelope::new(lore, caller, entry.resource.as_ref());
+    let output = entry.resource.call_tool(&mut envelope, &tool.method, args).await?;
+    envelope.commit().await?;
+    Ok(output)
+}
+
+/// The key scope each tool method needs.
+fn scope_of(method: &str) -> Option<crate::keys::Scope> {
+    match method {
+        "answer" => Some(crate::keys::Scope::Answer),
+        "retrieve" => Some(crate::keys::Scope::Retrieve),
+        _ => None,
+    }
+}
+
+/// Signed in over OAuth (no key): the token's tool-server scope brings the
+/// custom tools with it (`oauth::SCOPES`).
+fn over_oauth(caller: &Caller) -> bool {
+    caller.key.is_none() && caller.oauth && caller.principal.is_some()
 }
 
 /// The key a custom tool is called with, which must have `scope`; none for
-/// a caller signed in over OAuth, whose token's tool-server scope brings
-/// the custom tools with it (`oauth::SCOPES`).
+/// a caller signed in over OAuth.
 async fn tool_key(
     lore: &Lore,
     caller: &Caller,
     raw: Option<&str>,
     scope: crate::keys::Scope,
 ) -> Result<Option<String>> {
-    if raw.is_none() && caller.oauth && caller.principal.is_some() {
+    if over_oauth(caller) {
         return Ok(None);
     }
     Ok(Some(crate::keys::authenticate_cached(lore, raw, scope, None).await?.key_id))

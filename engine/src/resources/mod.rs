@@ -4,8 +4,9 @@
 //! `mcp` to the tool server; the two are independent).
 //!
 //! A resource implements any of the verbs get, search, post, put, patch and
-//! delete, and may declare custom tools that run in the same envelope as
-//! the verbs. Tables exported by the schema file (`@export`) are
+//! delete, and may declare custom tools, which run in an [`Envelope`]: one
+//! transaction, the caller, and per-record allow predicates
+//! (`docs/extensions.md`). Tables exported by the schema file (`@export`) are
 //! registered from the catalog whenever the schema changed
 //! ([`registry`]); the built-in `lore` resource exposes the answer pipeline
 //! as the custom tools `answer` and `retrieve`, which check the caller's
@@ -16,11 +17,13 @@
 //! its audit entry.
 
 mod answer_tools;
+mod envelope;
 mod exports;
 mod rest;
 mod table;
 
 pub use answer_tools::*;
+pub use envelope::*;
 pub use exports::*;
 pub use rest::*;
 pub use table::*;
@@ -141,6 +144,14 @@ impl Document {
     }
 }
 
+/// One URI a document template resolves to (see [`Resource::instances`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    pub uri: String,
+    pub name: String,
+    pub description: String,
+}
+
 /// Who calls: the user the call acts as (a key's user or a signed-in
 /// admin; none for an anonymous caller) and the raw key it came with, for
 /// custom tools that check it themselves.
@@ -255,9 +266,32 @@ pub trait Resource: Send + Sync {
         Vec::new()
     }
 
+    /// Whether the tool server lists custom tool `tool` (one of
+    /// [`Resource::tools`]) to `caller`, and so lets it call it: a tool
+    /// is listed exactly where a call could run. By default every caller
+    /// (SPEC: a custom tool is listed to every session and checks its
+    /// caller itself).
+    async fn offers_tool(&self, _lore: &Lore, _caller: &Caller, _tool: &CustomTool) -> bool {
+        true
+    }
+
     /// The documents it serves to the tool server (most serve none).
     fn documents(&self) -> &'static [Document] {
         &[]
+    }
+
+    /// The URIs a template of its `document` (one of
+    /// [`Resource::documents`]) resolves to for `caller` on `profile`:
+    /// `resources/list` lists them beside the template, for the clients
+    /// (most) that do not expand templates. None by default.
+    async fn instances(
+        &self,
+        _lore: &Lore,
+        _profile: Profile,
+        _caller: &Caller,
+        _document: &Document,
+    ) -> Result<Vec<Instance>> {
+        Ok(Vec::new())
     }
 
     /// Reads `document`, one of [`Resource::documents`], at `uri` (which
@@ -273,15 +307,42 @@ pub trait Resource: Send + Sync {
         Err(AppDbError::UnknownResource(uri.to_owned()).into())
     }
 
-    /// Runs the custom tool whose method is `method`.
+    /// Runs the custom tool whose method is `method`, in `envelope`: the
+    /// caller and the records it reads and writes (checked by the allow
+    /// predicates below), all in one transaction that commits only when
+    /// this returns `Ok`. Restricting who may call is the method's own
+    /// work: refuse (`AppDbError::denied`) when the caller does not qualify.
     async fn call_tool(
         &self,
-        _lore: &Lore,
-        _caller: &Caller,
+        _envelope: &mut Envelope<'_>,
         method: &str,
         _args: Value,
     ) -> Result<ToolOutput> {
         Err(AppDbError::Invalid(format!("this resource has no tool method `{method}`")).into())
+    }
+
+    /// Whether `user` (none: an anonymous session) may read `record` of
+    /// `table` through this resource's custom tools. By default as its
+    /// role says (table and attribute permissions).
+    fn allow_read(&self, _user: Option<&Principal>, _table: &Table, _record: &Record) -> Allow {
+        Allow::AsRole
+    }
+
+    /// Whether `user` may insert `record` into `table` (default: its role).
+    fn allow_insert(&self, _user: Option<&Principal>, _table: &Table, _record: &Record) -> Allow {
+        Allow::AsRole
+    }
+
+    /// Whether `user` may write `changes` (with the primary key) to a
+    /// record of `table` (default: its role).
+    fn allow_update(&self, _user: Option<&Principal>, _table: &Table, _changes: &Record) -> Allow {
+        Allow::AsRole
+    }
+
+    /// Whether `user` may delete `record` (as stored) of `table` (default:
+    /// its role).
+    fn allow_delete(&self, _user: Option<&Principal>, _table: &Table, _record: &Record) -> Allow {
+        Allow::AsRole
     }
 }
 
@@ -356,7 +417,8 @@ pub async fn registry(lore: &Lore) -> Result<&Registry> {
 
 /// Registers Lore's own resources; called once when Lore opens.
 pub fn install(registry: &Registry) {
-    registry.set("lore", Arc::new(LoreResource), ExportTypes { http: false, mcp: true });
+    let path = crate::appdb::schema_file::RESERVED_PATHS[0];
+    registry.set(path, Arc::new(LoreResource), ExportTypes { http: false, mcp: true });
 }
 
 /// The resource at `path` served over REST (`export_types.http`); an

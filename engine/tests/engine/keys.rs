@@ -150,6 +150,25 @@ async fn usage_is_counted_per_key_over_seven_days() {
     assert_eq!(usage(&b.id).0, 1);
     assert!(listed.iter().find(|k| k.key.id == a.id).unwrap().key.last_used_at.is_some());
 
+    // The window is the last 7 UTC days, today included: 6 days ago counts,
+    // 7 days ago does not.
+    let day = |ago: u64| {
+        let today = chrono::Utc::now().date_naive();
+        today.checked_sub_days(chrono::Days::new(ago)).unwrap().format("%Y-%m-%d").to_string()
+    };
+    for (ago, queries) in [(6, 10), (7, 100)] {
+        let row = entity::key_usage::ActiveModel {
+            key_id: sea_orm::Set(b.id.clone()),
+            day: sea_orm::Set(day(ago)),
+            queries: sea_orm::Set(queries),
+            estimated_cost_usd: sea_orm::Set(0.0),
+        };
+        entity::key_usage::Entity::insert(row).exec(&lore.db).await.unwrap();
+    }
+    let listed = keys::list(&lore).await.unwrap();
+    let b_queries = listed.iter().find(|k| k.key.id == b.id).unwrap().queries_7d;
+    assert_eq!(b_queries, 1 + 10, "the day 7 days ago is outside the window");
+
     // Revoking answers with the key as the list shows it, its usage kept.
     let revoked = keys::revoke(&lore, &admin(), &a.id).await.unwrap();
     assert_eq!((revoked.key.id.as_str(), revoked.key.status), (a.id.as_str(), keys::KeyStatus::Revoked));

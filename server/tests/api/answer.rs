@@ -806,8 +806,8 @@ async fn streaming_sends_tokens_then_the_final_object_and_bad_input_gets_4xx() {
 }
 
 /// The tool server's `answer` tool runs the same pipeline as `/answer`: it
-/// cites the right page, checks the caller's key itself (scope `answer`),
-/// and its run reaches the Dashboard as surface `mcp`.
+/// cites the right page, is offered only to a key with its scope
+/// (`answer`), and its run reaches the Dashboard as surface `mcp`.
 #[tokio::test]
 async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp() {
     let s = setup().await;
@@ -856,18 +856,17 @@ async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp
             let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                              "params": {"name": "answer", "arguments": {"question": "What does guide 4 explain?"}}});
             let reply: Value = post(ask, Some(session)).await.unwrap().json().await.unwrap();
-            reply["result"].clone()
+            reply
         }
     };
 
+    // A key without the answer scope is not offered the tool: to it, there
+    // is none.
     let refused = call(listing_only).await;
-    assert_eq!(
-        refused["isError"], true,
-        "a key without the answer scope is refused by the tool: {refused:#}"
-    );
-    assert_eq!(refused["structuredContent"]["error"]["code"], "insufficient_scope", "{refused:#}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused:#}");
+    assert_eq!(refused["error"]["data"]["code"], "tool_not_found", "{refused:#}");
 
-    let answered = call(answering).await;
+    let answered = call(answering).await["result"].clone();
     assert_eq!(answered["isError"], false, "{answered:#}");
     let answer = &answered["structuredContent"];
     assert_eq!(answer["refused"], false, "{answer:#}");

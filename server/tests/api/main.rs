@@ -12,6 +12,7 @@ mod cli_admin;
 mod data;
 mod embedded;
 mod embedding_role;
+mod extension;
 mod health;
 mod helpers;
 mod hosted;

@@ -230,7 +230,8 @@ async fn list_changed_reaches_only_the_session_whose_surface_changed() {
     let (app, ann, bob) = setup().await;
     let url = app.url("/mcp");
     let (ann_session, bob_session) = (initialize(&url, &ann).await, initialize(&url, &bob).await);
-    assert_eq!(tool_names(&url, &ann, &ann_session).await, ["answer", "get_dogs", "retrieve", "search_dogs"]);
+    // Her key has only the `mcp` scope: the answer tools are not hers to call, so not listed.
+    assert_eq!(tool_names(&url, &ann, &ann_session).await, ["get_dogs", "search_dogs"]);
 
     let mut ann_stream = channel(&url, &ann, &ann_session).await;
     let mut bob_stream = channel(&url, &bob, &bob_session).await;
@@ -243,14 +244,54 @@ async fn list_changed_reaches_only_the_session_whose_surface_changed() {
         "cat": {"read": true, "insert": true, "update": false, "delete": false}}}});
     admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": more})).await;
 
-    let event = heard(&mut ann_stream, "list_changed", Duration::from_secs(1))
+    heard(&mut ann_stream, "notifications/tools/list_changed", Duration::from_secs(1))
         .await
         .expect("ann's session is told within a second");
-    assert!(event.contains("notifications/tools/list_changed"), "{event}");
     assert!(tool_names(&url, &ann, &ann_session).await.contains(&"create_cats".to_owned()));
+    // Her resources changed too (cat's schema and descriptor are hers now).
+    heard(&mut ann_stream, "notifications/resources/list_changed", Duration::from_secs(1))
+        .await
+        .expect("ann's resource list changed too");
+    let (_, _, listed) =
+        rpc(&url, &ann, Some(&ann_session), json!({"jsonrpc": "2.0", "id": 3, "method": "resources/list"}))
+            .await;
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"svc://schema/dev/cat"), "{uris:?}");
 
     let quiet = heard(&mut bob_stream, "list_changed", Duration::from_millis(1500)).await;
     assert_eq!(quiet, None, "bob's surface did not change: he hears nothing");
+}
+
+/// A role change that alters only what a user may read of resources (a
+/// table's schema she may now describe) tells her session
+/// `notifications/resources/list_changed` and nothing about tools; another
+/// session hears nothing.
+#[tokio::test]
+async fn a_resource_list_change_alone_reaches_only_its_session() {
+    let (app, ann, bob) = setup().await;
+    let url = app.url("/mcp");
+    let (ann_session, bob_session) = (initialize(&url, &ann).await, initialize(&url, &bob).await);
+    let mut ann_stream = channel(&url, &ann, &ann_session).await;
+    let mut bob_stream = channel(&url, &bob, &bob_session).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Ann may now describe dev.cat (an attribute she may read), though
+    // she may not read or write its records: no tool changes.
+    let describes = json!({"dev": {"tables": {
+        "dog": {"read": true, "insert": false, "update": false, "delete": false},
+        "cat": {"read": false, "insert": false, "update": false, "delete": false,
+                "attribute_permissions": [{"attribute_name": "id", "read": true, "insert": false, "update": false}]}}}});
+    admin_op(&app, json!({"operation": "alter_role", "id": "ann", "permission": describes})).await;
+    let event = heard(&mut ann_stream, "list_changed", Duration::from_secs(1)).await.expect("ann is told");
+    assert!(event.contains("notifications/resources/list_changed"), "{event}");
+    assert!(!event.contains("tools/list_changed"), "{event}");
+    assert_eq!(tool_names(&url, &ann, &ann_session).await, ["get_dogs", "search_dogs"]);
+    assert_eq!(heard(&mut bob_stream, "list_changed", Duration::from_millis(1000)).await, None);
 }
 
 /// Two replicas on one PostgreSQL database: Ann's session and push channel
@@ -278,7 +319,7 @@ async fn a_role_changed_through_one_replica_reaches_a_session_on_another() {
 
     let on_b = b.url("/mcp");
     let session = initialize(&on_b, &ann).await;
-    assert_eq!(tool_names(&on_b, &ann, &session).await, ["answer", "get_dogs", "retrieve", "search_dogs"]);
+    assert_eq!(tool_names(&on_b, &ann, &session).await, ["get_dogs", "search_dogs"]);
     let mut stream = channel(&on_b, &ann, &session).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -291,15 +332,46 @@ async fn a_role_changed_through_one_replica_reaches_a_session_on_another() {
         .expect("the session on B is told within a second");
     assert!(event.contains("notifications/tools/list_changed"), "{event}");
     assert!(tool_names(&on_b, &ann, &session).await.contains(&"create_cats".to_owned()));
+    // Sessions are one table for every replica: B's is A's system.mcp_session
+    // (a view on PostgreSQL as on SQLite).
+    let search = json!({"operation": "search_by_value", "database": "system", "table": "mcp_session",
+                        "search_attribute": "id", "search_value": session});
+    let found: Value =
+        a.client.post(a.url("/operation")).json(&search).send().await.unwrap().json().await.unwrap();
+    assert_eq!(found[0]["principal"], json!({"user": "ann"}), "{found}");
+    let seen = found[0]["last_seen_at"].as_str().unwrap();
+    assert!(chrono::DateTime::parse_from_rfc3339(seen).is_ok(), "{seen}");
     drop((a, b));
     drop_postgres(&name).await;
 }
 
+/// Whether `events` ends (the server closed the stream) within `within`.
+async fn closes(events: &mut Events, within: Duration) -> bool {
+    tokio::time::timeout(within, async {
+        while let Some(chunk) = events.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// The status of a `tools/list` on `session` (404 once it is evicted).
+async fn listed_status(url: &str, key: &str, session: &str) -> StatusCode {
+    rpc(url, key, Some(session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.0
+}
+
+/// A client that only listens on its push channel is alive: the server's
+/// own sweep (every second here) keeps its session past the idle timeout
+/// while one nobody listens on expires. Once its channel is gone, the
+/// session is idle like any other.
 #[tokio::test]
-async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
+async fn a_listening_session_stays_and_an_idle_one_is_evicted() {
     let app = spawn_app_with(Options {
         configure: Some(|settings| {
-            settings.mcp.session.idle_timeout_seconds = 1;
+            settings.mcp.session.idle_timeout_seconds = 2;
         }),
         ..Options::default()
     })
@@ -307,25 +379,21 @@ async fn idle_sessions_are_evicted_and_their_push_channel_closes() {
     app.sign_in_with_bootstrap_link().await;
     let key = user(&app, "ann", json!({"super_user": true})).await;
     let url = app.url("/mcp");
-    let session = initialize(&url, &key).await;
-    let mut stream = channel(&url, &key, &session).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    let evicted = lore_toolserver::sessions::evict_idle(&lore_toolserver::ToolServer::open(app.lore.clone()))
-        .await
-        .unwrap();
-    assert_eq!(evicted, std::slice::from_ref(&session));
-    let ended = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some(chunk) = stream.next().await {
-            if chunk.is_err() {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the push channel closes with its session");
-    let (status, _, _) =
-        rpc(&url, &key, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "an evicted session is gone");
+    let listening = initialize(&url, &key).await;
+    let mut stream = channel(&url, &key, &listening).await;
+    let idle = initialize(&url, &key).await;
+
+    // Past the timeout and a few sweeps, touching neither session (a
+    // request would slide its timer; one past the timeout finds it gone).
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(listed_status(&url, &key, &idle).await, StatusCode::NOT_FOUND, "nobody listens on it");
+    assert_eq!(listed_status(&url, &key, &listening).await, StatusCode::OK, "the listening one stays");
+
+    // Its channel goes (as when the client hangs up); from then on it idles.
+    lore_toolserver::ToolServer::open(app.lore.clone()).hub().close_session(&listening);
+    assert!(closes(&mut stream, Duration::from_secs(5)).await, "the channel closed");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(listed_status(&url, &key, &listening).await, StatusCode::NOT_FOUND);
 }
 
 pub(crate) async fn call(url: &str, key: &str, session: &str, method: &str, params: Value) -> Value {
@@ -364,7 +432,7 @@ async fn each_kind_of_user_sees_its_own_operations_and_a_refused_call_changes_no
     let lister = user(
         &app,
         "lister",
-        json!({"operations": ["describe_all", "search_by_value", "insert"],
+        json!({"operations": ["describe_all", "search_by_value", "insert", "list_users", "read_log"],
         "dev": {"tables": {"dog": {"read": true, "insert": false, "update": false, "delete": false}}}}),
     )
     .await;
@@ -386,8 +454,13 @@ async fn each_kind_of_user_sees_its_own_operations_and_a_refused_call_changes_no
     let session = initialize(&url, &builder).await;
     assert_eq!(tool_names(&url, &builder, &session).await, ["describe_all"]);
 
+    // His role lists list_users and read_log, which only a super user may
+    // run: listed, they would only be refused, so they are not listed.
     let session = initialize(&url, &lister).await;
     assert_eq!(tool_names(&url, &lister, &session).await, ["describe_all", "search_by_value"]);
+    let reply =
+        call(&url, &lister, &session, "tools/call", json!({"name": "list_users", "arguments": {}})).await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
     // A listed operation the operator does not allow is no tool of his.
     let reply = call(&url, &lister, &session, "tools/call", json!({"name": "insert", "arguments": {}})).await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
@@ -452,6 +525,71 @@ async fn application_tools_follow_table_permissions_and_schemas_narrow_per_user(
     assert_eq!(reply["error"]["data"]["code"], "permission_denied");
     let reply = call(&url, &writer, &session, "resources/read", json!({"uri": "svc://nothing"})).await;
     assert_eq!(reply["error"]["code"], -32002, "{reply}");
+
+    // The template is listed for clients that expand it; the OpenAPI
+    // document and a descriptor read over MCP.
+    let templates = call(&url, &writer, &session, "resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates["result"]["resourceTemplates"][0]["uriTemplate"], "svc://schema/{database}/{table}",
+        "{templates}"
+    );
+    let openapi = call(&url, &writer, &session, "resources/read", json!({"uri": "svc://openapi"})).await;
+    let text = openapi["result"]["contents"][0]["text"].as_str().unwrap();
+    let document: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(document["openapi"], "3.0.3");
+    assert!(document["paths"].as_object().unwrap().keys().any(|p| p.starts_with("/data/dogs")), "{text}");
+    let descriptor = format!("{}/data/dogs", app.base_url);
+    let read = call(&url, &writer, &session, "resources/read", json!({"uri": descriptor})).await;
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    let described: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        (described["path"].as_str(), described["table"].as_str()),
+        (Some("dogs"), Some("dog")),
+        "{text}"
+    );
+    assert!(described["hint"].as_str().unwrap().contains("get_dogs"), "{text}");
+}
+
+/// SPEC, Authentication 6, for structure users: `structure_user: true`
+/// sees the structure operations the operator offers, and so does a list of
+/// databases, whose calls then reach only those databases.
+#[tokio::test]
+async fn structure_users_see_the_offered_structure_operations_for_their_databases() {
+    let app = spawn_app_with(Options {
+        configure: Some(|settings| {
+            settings.mcp.operations = Some(offering(&["describe_all", "create_table"]));
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.sign_in_with_bootstrap_link().await;
+    let url = app.url("/operation/mcp");
+    let everywhere = user(&app, "everywhere", json!({"structure_user": true})).await;
+    let dev_only = user(&app, "dev_only", json!({"structure_user": ["dev"]})).await;
+    let nobody = user(&app, "nobody", json!({"operations": ["describe_all"]})).await;
+    for (key, expected) in [
+        (&everywhere, vec!["create_table"]),
+        (&dev_only, vec!["create_table"]),
+        (&nobody, vec!["describe_all"]),
+    ] {
+        let session = initialize(&url, key).await;
+        assert_eq!(tool_names(&url, key, &session).await, expected);
+    }
+    let session = initialize(&url, &dev_only).await;
+    let create = |database: &str| json!({"name": "create_table", "arguments": {"database": database, "table": "t", "primary_key": "id"}});
+    let made = call(&url, &dev_only, &session, "tools/call", create("dev")).await;
+    assert_eq!(made["result"]["isError"], false, "{made}");
+    let refused = call(&url, &dev_only, &session, "tools/call", create("prod")).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(refused["result"]["structuredContent"]["error"]["code"], "permission_denied", "{refused}");
+}
+
+/// An operations profile offering exactly `allow`.
+fn offering(allow: &[&str]) -> engine::settings::McpOperationsSettings {
+    engine::settings::McpOperationsSettings {
+        allow: allow.iter().map(|name| (*name).to_owned()).collect(),
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
@@ -532,11 +670,13 @@ async fn a_sessionless_listen_stream_acknowledges_then_hears_its_users_changes()
                           "params": {"_meta": meta, "notifications": notifications}}))
             .send()
     };
-    // A record of a table she may not read is no subscription of hers.
+    // A record of a table she may not see is no subscription of hers, and
+    // the refusal says nothing of the table behind the export.
     let cat = format!("{}/data/cats/tom", app.base_url);
     let refused = listen(json!({"resourceSubscriptions": [cat]})).await.unwrap();
     let refused: Value = refused.json().await.unwrap();
-    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(!refused.to_string().contains("dev.cat"), "{refused}");
     assert_eq!(
         lore_toolserver::ToolServer::open(app.lore.clone()).hub().open_channels(),
         0,
@@ -579,12 +719,99 @@ async fn delete_ends_a_session_when_the_setting_allows_it() {
     let bob = user(&app, "bob", json!({"super_user": true})).await;
     let url = app.url("/mcp");
     let session = initialize(&url, &ann).await;
+    let mut stream = channel(&url, &ann, &session).await;
     let delete =
         |key: String| bare().delete(&url).header("x-api-key", key).header("mcp-session-id", &session).send();
     assert_eq!(delete(bob.clone()).await.unwrap().status(), StatusCode::FORBIDDEN, "not bob's to end");
     assert_eq!(delete(ann.clone()).await.unwrap().status(), StatusCode::NO_CONTENT);
+    assert!(closes(&mut stream, Duration::from_secs(5)).await, "DELETE closes the session's push channel");
     let (status, _, _) =
         rpc(&url, &ann, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "an ended session is gone");
     assert_eq!(delete(ann).await.unwrap().status(), StatusCode::NOT_FOUND);
+}
+
+/// The tool server's sessions are `system.mcp_session` to the operations
+/// API (SPEC, "stored in the table system.mcp_session"): a super user
+/// describes and searches them, its times in RFC 3339; a role that names
+/// the table is still refused; nobody writes it, and no application
+/// database takes the name `system`.
+#[tokio::test]
+async fn sessions_are_system_mcp_session_to_super_users_only() {
+    let (app, ann, _) = setup().await;
+    let session = initialize(&app.url("/mcp"), &ann).await;
+    let op = |body: Value| {
+        let request = app.client.post(app.url("/operation")).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status(), response.json::<Value>().await.unwrap())
+        }
+    };
+
+    let (status, described) =
+        op(json!({"operation": "describe_table", "database": "system", "table": "mcp_session"})).await;
+    assert_eq!(status, StatusCode::OK, "{described}");
+    let text = described.to_string();
+    assert!(text.contains("last_seen_at") && text.contains("protocol_version"), "{text}");
+
+    let (status, found) =
+        op(json!({"operation": "search_by_value", "database": "system", "table": "mcp_session",
+        "search_attribute": "id", "search_value": session}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let record = &found[0];
+    assert_eq!(record["profile"], "application", "{found}");
+    assert_eq!(record["principal"], json!({"user": "ann"}), "{found}");
+    assert_eq!(record["protocol_version"], "2025-06-18");
+    let seen = record["last_seen_at"].as_str().unwrap();
+    assert!(chrono::DateTime::parse_from_rfc3339(seen).is_ok() && seen.ends_with('Z'), "{seen}");
+    let (_, later) = op(json!({"operation": "search_by_conditions", "database": "system", "table": "mcp_session",
+        "conditions": [{"search_attribute": "last_seen_at", "search_type": "greater_than", "search_value": "2000-01-01T00:00:00Z"}]})).await;
+    assert_eq!(later.as_array().map(Vec::len), Some(1), "dates compare as dates: {later}");
+
+    // Read-only, even for a super user; the name is Lore's.
+    for body in [
+        json!({"operation": "insert", "database": "system", "table": "mcp_session", "records": [{"id": "x"}]}),
+        json!({"operation": "delete", "database": "system", "table": "mcp_session", "ids": [session]}),
+        json!({"operation": "drop_table", "database": "system", "table": "mcp_session"}),
+        json!({"operation": "create_database", "database": "system"}),
+        json!({"operation": "create_table", "database": "system", "table": "mine", "primary_key": "id"}),
+    ] {
+        let (status, refused) = op(body.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {refused}");
+        assert_eq!(refused["error"]["code"], "invalid_operation", "{body}: {refused}");
+        assert!(refused.to_string().contains("Lore's own database"), "{refused}");
+    }
+    let (_, still) = op(json!({"operation": "search_by_value", "database": "system", "table": "mcp_session",
+        "search_attribute": "id", "search_value": session}))
+    .await;
+    assert_eq!(still.as_array().map(Vec::len), Some(1), "nothing was deleted");
+
+    // A role that names the table reads nothing of it.
+    let nosy = json!({"operations": ["search_by_value", "describe_table"],
+        "system": {"tables": {"mcp_session": {"read": true, "insert": false, "update": false, "delete": false}}}});
+    admin_op(&app, json!({"operation": "add_role", "role": "nosy", "permission": nosy})).await;
+    admin_op(&app, json!({"operation": "add_user", "role": "nosy", "username": "nosy"})).await;
+    let key = app
+        .post_json(
+            "/admin/keys",
+            json!({"name": "nosy", "kind": "secret", "scopes": ["operations"], "user": "nosy"}),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["raw_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for body in [
+        json!({"operation": "search_by_value", "database": "system", "table": "mcp_session", "search_attribute": "id", "search_value": "*"}),
+        json!({"operation": "describe_table", "database": "system", "table": "mcp_session"}),
+    ] {
+        let response =
+            bare().post(app.url("/operation")).header("x-api-key", &key).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{body}");
+        let text = response.text().await.unwrap();
+        assert!(!text.contains(&session), "nothing of it is revealed: {text}");
+    }
 }

@@ -246,7 +246,9 @@ async fn an_assistant_signs_in_as_a_lore_user_and_its_tokens_follow_the_grant() 
     let tools: Vec<&str> =
         listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(tools.contains(&"get_dogs") && !tools.contains(&"create_dogs"), "{tools:?}");
-    // The custom tools come with the tool server's scope: no key is asked for.
+    // The custom tools come with the tool server's scope, listed and callable
+    // with no key.
+    assert!(tools.contains(&"answer") && tools.contains(&"retrieve"), "{tools:?}");
     let retrieve = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "retrieve", "arguments": {"query": "dogs"}}});
     let (_, _, called) = mcp(&app, "/mcp", Some(&access), Some(&session), retrieve).await;

@@ -174,7 +174,9 @@ impl Call {
         response
     }
 
-    /// Who calls, and the raw key (custom tools check it themselves).
+    /// Who calls, and the raw key (custom tools check it themselves); with
+    /// `mcp.application.anonymousCustomTools`, a request without
+    /// credentials on the application profile is an anonymous caller.
     async fn caller(&self, viewer: Option<&Viewer>) -> Result<(Caller, Option<String>), ApiError> {
         let raw = header_text(&self.headers, API_KEY_HEADER);
         let bearer = header_text(&self.headers, "authorization")
@@ -188,6 +190,15 @@ impl Call {
             (None, None, None) => Credentials::None,
         };
         let oauth = matches!(credentials, Credentials::Bearer { .. });
+        let settings = &self.tools().settings.mcp.application;
+        if matches!(credentials, Credentials::None)
+            && self.profile == Profile::Application
+            && settings.anonymous_custom_tools
+        {
+            // An anonymous session: the custom tools only, with no user.
+            self.tools().appdb_cache().refresh(&self.tools().db).await?;
+            return Ok((Caller::default(), None));
+        }
         let (principal, key_id) = operations::authenticate_for(self.tools(), credentials, Scope::Mcp).await?;
         Ok((Caller { principal: Some(principal), key: raw.map(Secret::new), oauth }, key_id))
     }
@@ -341,7 +352,7 @@ impl Call {
         let lore = self.tools();
         match method {
             "tools/list" | "resources/list" | "resources/templates/list" => {
-                let surface = mcp::surface(lore, self.profile, caller).await?;
+                let surface = mcp::listed(lore, self.profile, caller).await?;
                 let (field, items): (&str, Vec<Value>) = match method {
                     "tools/list" => ("tools", surface.tools.iter().map(tool_listing).collect()),
                     "resources/list" => (
