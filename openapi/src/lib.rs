@@ -182,15 +182,16 @@ fn schema_name(path: &str) -> String {
     path.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
 }
 
-/// A record's schema from the table's attributes (OpenAPI 3.0's flavour of
-/// SPEC's type mapping: `nullable` rather than a type union).
+/// A record's schema from the table's attributes (in OpenAPI 3.0's
+/// [`Dialect`]).
 fn record_schema(table: Option<&Table>) -> Value {
     let Some(table) = table else {
         return json!({"type": "object"});
     };
     let mut properties = Map::new();
     for attribute in &table.attributes {
-        let mut schema = typed(attribute.kind, attribute.nullable, attribute.shape.as_ref());
+        let mut schema =
+            type_schema(attribute.kind, attribute.nullable, attribute.shape.as_ref(), Dialect::OpenApi30);
         if attribute.managed.is_some() || attribute.computed.is_some() {
             schema["readOnly"] = Value::Bool(true);
         }
@@ -199,21 +200,40 @@ fn record_schema(table: Option<&Table>) -> Value {
     json!({"type": "object", "properties": properties})
 }
 
-/// One type's schema; an `Object` or `Array` the schema file declares
-/// recurses into its fields or items.
-fn typed(kind: AttrType, nullable: bool, shape: Option<&Shape>) -> Value {
+/// The JSON Schema flavour a type is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// JSON Schema as MCP tools take it (SPEC's input-schema type mapping):
+    /// a nullable type is a union with `"null"`, bytes are
+    /// `contentEncoding: base64`, a date is a string or a number.
+    JsonSchema,
+    /// OpenAPI 3.0's: `nullable: true`, bytes as `format: byte`, a date as
+    /// `oneOf` an RFC 3339 string and a number.
+    OpenApi30,
+}
+
+/// The schema of a value of `kind` in `dialect`, the one type mapping of
+/// every schema Lore publishes (tool schemas, `svc://schema`, the OpenAPI
+/// documents); an `Object` or `Array` the schema file declares recurses
+/// into its fields or items.
+pub fn type_schema(kind: AttrType, nullable: bool, shape: Option<&Shape>, dialect: Dialect) -> Value {
+    let openapi = dialect == Dialect::OpenApi30;
     let mut schema = match kind {
         AttrType::Int | AttrType::Long | AttrType::BigInt => json!({"type": "integer"}),
         AttrType::Float => json!({"type": "number"}),
         AttrType::String | AttrType::ID => json!({"type": "string"}),
         AttrType::Boolean => json!({"type": "boolean"}),
-        AttrType::Date => json!({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "number"}]}),
-        AttrType::Bytes | AttrType::Blob => json!({"type": "string", "format": "byte"}),
+        AttrType::Date if openapi => {
+            json!({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "number"}]})
+        }
+        AttrType::Date => json!({"type": ["string", "number"]}),
+        AttrType::Bytes | AttrType::Blob if openapi => json!({"type": "string", "format": "byte"}),
+        AttrType::Bytes | AttrType::Blob => json!({"type": "string", "contentEncoding": "base64"}),
         AttrType::Object => match shape {
             Some(Shape::Object(fields)) => {
                 let properties: Map<String, Value> = fields
                     .iter()
-                    .map(|f| (f.name.clone(), typed(f.kind, f.nullable, f.shape.as_ref())))
+                    .map(|f| (f.name.clone(), type_schema(f.kind, f.nullable, f.shape.as_ref(), dialect)))
                     .collect();
                 let mut schema = json!({"type": "object", "properties": properties});
                 let required: Vec<&str> = fields
@@ -228,16 +248,27 @@ fn typed(kind: AttrType, nullable: bool, shape: Option<&Shape>) -> Value {
             }
             _ => json!({"type": "object"}),
         },
-        AttrType::Array => match shape {
-            Some(Shape::Array(items)) => {
-                json!({"type": "array", "items": typed(items.kind, items.nullable, items.shape.as_ref())})
-            }
-            _ => json!({"type": "array", "items": {}}),
-        },
+        AttrType::Array => {
+            let items = match shape {
+                Some(Shape::Array(items)) => {
+                    type_schema(items.kind, items.nullable, items.shape.as_ref(), dialect)
+                }
+                _ => json!({}),
+            };
+            json!({"type": "array", "items": items})
+        }
         AttrType::Any => return json!({}),
     };
-    if nullable {
+    if nullable && openapi {
         schema["nullable"] = Value::Bool(true);
+    } else if nullable {
+        schema["type"] = match schema["type"].take() {
+            Value::Array(mut kinds) => {
+                kinds.push(json!("null"));
+                Value::Array(kinds)
+            }
+            single => json!([single, "null"]),
+        };
     }
     schema
 }

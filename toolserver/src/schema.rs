@@ -4,58 +4,16 @@
 
 use serde_json::{json, Map, Value};
 
-use engine::appdb::catalog::{AttrType, Attribute, Shape, Table};
+use engine::appdb::catalog::{AttrType, Attribute, Table};
 use engine::appdb::{Access, Permission};
 use engine::resources::Verb;
+use lore_openapi::{type_schema, Dialect};
 
-/// SPEC's input-schema type mapping for one attribute; an `Object` or
-/// `Array` the schema file declares recurses into its fields or items.
+/// SPEC's input-schema type mapping for one attribute (the one mapping,
+/// [`lore_openapi::type_schema`], in its JSON Schema dialect); an `Object`
+/// or `Array` the schema file declares recurses into its fields or items.
 pub fn attribute_schema(attribute: &Attribute) -> Value {
-    typed(attribute.kind, attribute.nullable, attribute.shape.as_ref())
-}
-
-fn typed(kind: AttrType, nullable: bool, shape: Option<&Shape>) -> Value {
-    let mut schema = match kind {
-        AttrType::Int | AttrType::Long | AttrType::BigInt => json!({"type": "integer"}),
-        AttrType::Float => json!({"type": "number"}),
-        AttrType::String | AttrType::ID => json!({"type": "string"}),
-        AttrType::Boolean => json!({"type": "boolean"}),
-        AttrType::Date => json!({"type": ["string", "number"]}),
-        AttrType::Bytes | AttrType::Blob => json!({"type": "string", "contentEncoding": "base64"}),
-        AttrType::Object => match shape {
-            Some(Shape::Object(fields)) => {
-                let properties: Map<String, Value> = fields
-                    .iter()
-                    .map(|f| (f.name.clone(), typed(f.kind, f.nullable, f.shape.as_ref())))
-                    .collect();
-                let required: Vec<String> = fields
-                    .iter()
-                    .filter(|f| !f.nullable && f.kind != AttrType::Any)
-                    .map(|f| f.name.clone())
-                    .collect();
-                object(properties, required)
-            }
-            _ => json!({"type": "object"}),
-        },
-        AttrType::Array => match shape {
-            Some(Shape::Array(items)) => {
-                json!({"type": "array", "items": typed(items.kind, items.nullable, items.shape.as_ref())})
-            }
-            _ => json!({"type": "array", "items": {}}),
-        },
-        AttrType::Any => return json!({}),
-    };
-    if nullable {
-        let kind = schema["type"].clone();
-        schema["type"] = match kind {
-            Value::Array(mut kinds) => {
-                kinds.push(json!("null"));
-                Value::Array(kinds)
-            }
-            single => json!([single, "null"]),
-        };
-    }
-    schema
+    type_schema(attribute.kind, attribute.nullable, attribute.shape.as_ref(), Dialect::JsonSchema)
 }
 
 /// The attributes a verb's schema offers this user: readable ones for get
@@ -244,6 +202,7 @@ mod tests {
             nullable,
             shape,
         };
+        use engine::appdb::catalog::Shape;
         let toy = Shape::Object(vec![member("name", AttrType::String, false, None)]);
         let toys = Shape::Array(Box::new(member("", AttrType::Object, true, Some(toy))));
         let owner = Attribute {
