@@ -400,6 +400,25 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         .unwrap();
     assert_eq!((cli_run.surface.as_str(), cli_run.key_id.as_deref()), ("cli", None));
 
+    // The Playground's profile-retrieval mode: the active version, its
+    // resolved scope (the enabled sources) and what that scope retrieves.
+    let profile: Value = s
+        .app
+        .post_json("/admin/playground/retrieval", json!({"query": "What does guide 4 explain?"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(profile["profile_version"].as_i64().is_some(), "{profile:#}");
+    let scope: Vec<&str> =
+        profile["sources"].as_array().unwrap().iter().map(|pair| pair[1].as_str().unwrap()).collect();
+    let hits = profile["results"]["results"].as_array().unwrap();
+    assert!(hits.iter().any(|hit| hit["url"] == page_4.as_str()), "{profile:#}");
+    assert!(
+        !scope.is_empty() && hits.iter().all(|hit| scope.contains(&hit["source_id"].as_str().unwrap())),
+        "every hit is of a source in the scope: {profile:#}"
+    );
+
     // Retrieval failing closed → 503 retrieval_failing_closed.
     // A stamp from another embedding model (its name is the admin's to read).
     let stamp = engine::fingerprint::Fingerprint {
@@ -434,6 +453,9 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         admin["error"]["message"].as_str().unwrap().contains("embedder-v9"),
         "the admin learns why: {admin}"
     );
+    let profile = s.app.post_json("/admin/playground/retrieval", json!({"query": "guide 4"})).await;
+    assert_eq!(profile.status(), 503, "profile retrieval fails closed too");
+    assert_eq!(profile.json::<Value>().await.unwrap()["error"]["code"], "retrieval_failing_closed");
     // So does the operator at the terminal, in the API's error body under --json.
     let (ok, stdout, stderr) = s.lore_ask("What does guide 4 explain?", true).await;
     assert!(!ok, "{stdout}");
