@@ -122,7 +122,8 @@ pub(super) async fn pipeline(
     };
     let passages = grounding_passages(&found.passages);
     let mut served = Served { model: generation.target.model.clone(), text: first };
-    let (mut verdict, declined) = run.grounding(&served.text, &passages, &mut trace);
+    let on_node = generation.account.placement == providers::Placement::OnNode;
+    let (mut verdict, declined) = run.grounding(&served.text, &passages, on_node, &mut trace);
     let escalation = run.escalation_target(&trial, &verdict, declined).await?;
     if verdict.grounded && !declined {
         run.verification(escalation.as_ref(), &mut verdict, &passages, &mut usage, &mut trace).await;
@@ -567,11 +568,14 @@ impl Run<'_> {
         Ok(first.completion.text)
     }
 
-    /// The grounding check of a reply; whether the model declined.
+    /// The grounding check of a reply; whether the model declined. An
+    /// ungrounded reply of an on-node model is its own funnel row
+    /// (`ungrounded_on_node`), as its answers are (`answered_on_node`).
     fn grounding(
         &self,
         reply: &str,
         passages: &[grounding::Passage],
+        on_node: bool,
         trace: &mut Tracer,
     ) -> (grounding::Verdict, bool) {
         let min_support = self.lore.settings.answer.grounding_min_support;
@@ -586,7 +590,11 @@ impl Run<'_> {
         } else {
             trace.stage_detailed(
                 StageName::Grounding,
-                if verdict.grounded { "grounded" } else { "ungrounded" },
+                match (verdict.grounded, on_node) {
+                    (true, _) => "grounded",
+                    (false, true) => "ungrounded_on_node",
+                    (false, false) => "ungrounded",
+                },
                 verdict.reason.clone(),
                 None,
                 Some(verdict.detail.clone()),

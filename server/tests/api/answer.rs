@@ -295,7 +295,8 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     // escalation target the question is refused, and the trace says why.
     let made_up = s.answer("How do I back up the database?").await;
     assert_eq!(made_up["refused"], true, "{made_up:#}");
-    assert_eq!(stage(&made_up, "grounding").unwrap()["decision"], "ungrounded", "{made_up:#}");
+    // SmolLM2 runs on this node: its ungrounded reply is its own funnel row.
+    assert_eq!(stage(&made_up, "grounding").unwrap()["decision"], "ungrounded_on_node", "{made_up:#}");
     // Its reason is a bounded summary; every statement judged is in the detail.
     let grounding = stage(&made_up, "grounding").unwrap();
     let (reason, detail) = (grounding["reason"].as_str().unwrap(), grounding["detail"].as_str().unwrap());
@@ -321,6 +322,13 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     let dashboard: Value =
         s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
     assert_eq!(dashboard["totals"]["queries"], 5, "{dashboard:#}");
+    let funnel = dashboard["funnel"].as_array().unwrap();
+    let row =
+        |stage: &str, decision: &str| funnel.iter().any(|f| f["stage"] == stage && f["decision"] == decision);
+    assert!(
+        row("generation", "answered_on_node") && row("grounding", "ungrounded_on_node"),
+        "an on-node model's answers and ungrounded replies are rows of their own: {dashboard:#}"
+    );
     assert!(dashboard["totals"]["refusals"].as_i64().unwrap() >= 3, "{dashboard:#}");
     assert_eq!(dashboard["keys"][0]["name"], "backend");
     assert_eq!(dashboard["keys"][0]["queries"], 5);
@@ -975,7 +983,7 @@ async fn an_answer_stating_a_figure_its_passage_does_not_bind_is_never_served() 
                 figures(text).into_iter().filter(|f| !stated.contains(&f.as_str())).collect();
             assert!(invented.is_empty(), "served {invented:?} the pages do not state: {answered:#}");
             assert_eq!(answered["grounded"], true);
-        } else if grounding["decision"] == "ungrounded" {
+        } else if grounding["decision"] == "ungrounded_on_node" {
             let reason = grounding["reason"].as_str().unwrap_or_default();
             if reason.contains("(not in the passage)")
                 || reason.contains("(not near the statement's other words)")

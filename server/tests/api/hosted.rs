@@ -717,7 +717,25 @@ async fn each_escalation_tier_is_tried_only_when_the_one_before_was_ungrounded()
         stages(&refused, "escalation").iter().map(|s| s["decision"].clone()).collect();
     assert_eq!(decisions, [json!("tier1_ungrounded"), json!("tier2_ungrounded")], "{refused:#}");
 
-    // The funnel counts each tier's decisions, with what they cost.
+    // A tier whose target is disabled is passed over, and says so.
+    let disabled = app
+        .client
+        .patch(app.url(&format!("/admin/targets/{}", vague_claude_2["id"].as_str().unwrap())))
+        .json(&json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(disabled.status(), 200, "{:?}", disabled.text().await);
+    let calls = double.calls_to("vague-claude-2");
+    let refused: Value = ask(&app, &key, "How often are exports written?").await.json().await.unwrap();
+    assert_eq!(refused["refused"], true, "{refused:#}");
+    let decisions: Vec<Value> =
+        stages(&refused, "escalation").iter().map(|s| s["decision"].clone()).collect();
+    assert_eq!(decisions, [json!("tier1_ungrounded"), json!("tier2_disabled")], "{refused:#}");
+    assert_eq!(double.calls_to("vague-claude-2"), calls, "a disabled tier is not called");
+
+    // The funnel counts each tier's decisions, with what they cost, and
+    // shows the disabled tier.
     let dashboard: Value =
         app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
     let funnel = dashboard["funnel"].as_array().unwrap();
@@ -734,9 +752,10 @@ async fn each_escalation_tier_is_tried_only_when_the_one_before_was_ungrounded()
             count("tier2_grounded"),
             count("tier2_ungrounded")
         ),
-        (2, 1, 1, 1),
+        (3, 1, 1, 1),
         "{dashboard:#}"
     );
+    assert_eq!(count("tier2_disabled"), 1, "{dashboard:#}");
     let spend = funnel.iter().find(|f| f["decision"] == "tier2_grounded").unwrap()["estimated_spend_usd"]
         .as_f64()
         .unwrap();
