@@ -20,7 +20,6 @@ use tokio::sync::mpsc;
 
 use super::{Profile, Snapshot};
 use crate::ToolServer;
-use engine::appdb::Principal;
 use engine::resources::Caller;
 use engine::Lore;
 use engine::Result;
@@ -219,19 +218,10 @@ impl Hub {
             let now = match seen.get(&(profile, holder.clone())) {
                 Some(snapshot) => snapshot.clone(),
                 None => {
-                    // The user as stored now (an anonymous session has none).
-                    let current = match &caller.principal {
-                        Some(Principal::User(user)) => {
-                            engine::appdb::users::principal(lore, &user.username).await.ok().map(Some)
-                        }
-                        other => Some(other.clone()),
-                    };
-                    let snapshot = match current {
-                        Some(principal) => {
-                            let caller = Caller { principal, ..caller };
-                            super::surface(lore, profile, &caller).await?.snapshot()
-                        }
-                        None => Snapshot::default(),
+                    // The user as stored now: one gone or inactive sees nothing.
+                    let snapshot = match super::as_stored(lore, &caller).await {
+                        Ok(current) => super::surface(lore, profile, &current).await?.snapshot(),
+                        Err(_) => Snapshot::default(),
                     };
                     seen.insert((profile, holder), snapshot.clone());
                     snapshot

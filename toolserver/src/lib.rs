@@ -269,6 +269,31 @@ pub fn identity(principal: &Principal) -> Value {
     }
 }
 
+/// The caller a request without credentials is on `profile`: an anonymous
+/// one (no user; the custom tools only) when
+/// `mcp.application.anonymousCustomTools` admits it on the application
+/// profile, else none (the request is refused).
+pub async fn anonymous(lore: &Lore, profile: Profile) -> Result<Option<Caller>> {
+    if profile != Profile::Application || !lore.settings.mcp.application.anonymous_custom_tools {
+        return Ok(None);
+    }
+    // What this request reads of users, roles and tables is as of now.
+    lore.appdb_cache().refresh(&lore.db).await?;
+    Ok(Some(Caller::default()))
+}
+
+/// `caller` with its user as stored now (a request resolved it earlier);
+/// an error when that user is gone or inactive.
+pub(crate) async fn as_stored(lore: &Lore, caller: &Caller) -> Result<Caller> {
+    match &caller.principal {
+        Some(Principal::User(user)) => Ok(Caller {
+            principal: Some(engine::appdb::users::principal(lore, &user.username).await?),
+            ..caller.clone()
+        }),
+        _ => Ok(caller.clone()),
+    }
+}
+
 /// Who a caller is, as a session is bound to it: its principal's
 /// [`identity`], or `{"anonymous": true}` for an anonymous session.
 pub fn who(caller: &Caller) -> Value {

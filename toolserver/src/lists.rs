@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::{identity, surface, Caller, Profile, Surface, ToolServer};
-use engine::appdb::{users, Principal};
 use engine::Result;
 
 /// How many callers' lists are held before the oldest epochs are dropped.
@@ -44,12 +43,7 @@ pub async fn listed(lore: &ToolServer, profile: Profile, caller: &Caller) -> Res
     // The user as the application database holds it at this epoch (the
     // request read it earlier, before a change could move the epoch), and
     // kept only if the epoch did not move while computing.
-    let current = match &caller.principal {
-        Some(Principal::User(user)) => {
-            Caller { principal: Some(users::principal(lore, &user.username).await?), ..caller.clone() }
-        }
-        _ => caller.clone(),
-    };
+    let current = super::as_stored(lore, caller).await?;
     let computed = Arc::new(surface(lore, profile, &current).await?);
     if lore.appdb_cache().epoch() != epoch {
         return Ok(computed);

@@ -26,6 +26,32 @@ use crate::audit::{self, Actor};
 use crate::settings::Secret;
 use crate::{Corpus, Error, Result, Settings};
 
+/// The algorithms an issuer's token may be signed with: asymmetric ones
+/// only, since an HMAC "signature" (keyed by a secret the client holds too),
+/// or none at all, proves nothing about the issuer. For ID tokens here and
+/// for an external authorization server's access tokens alike.
+pub const SIGNING_ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// The key of `jwks` a token's `kid` names, or the only key when it names
+/// none.
+pub fn signing_key<'k>(jwks: &'k JwkSet, kid: Option<&str>) -> Option<&'k jsonwebtoken::jwk::Jwk> {
+    match kid {
+        Some(kid) => jwks.find(kid),
+        None if jwks.keys.len() == 1 => jwks.keys.first(),
+        None => None,
+    }
+}
+
 /// How long a started sign-in may take before its callback is refused.
 const ATTEMPT_LIFETIME_MINUTES: i64 = 10;
 
@@ -345,29 +371,12 @@ async fn verify_id_token(
     let failed = |why: String| Error::from(AuthError::SignInFailed(why));
     let header =
         jsonwebtoken::decode_header(id_token).map_err(|err| failed(format!("malformed ID token: {err}")))?;
-    // Asymmetric algorithms only: an HMAC "signature" keyed by the client
-    // secret, or none at all, proves nothing about the issuer.
-    let allowed = [
-        Algorithm::RS256,
-        Algorithm::RS384,
-        Algorithm::RS512,
-        Algorithm::PS256,
-        Algorithm::PS384,
-        Algorithm::PS512,
-        Algorithm::ES256,
-        Algorithm::ES384,
-        Algorithm::EdDSA,
-    ];
-    if !allowed.contains(&header.alg) {
+    if !SIGNING_ALGORITHMS.contains(&header.alg) {
         return Err(failed(format!("ID token algorithm {:?} is not accepted", header.alg)));
     }
     let jwks: JwkSet = lore.oidc.get_json(&discovery.jwks_uri).await?;
-    let jwk = match &header.kid {
-        Some(kid) => jwks.find(kid),
-        None if jwks.keys.len() == 1 => jwks.keys.first(),
-        None => None,
-    }
-    .ok_or_else(|| failed("the ID token is signed with a key the issuer does not publish".into()))?;
+    let jwk = signing_key(&jwks, header.kid.as_deref())
+        .ok_or_else(|| failed("the ID token is signed with a key the issuer does not publish".into()))?;
     let key = DecodingKey::from_jwk(jwk).map_err(|err| failed(format!("unusable issuer key: {err}")))?;
 
     let mut validation = Validation::new(header.alg);

@@ -15,9 +15,10 @@
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{DecodingKey, Validation};
 
 use crate::appdb::users::Principal;
+use crate::auth::oidc;
 use crate::keys::KeyError;
 use crate::{Error, Lore, Result};
 
@@ -61,19 +62,6 @@ struct Read {
     at: Instant,
 }
 
-/// Asymmetric algorithms only: an HMAC "signature" proves nothing here.
-const ALGORITHMS: [Algorithm; 9] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
-
 fn invalid(why: impl Into<String>) -> Error {
     KeyError::InvalidToken(why.into()).into()
 }
@@ -87,7 +75,7 @@ pub(super) async fn authenticate(
     resource_path: &str,
 ) -> Result<Principal> {
     let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("it is not a JWT access token"))?;
-    if !ALGORITHMS.contains(&header.alg) {
+    if !oidc::SIGNING_ALGORITHMS.contains(&header.alg) {
         return Err(invalid(format!("its algorithm {:?} is not accepted", header.alg)));
     }
     let (keys, _) = lore.extension(Keys::default);
@@ -126,12 +114,9 @@ impl Keys {
     async fn key(&self, lore: &Lore, issuer: &str, kid: Option<&str>) -> Result<(DecodingKey, String)> {
         let mut held = self.read.lock().await;
         let find = |read: &Read| {
-            let jwk = match kid {
-                Some(kid) => read.jwks.find(kid),
-                None if read.jwks.keys.len() == 1 => read.jwks.keys.first(),
-                None => None,
-            };
-            jwk.and_then(|jwk| DecodingKey::from_jwk(jwk).ok()).map(|key| (key, read.issuer.clone()))
+            oidc::signing_key(&read.jwks, kid)
+                .and_then(|jwk| DecodingKey::from_jwk(jwk).ok())
+                .map(|key| (key, read.issuer.clone()))
         };
         let kept = held.keys.as_ref().and_then(find);
         let fresh = held.keys.as_ref().is_some_and(|read| read.at.elapsed() < KEYS_KEPT);
@@ -143,7 +128,7 @@ impl Keys {
             return Err(invalid("it is signed with a key its issuer does not publish"));
         }
         held.tried = Some(Instant::now());
-        match crate::auth::oidc::issuer_keys(lore, issuer).await {
+        match oidc::issuer_keys(lore, issuer).await {
             Ok((named, jwks)) => {
                 let read = Read { issuer: named, jwks, at: Instant::now() };
                 let found = find(&read);

@@ -68,7 +68,11 @@ async fn anonymous_call(url: &str, session: &str, method: &str, params: Value) -
 #[tokio::test]
 async fn a_custom_tool_runs_in_one_transaction_under_its_predicates_and_checks_its_caller() {
     let app = spawn_app_with(Options {
-        configure: Some(|settings| settings.mcp.application.anonymous_custom_tools = true),
+        configure: Some(|settings| {
+            settings.mcp.application.anonymous_custom_tools = true;
+            // Low, so the anonymous budget is seen to end.
+            settings.mcp.tool_calls_per_minute = 3;
+        }),
         ..Options::default()
     })
     .await;
@@ -163,6 +167,26 @@ async fn a_custom_tool_runs_in_one_transaction_under_its_predicates_and_checks_i
         .unwrap()
         .status();
     assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Anonymous calls are marked so in the audit log, never passed off as
+    // Lore's own.
+    let audit = op(&app, json!({"operation": "read_audit_log", "limit": 100})).await;
+    let anonymous = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| {
+            entry.to_string().contains("mcp.tools_call") && entry.to_string().contains("\"anonymous\":true")
+        })
+        .count();
+    assert_eq!(anonymous, 2, "{audit}");
+    // Anonymous sessions are opened within one shared budget (3 a minute
+    // here; one is open already).
+    for _ in 0..2 {
+        assert_eq!(anonymous_session(&url).await.0, StatusCode::OK);
+    }
+    let (status, session) = anonymous_session(&url).await;
+    assert_eq!((status, session), (StatusCode::TOO_MANY_REQUESTS, None));
 }
 
 /// By default there are no anonymous sessions: a request without

@@ -190,14 +190,10 @@ impl Call {
             (None, None, None) => Credentials::None,
         };
         let oauth = matches!(credentials, Credentials::Bearer { .. });
-        let settings = &self.tools().settings.mcp.application;
-        if matches!(credentials, Credentials::None)
-            && self.profile == Profile::Application
-            && settings.anonymous_custom_tools
-        {
-            // An anonymous session: the custom tools only, with no user.
-            self.tools().appdb_cache().refresh(&self.tools().db).await?;
-            return Ok((Caller::default(), None));
+        if matches!(credentials, Credentials::None) {
+            if let Some(anonymous) = mcp::anonymous(self.tools(), self.profile).await? {
+                return Ok((anonymous, None));
+            }
         }
         let (principal, key_id) = operations::authenticate_for(self.tools(), credentials, Scope::Mcp).await?;
         Ok((Caller { principal: Some(principal), key: raw.map(Secret::new), oauth }, key_id))
