@@ -121,6 +121,11 @@ pub const PIN: Route<1> = Route("/admin/pins/{id}");
 // The Playground.
 pub const PLAYGROUND_ANSWER: Route<0> = Route("/admin/playground/answer");
 pub const PLAYGROUND_RETRIEVAL: Route<0> = Route("/admin/playground/retrieval");
+pub const PLAYGROUND_FEEDBACK: Route<0> = Route("/admin/playground/feedback");
+
+// Ratings of answers: the review queue and what is done about an item.
+pub const FEEDBACK: Route<0> = Route("/admin/feedback");
+pub const FEEDBACK_REVIEW: Route<1> = Route("/admin/feedback/{trace_id}/review");
 
 #[cfg(test)]
 mod tests {

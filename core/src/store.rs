@@ -196,6 +196,21 @@ pub async fn begin_locked(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm
     Ok(txn)
 }
 
+/// [`begin_write`] sharing `lock` with every other such transaction until
+/// it ends, so that [`begin_locked`] on the same lock waits for them all
+/// and holds them off while it runs: on PostgreSQL a shared
+/// transaction-scoped advisory lock (adding to the rollups shares
+/// [`Lock::Rollups`], which a rebuild takes alone); on SQLite the write
+/// lock already admits one writer at a time.
+pub async fn begin_sharing(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm::DatabaseTransaction> {
+    use sea_orm::ConnectionTrait;
+    let txn = begin_write(db).await?;
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock_shared({})", lock.key())).await?;
+    }
+    Ok(txn)
+}
+
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.
 pub fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T> {

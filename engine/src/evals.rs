@@ -108,6 +108,29 @@ impl TryFrom<golden_question::Model> for Golden {
     }
 }
 
+/// A profile version with the ratings of the answers it served (all time,
+/// from the rollups): its eval summary shows their helpful rate beside its
+/// golden-question score.
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub version: crate::profile::Version,
+    pub helpful: i64,
+    pub unhelpful: i64,
+}
+
+/// Every profile version, newest first, with the ratings of what it served.
+pub async fn versions(lore: &Lore) -> Result<Vec<Served>> {
+    let rated = crate::metrics::ratings_by_version(lore).await?;
+    Ok(crate::profile::versions(lore)
+        .await?
+        .into_iter()
+        .map(|version| {
+            let (helpful, unhelpful) = rated.get(&version.version).copied().unwrap_or_default();
+            Served { version, helpful, unhelpful }
+        })
+        .collect())
+}
+
 /// A golden question as the admin adds it.
 #[derive(Clone, Debug)]
 pub struct NewGolden {

@@ -190,6 +190,10 @@ pub struct KeySummary {
     pub key: Key,
     pub queries_7d: i64,
     pub estimated_cost_7d: f64,
+    /// Its answers of the same days that their askers rated helpful, and
+    /// unhelpful.
+    pub helpful_7d: i64,
+    pub unhelpful_7d: i64,
 }
 
 /// The caller a valid key stands for.
@@ -366,13 +370,17 @@ pub async fn issue(lore: &Lore, actor: &Actor, new: NewKey) -> Result<Issued> {
 impl KeySummary {
     /// A key with the given usage.
     pub fn of(key: Key, queries_7d: i64, estimated_cost_7d: f64) -> Self {
-        KeySummary { key, queries_7d, estimated_cost_7d }
+        KeySummary { key, queries_7d, estimated_cost_7d, helpful_7d: 0, unhelpful_7d: 0 }
     }
 }
 
 /// Every key, newest first, with its 7-day usage.
 pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
     let totals = usage(lore, None).await?;
+    let since = Utc::now().date_naive().checked_sub_days(Days::new(USAGE_DAYS - 1));
+    let since =
+        since.and_then(|day| day.and_hms_opt(0, 0, 0)).map(|at| at.and_utc()).unwrap_or_else(Utc::now);
+    let rated = crate::metrics::ratings_by_key(lore, since).await?;
     access_key::Entity::find()
         .order_by_desc(access_key::Column::CreatedAt)
         .all(&lore.db)
@@ -380,7 +388,8 @@ pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
         .into_iter()
         .map(|row| {
             let (queries, cost) = totals.get(&row.id).copied().unwrap_or_default();
-            Ok(KeySummary::of(Key::decode(row)?, queries, cost))
+            let (helpful_7d, unhelpful_7d) = rated.get(&row.id).copied().unwrap_or_default();
+            Ok(KeySummary { helpful_7d, unhelpful_7d, ..KeySummary::of(Key::decode(row)?, queries, cost) })
         })
         .collect()
 }

@@ -134,6 +134,9 @@ pub struct Sums {
     pub spend_usd: f64,
     pub savings_usd: f64,
     pub latency_ms_sum: f64,
+    /// Ratings of the bucket's runs.
+    pub helpful: i64,
+    pub unhelpful: i64,
 }
 
 impl Sums {
@@ -146,6 +149,8 @@ impl Sums {
             spend_usd: run.estimated_cost_usd,
             savings_usd: run.estimated_savings_usd,
             latency_ms_sum: run.latency_ms,
+            helpful: 0,
+            unhelpful: 0,
         }
     }
 
@@ -157,6 +162,8 @@ impl Sums {
             spend_usd: row.spend_usd,
             savings_usd: row.savings_usd,
             latency_ms_sum: row.latency_ms_sum,
+            helpful: row.helpful,
+            unhelpful: row.unhelpful,
         }
     }
 
@@ -167,6 +174,8 @@ impl Sums {
         self.spend_usd += other.spend_usd;
         self.savings_usd += other.savings_usd;
         self.latency_ms_sum += other.latency_ms_sum;
+        self.helpful += other.helpful;
+        self.unhelpful += other.unhelpful;
     }
 }
 
@@ -176,6 +185,8 @@ struct Counted {
     detail: String,
     count: i64,
     spend_usd: f64,
+    helpful: i64,
+    unhelpful: i64,
 }
 
 /// What runs add to the rollups, summed in memory: one run's contribution
@@ -208,6 +219,7 @@ pub struct RunFacts {
     /// `api`, `widget`, `playground`, `mcp` or `cli`.
     pub surface: String,
     pub key_id: Option<String>,
+    pub profile_version: i32,
     pub question: String,
     pub cache_hit: bool,
     pub refused: bool,
@@ -229,6 +241,7 @@ impl RunFacts {
             created_at: run.created_at,
             surface: run.surface.clone(),
             key_id: run.key_id.clone(),
+            profile_version: run.profile_version,
             question: run.question.clone(),
             cache_hit: run.cache_status == "hit",
             refused: run.refused,
@@ -238,6 +251,27 @@ impl RunFacts {
             latency_ms: run.latency_ms,
             audience: run.audience.clone(),
         })
+    }
+}
+
+/// What a rating is counted under: its run's time, surface, key and
+/// profile version (as the rating row keeps them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatedRun {
+    pub asked_at: DateTime<Utc>,
+    pub surface: String,
+    pub key_id: Option<String>,
+    pub profile_version: i32,
+}
+
+impl RatedRun {
+    pub fn of(rating: &entity::answer_rating::Model) -> Self {
+        RatedRun {
+            asked_at: rating.asked_at,
+            surface: rating.surface.clone(),
+            key_id: rating.key_id.clone(),
+            profile_version: rating.profile_version,
+        }
     }
 }
 
@@ -276,9 +310,34 @@ impl Contribution {
         let key = run.key_id.clone().unwrap_or_default();
         let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
         count("key", key, &label, "", run.estimated_cost_usd);
+        let version = run.profile_version.to_string();
+        count("version", version.clone(), &version, "", run.estimated_cost_usd);
         for stage in &run.stages {
             let name = format!("{}/{}", stage.stage, stage.decision);
             count("funnel", name.clone(), &name, &stage.reason, stage.cost_usd.unwrap_or(0.0));
+        }
+    }
+
+    /// Adds a change of one run's rating: `helpful` and `unhelpful` are
+    /// each +1, -1 (the rating it replaces) or 0. Counted under the run's
+    /// hour and day, surface, key and profile version, beside what the run
+    /// added, so the helpful rate reads as the share of the answers served
+    /// then that their askers found helpful.
+    pub fn rate(&mut self, run: &RatedRun, helpful: i64, unhelpful: i64) {
+        let rated = Sums { helpful, unhelpful, ..Sums::default() };
+        for granularity in [Granularity::Hour, Granularity::Day] {
+            let bucket = truncate(run.asked_at, granularity);
+            self.rollups.entry((granularity, bucket, run.surface.clone())).or_default().add(&rated);
+        }
+        let day = truncate(run.asked_at, Granularity::Day);
+        let version = run.profile_version.to_string();
+        let key = run.key_id.clone().unwrap_or_default();
+        let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
+        for (kind, key, label) in [("key", key, label), ("version", version.clone(), version)] {
+            let counted = self.counts.entry((day, kind, key)).or_default();
+            counted.label = label;
+            counted.helpful += helpful;
+            counted.unhelpful += unhelpful;
         }
     }
 
@@ -302,6 +361,8 @@ impl Contribution {
                     .value(R::SpendUsd, plus(R::SpendUsd))
                     .value(R::SavingsUsd, plus(R::SavingsUsd))
                     .value(R::LatencyMsSum, plus(R::LatencyMsSum))
+                    .value(R::Helpful, plus(R::Helpful))
+                    .value(R::Unhelpful, plus(R::Unhelpful))
                     .to_owned(),
             )
             .exec_without_returning(db)
@@ -401,6 +462,8 @@ fn rollup_row(
         spend_usd: Set(sums.spend_usd),
         savings_usd: Set(sums.savings_usd),
         latency_ms_sum: Set(sums.latency_ms_sum),
+        helpful: Set(sums.helpful),
+        unhelpful: Set(sums.unhelpful),
     }
 }
 
@@ -429,6 +492,8 @@ fn count_row(day: DateTime<Utc>, kind: &str, key: &str, counted: &Counted) -> ro
         detail: Set(counted.detail.clone()),
         count: Set(counted.count),
         spend_usd: Set(counted.spend_usd),
+        helpful: Set(counted.helpful),
+        unhelpful: Set(counted.unhelpful),
     }
 }
 
@@ -450,6 +515,8 @@ async fn add_counts(
                 OnConflict::columns([C::Day, C::Kind, C::Key])
                     .value(C::Count, plus(C::Count))
                     .value(C::SpendUsd, plus(C::SpendUsd))
+                    .value(C::Helpful, plus(C::Helpful))
+                    .value(C::Unhelpful, plus(C::Unhelpful))
                     .value(C::Label, Expr::col((Excluded, C::Label)))
                     .value(C::Detail, Expr::col((Excluded, C::Detail)))
                     .to_owned(),
@@ -508,6 +575,15 @@ pub async fn rebuild(lore: &Lore) -> Result<Rebuilt> {
         runs += page.len() as u64;
         for run in &page {
             contribution.add(&RunFacts::decode(run)?);
+        }
+    }
+    let mut ratings = entity::answer_rating::Entity::find()
+        .order_by_asc(entity::answer_rating::Column::RunId)
+        .paginate(&txn, PAGE);
+    while let Some(page) = ratings.fetch_and_next().await? {
+        for rating in &page {
+            let helpful = i64::from(rating.helpful);
+            contribution.rate(&RatedRun::of(rating), helpful, 1 - helpful);
         }
     }
     metric_rollup::Entity::delete_many().exec(&txn).await?;
@@ -611,6 +687,8 @@ pub async fn close_days(lore: &Lore, now: DateTime<Utc>) -> Result<Closed> {
                 detail: String::new(),
                 count: rows.iter().map(|(_, count, _)| count).sum(),
                 spend_usd: rows.iter().map(|(_, _, spend)| spend).sum(),
+                // Questions and gaps carry no ratings (keys and versions do).
+                ..Counted::default()
             };
             for keys in rows.chunks(500) {
                 rollup_count::Entity::delete_many()
@@ -690,6 +768,11 @@ pub struct Totals {
     pub spend_usd: f64,
     pub savings_usd: f64,
     pub p95_ms: f64,
+    /// Answers rated helpful and unhelpful by whoever asked them.
+    pub helpful: i64,
+    pub unhelpful: i64,
+    /// Helpful ratings per rating (none without ratings).
+    pub helpful_rate: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -720,6 +803,17 @@ pub struct KeyUsage {
     pub name: String,
     pub queries: i64,
     pub spend_usd: f64,
+    pub helpful: i64,
+    pub unhelpful: i64,
+}
+
+/// The answers one profile version served in the range, and their ratings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VersionUsage {
+    pub version: i32,
+    pub queries: i64,
+    pub helpful: i64,
+    pub unhelpful: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -754,6 +848,8 @@ pub struct Dashboard {
     /// Refused questions grouped by meaning, most refused group first.
     pub gap_groups: Vec<crate::answer::gaps::GapGroup>,
     pub keys: Vec<KeyUsage>,
+    /// Per profile version, newest first.
+    pub versions: Vec<VersionUsage>,
     pub funnel: Vec<FunnelStage>,
 }
 
@@ -781,8 +877,17 @@ impl Bucketed {
             spend_usd: s.spend_usd,
             savings_usd: s.savings_usd,
             p95_ms: p95(&self.histogram),
+            helpful: s.helpful,
+            unhelpful: s.unhelpful,
+            helpful_rate: helpful_rate(s.helpful, s.unhelpful),
         }
     }
+}
+
+/// Helpful ratings per rating; none without ratings.
+pub fn helpful_rate(helpful: i64, unhelpful: i64) -> Option<f64> {
+    let rated = helpful + unhelpful;
+    (rated > 0).then(|| helpful as f64 / rated as f64)
 }
 
 /// The Dashboard's aggregates for `range`, read from the rollup tables only
@@ -879,6 +984,15 @@ pub async fn analytics(
     };
     let keys = if own.is_some() { Vec::new() } else { counted(lore, "key", None, days, None).await? };
     let funnel = counted(lore, "funnel", None, days, None).await?;
+    let mut versions: Vec<VersionUsage> = counted(lore, "version", None, days, None)
+        .await?
+        .into_iter()
+        .filter_map(|c| {
+            let version = c.key.parse().ok()?;
+            Some(VersionUsage { version, queries: c.count, helpful: c.helpful, unhelpful: c.unhelpful })
+        })
+        .collect();
+    versions.sort_by_key(|v| std::cmp::Reverse(v.version));
     let names: BTreeMap<String, String> =
         access_key::Entity::find().all(&lore.db).await?.into_iter().map(|k| (k.id, k.name)).collect();
 
@@ -905,9 +1019,17 @@ pub async fn analytics(
                     Some(id) => names.get(id).cloned().unwrap_or_else(|| id.clone()),
                     None => NO_ACCESS_KEY.to_owned(),
                 };
-                KeyUsage { key_id, name, queries: c.count, spend_usd: c.spend_usd }
+                KeyUsage {
+                    key_id,
+                    name,
+                    queries: c.count,
+                    spend_usd: c.spend_usd,
+                    helpful: c.helpful,
+                    unhelpful: c.unhelpful,
+                }
             })
             .collect(),
+        versions,
         funnel: {
             let mut stages: Vec<FunnelStage> = funnel
                 .into_iter()
@@ -943,6 +1065,8 @@ struct Summed {
     detail: String,
     count: i64,
     spend_usd: f64,
+    helpful: i64,
+    unhelpful: i64,
 }
 
 /// `rollup_count` rows of `kind` (of one audience, for the kinds kept per
@@ -956,7 +1080,7 @@ async fn counted(
     limit: Option<u64>,
 ) -> Result<Vec<Summed>> {
     use rollup_count::Column as C;
-    let total: SimpleExpr = Func::cast_as(Func::sum(Expr::col(C::Count)), Alias::new("BIGINT")).into();
+    let total = bigint_sum(C::Count);
     let mut query = rollup_count::Entity::find()
         .select_only()
         .column(C::Key)
@@ -964,6 +1088,8 @@ async fn counted(
         .column_as(Expr::col(C::Detail).max(), "detail")
         .column_as(total.clone(), "count")
         .column_as(SimpleExpr::from(Func::sum(Expr::col(C::SpendUsd))), "spend")
+        .column_as(bigint_sum(C::Helpful), "helpful")
+        .column_as(bigint_sum(C::Unhelpful), "unhelpful")
         .filter(C::Kind.eq(kind))
         .filter(C::Day.gte(from))
         .filter(C::Day.lt(to))
@@ -981,11 +1107,64 @@ async fn counted(
     if let Some(limit) = limit {
         query = query.limit(limit);
     }
-    let rows: Vec<(String, String, String, i64, f64)> = query.into_tuple().all(&lore.db).await?;
+    let rows: Vec<(String, String, String, i64, f64, i64, i64)> = query.into_tuple().all(&lore.db).await?;
     Ok(rows
         .into_iter()
-        .map(|(key, label, detail, count, spend_usd)| Summed { key, label, detail, count, spend_usd })
+        .map(|(key, label, detail, count, spend_usd, helpful, unhelpful)| Summed {
+            key,
+            label,
+            detail,
+            count,
+            spend_usd,
+            helpful,
+            unhelpful,
+        })
         .collect())
+}
+
+/// `CAST(SUM(column) AS BIGINT)`: PostgreSQL sums a BIGINT as NUMERIC.
+fn bigint_sum(column: rollup_count::Column) -> SimpleExpr {
+    Func::cast_as(Func::sum(Expr::col(column)), Alias::new("BIGINT")).into()
+}
+
+/// Ratings per profile version, over all time, from the daily rollups: what
+/// each version's eval summary shows beside its golden-question score.
+pub async fn ratings_by_version(lore: &Lore) -> Result<BTreeMap<i32, (i64, i64)>> {
+    use rollup_count::Column as C;
+    lore.recorder().flush().await?;
+    let rows: Vec<(String, i64, i64)> = rollup_count::Entity::find()
+        .select_only()
+        .column(C::Key)
+        .column_as(bigint_sum(C::Helpful), "helpful")
+        .column_as(bigint_sum(C::Unhelpful), "unhelpful")
+        .filter(C::Kind.eq("version"))
+        .group_by(C::Key)
+        .into_tuple()
+        .all(&lore.db)
+        .await?;
+    Ok(rows.into_iter().filter_map(|(key, h, u)| Some((key.parse().ok()?, (h, u)))).collect())
+}
+
+/// Ratings per access key (by id) of the answers given since `since`'s UTC
+/// day, from the daily rollups: the Access screen's usage column.
+pub async fn ratings_by_key(
+    lore: &Lore,
+    since: DateTime<Utc>,
+) -> Result<std::collections::HashMap<String, (i64, i64)>> {
+    use rollup_count::Column as C;
+    let rows: Vec<(String, i64, i64)> = rollup_count::Entity::find()
+        .select_only()
+        .column(C::Key)
+        .column_as(bigint_sum(C::Helpful), "helpful")
+        .column_as(bigint_sum(C::Unhelpful), "unhelpful")
+        .filter(C::Kind.eq("key"))
+        .filter(C::Day.gte(truncate(since, Granularity::Day)))
+        .filter(C::Key.ne(""))
+        .group_by(C::Key)
+        .into_tuple()
+        .all(&lore.db)
+        .await?;
+    Ok(rows.into_iter().map(|(key, helpful, unhelpful)| (key, (helpful, unhelpful))).collect())
 }
 
 /// The audiences that asked in the days of `[from, to)`, by name.

@@ -22,9 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use entity::{access_key, answer_run, audit_log, content_gap, key_usage};
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, Set, TransactionTrait,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, Set};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::{summed, Excluded};
@@ -200,7 +198,9 @@ async fn write_with_retries(db: &DatabaseConnection, batch: &Batch) {
 
 /// One transaction: the runs with their rollups and gaps, the key usage.
 async fn write(db: &DatabaseConnection, batch: &Batch) -> Result<()> {
-    let txn = db.begin().await?;
+    // Shares the rollups' lock: a rebuild waits for this batch, or this batch
+    // for the rebuild, so no run is counted twice or lost between the two.
+    let txn = crate::store::begin_sharing(db, crate::store::Lock::Rollups).await?;
     crate::metrics::add_runs(&txn, &batch.runs).await?;
     count_gaps(&txn, batch.gaps.iter().map(|(gap, run)| (gap, batch.runs[*run].created_at))).await?;
     count_usage(&txn, &batch.usage).await?;

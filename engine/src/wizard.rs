@@ -237,6 +237,7 @@ pub async fn ask(lore: &Lore, actor: &Actor, question: &str) -> Result<Answer> {
             surface: Surface::Playground,
             key_id: None,
             asker: crate::asker::Asker::Admin,
+            by: answer::feedback::Asked::of_actor(actor),
         },
     )
     .await?;

@@ -32,6 +32,12 @@ pub struct Model {
     /// Whom it answered, as far as reading goes: `admin`, `everyone` or
     /// `role:NAME` (none for runs recorded before audiences).
     pub audience: Option<String>,
+    /// Who asked, as a rating must come from them: `key:ID`, `user:NAME`,
+    /// `admin:ACCOUNT` or `cli` (none for runs recorded before ratings).
+    pub asked_by: Option<String>,
+    /// What was served: the question as asked, the answer and its
+    /// citations (`engine::answer::feedback::Reply`), for the review queue.
+    pub reply: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -6,6 +6,7 @@
 pub mod access_key;
 pub mod admin_account;
 pub mod admin_session;
+pub mod answer_rating;
 pub mod answer_run;
 pub mod app_database;
 pub mod app_role;

@@ -21,6 +21,9 @@ pub struct Model {
     pub spend_usd: f64,
     pub savings_usd: f64,
     pub latency_ms_sum: f64,
+    /// Ratings of the counted runs (by the run's bucket, not the rating's).
+    pub helpful: i64,
+    pub unhelpful: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

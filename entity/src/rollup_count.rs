@@ -20,6 +20,9 @@ pub struct Model {
     pub detail: String,
     pub count: i64,
     pub spend_usd: f64,
+    /// Ratings of the counted runs (by the run's bucket, not the rating's).
+    pub helpful: i64,
+    pub unhelpful: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

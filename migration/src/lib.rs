@@ -25,6 +25,7 @@ mod m20261201_000016_audiences;
 mod m20261202_000017_oauth;
 mod m20261203_000018_client_documents;
 mod m20261204_000019_system_sessions;
+mod m20261205_000020_feedback;
 
 pub struct Migrator;
 
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000017_oauth::Migration),
             Box::new(m20261203_000018_client_documents::Migration),
             Box::new(m20261204_000019_system_sessions::Migration),
+            Box::new(m20261205_000020_feedback::Migration),
         ]
     }
 }

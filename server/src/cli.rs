@@ -113,6 +113,21 @@ pub enum Command {
         /// Machine-readable output (the same object as POST /answer).
         #[arg(long)]
         json: bool,
+        /// Rate the answer once it is shown: alone, asks (helpful? y/n, and
+        /// what was wrong); `--rate=helpful` or `--rate=unhelpful` without
+        /// asking.
+        #[arg(
+            long,
+            value_name = "VERDICT",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "ask",
+            value_parser = ["ask", "helpful", "unhelpful"]
+        )]
+        rate: Option<String>,
+        /// The rating's comment (with `--rate`), at most 1000 characters.
+        #[arg(long, requires = "rate")]
+        comment: Option<String>,
     },
     /// Search the indexed content (hybrid: vector and full text).
     Search {

@@ -42,8 +42,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Schema { command } => commands::schema::run(settings, command).await,
         Command::Users { command } => commands::users::run_users(settings, command).await,
         Command::Roles { command } => commands::users::run_roles(settings, command).await,
-        Command::Ask { question, answer_as, json } => {
-            commands::ask::run(settings, &question, answer_as.as_deref(), json).await
+        Command::Ask { question, answer_as, json, rate, comment } => {
+            let rate = rate.map(|verdict| commands::ask::Rate { verdict, comment });
+            commands::ask::run(settings, &question, answer_as.as_deref(), json, rate).await
         }
         Command::Evals { command } => commands::evals::run(settings, command).await,
         Command::Rollups { command: RollupsCommand::Rebuild { json } } => {

@@ -107,6 +107,31 @@ pub struct AnswerResponse {
     pub cache: CacheView,
     pub profile_version: i32,
     pub trace: TraceView,
+    /// Where the asker rates this answer (absent where it cannot be rated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<super::FeedbackLink>,
+}
+
+impl AnswerResponse {
+    /// Says where to rate the answer: `POST` to `href`.
+    pub fn rated_at(mut self, href: &str) -> Self {
+        self.feedback = Some(super::FeedbackLink {
+            href: Some(href.to_owned()),
+            tool: None,
+            trace_id: self.trace.id.clone(),
+        });
+        self
+    }
+
+    /// Says which tool of the tool server rates the answer.
+    pub fn rated_by_tool(mut self, tool: &str) -> Self {
+        self.feedback = Some(super::FeedbackLink {
+            href: None,
+            tool: Some(tool.to_owned()),
+            trace_id: self.trace.id.clone(),
+        });
+        self
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -394,6 +419,7 @@ mod from_engine {
                         estimated_cost_usd: a.trace.usage.estimated_cost_usd,
                     },
                 },
+                feedback: None,
             }
         }
     }

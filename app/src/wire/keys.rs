@@ -22,6 +22,12 @@ pub struct KeyView {
     pub revoked_at: Option<String>,
     pub queries_7d: i64,
     pub estimated_cost_7d: f64,
+    /// Its answers of the same 7 days rated helpful, and unhelpful, by
+    /// whoever asked them.
+    #[serde(default)]
+    pub helpful_7d: i64,
+    #[serde(default)]
+    pub unhelpful_7d: i64,
     /// The application-database user the key acts for (none for keys made
     /// before users existed: they serve `/answer` and `/retrieve` only).
     #[serde(default)]
@@ -102,6 +108,8 @@ mod from_engine {
                 revoked_at: key.revoked_at.map(time),
                 queries_7d: summary.queries_7d,
                 estimated_cost_7d: summary.estimated_cost_7d,
+                helpful_7d: summary.helpful_7d,
+                unhelpful_7d: summary.unhelpful_7d,
                 user: key.user,
             }
         }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 mod answer;
 mod errors;
+mod feedback;
 mod keys;
 mod observability;
 mod operations;
@@ -25,6 +26,7 @@ mod tuning;
 
 pub use answer::*;
 pub use errors::*;
+pub use feedback::*;
 pub use keys::*;
 pub use observability::*;
 pub use operations::*;

@@ -37,6 +37,14 @@ pub struct MetricTotals {
     pub estimated_savings_usd: f64,
     /// Upper edge of the 10%-wide latency slot holding the 95th percentile.
     pub p95_ms: f64,
+    /// Answers their askers rated helpful, and unhelpful.
+    #[serde(default)]
+    pub helpful: i64,
+    #[serde(default)]
+    pub unhelpful: i64,
+    /// Helpful ratings per rating (absent without ratings).
+    #[serde(default)]
+    pub helpful_rate: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,6 +93,21 @@ pub struct KeyUsageView {
     pub name: String,
     pub queries: i64,
     pub estimated_spend_usd: f64,
+    /// The key's answers rated helpful, and unhelpful.
+    #[serde(default)]
+    pub helpful: i64,
+    #[serde(default)]
+    pub unhelpful: i64,
+}
+
+/// The answers one profile version served in the range, and their ratings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct VersionUsageView {
+    pub version: i32,
+    pub queries: i64,
+    pub helpful: i64,
+    pub unhelpful: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,6 +147,9 @@ pub struct ObservabilityResponse {
     #[serde(default)]
     pub gap_groups: Vec<GapGroupView>,
     pub keys: Vec<KeyUsageView>,
+    /// Per profile version (newest first): answers served and their ratings.
+    #[serde(default)]
+    pub versions: Vec<VersionUsageView>,
     /// Cache stages and the cost funnel: every (stage, decision) runs reached.
     pub funnel: Vec<FunnelStageView>,
 }
@@ -143,6 +169,9 @@ mod from_engine {
                 estimated_spend_usd: t.spend_usd,
                 estimated_savings_usd: t.savings_usd,
                 p95_ms: t.p95_ms,
+                helpful: t.helpful,
+                unhelpful: t.unhelpful,
+                helpful_rate: t.helpful_rate,
             }
         }
     }
@@ -184,6 +213,18 @@ mod from_engine {
                         name: k.name,
                         queries: k.queries,
                         estimated_spend_usd: k.spend_usd,
+                        helpful: k.helpful,
+                        unhelpful: k.unhelpful,
+                    })
+                    .collect(),
+                versions: d
+                    .versions
+                    .into_iter()
+                    .map(|v| VersionUsageView {
+                        version: v.version,
+                        queries: v.queries,
+                        helpful: v.helpful,
+                        unhelpful: v.unhelpful,
                     })
                     .collect(),
                 funnel: d

@@ -83,6 +83,12 @@ pub struct ProfileVersionView {
     pub created_at: String,
     pub evals: Option<serde_json::Value>,
     pub snapshot: ProfileSnapshot,
+    /// The answers it served that their askers rated helpful, and
+    /// unhelpful (in the version list; 0 where a single version is shown).
+    #[serde(default)]
+    pub helpful: i64,
+    #[serde(default)]
+    pub unhelpful: i64,
 }
 
 /// The Prompt screen: the personas, the active version and the history.
@@ -386,6 +392,20 @@ mod from_engine {
                 created_by: version.created_by,
                 created_at: crate::wire::time(version.created_at),
                 evals: version.evals,
+                helpful: 0,
+                unhelpful: 0,
+            })
+        }
+    }
+
+    impl TryFrom<engine::evals::Served> for ProfileVersionView {
+        type Error = engine::Error;
+
+        fn try_from(served: engine::evals::Served) -> Result<Self, engine::Error> {
+            Ok(ProfileVersionView {
+                helpful: served.helpful,
+                unhelpful: served.unhelpful,
+                ..ProfileVersionView::try_from(served.version)?
             })
         }
     }

@@ -77,6 +77,14 @@ pub enum ProfileError {
     UnknownGolden(String),
     #[error("there is no pinned answer `{0}`")]
     UnknownPin(String),
+    /// A rating (or a review of one) names a trace id that is no answer Lore
+    /// recorded: unknown, an eval's, or recorded before ratings.
+    #[error("there is no answer with trace id `{0}` to rate")]
+    UnknownAnswer(String),
+    /// A rating from someone other than who asked (another key, another
+    /// user, another admin).
+    #[error("only whoever asked a question may rate its answer")]
+    NotYourAnswer,
 }
 
 /// Tone of voice.

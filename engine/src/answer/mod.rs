@@ -14,6 +14,7 @@
 //! refusal counts its normalised question as a content gap.
 
 pub mod cache;
+pub mod feedback;
 pub mod gaps;
 pub mod grounding;
 pub mod memory;
@@ -135,6 +136,8 @@ pub struct Ask {
     pub key_id: Option<String>,
     /// Who asks: the run reads only what they may read.
     pub asker: crate::asker::Asker,
+    /// Who asks, as a rating of the answer must name them.
+    pub by: feedback::Asked,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -297,7 +300,13 @@ pub async fn evaluate(
     question: &str,
     asker: crate::asker::Asker,
 ) -> Result<Answer> {
-    let ask = Ask { question: question.to_owned(), surface: Surface::Cli, key_id: None, asker };
+    let ask = Ask {
+        question: question.to_owned(),
+        surface: Surface::Cli,
+        key_id: None,
+        asker,
+        by: feedback::Asked::Terminal,
+    };
     pipeline(lore, ask, None, Some(candidate)).await
 }
 

@@ -61,6 +61,11 @@ pub async fn record(lore: &Lore, run: Finished<'_>, gap: Option<Gap>) -> Result<
         estimated_savings_usd: savings_usd,
         latency_ms,
         audience: Some(reader.audience()),
+        asked_by: Some(ask.by.stored()),
+        reply: Some(
+            serde_json::to_value(super::feedback::Reply::of(&ask.question, answer))
+                .map_err(|err| Error::Internal(format!("serialising a reply: {err}")))?,
+        ),
     };
     lore.recorder().run(run, gap).await?;
     Ok(id)

@@ -168,6 +168,7 @@ pub(super) async fn run(lore: &Lore, principal: &Principal, operation: Operation
                 surface: crate::answer::Surface::Api,
                 key_id: None,
                 asker: Asker::Principal(principal.clone()),
+                by: crate::answer::feedback::Asked::of_caller(None, Some(principal)),
             };
             Ok(Outcome::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
         }

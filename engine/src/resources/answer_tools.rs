@@ -1,6 +1,6 @@
 //! The built-in `lore` resource: the answer pipeline as the custom tools
-//! `answer` and `retrieve`, listed to and run for the callers whose key
-//! carries their scope (or who signed in over OAuth).
+//! `answer`, `rate_answer` and `retrieve`, listed to and run for the
+//! callers whose key carries their scope (or who signed in over OAuth).
 
 use super::*;
 
@@ -13,6 +13,17 @@ pub struct LoreResource;
 pub(super) struct AnswerToolArgs {
     /// The question, in the user's words.
     pub(super) question: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(super) struct RateToolArgs {
+    /// The `trace.id` of an answer this session's caller was given.
+    pub(super) trace_id: String,
+    /// Whether the answer (or refusal) helped.
+    pub(super) helpful: bool,
+    /// What was wrong or missing, in at most 1000 characters.
+    #[serde(default)]
+    pub(super) comment: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -53,6 +64,12 @@ impl Resource for LoreResource {
                 input_schema: tool_schema::<AnswerToolArgs>(),
             },
             CustomTool {
+                name: "rate_answer".into(),
+                method: "rate_answer".into(),
+                description: "Rates an answer the `answer` tool gave this caller as helpful or not, by its trace id, with an optional comment; a second rating of the same answer replaces the first. Needs a key with the `answer` scope, or an OAuth sign-in.".into(),
+                input_schema: tool_schema::<RateToolArgs>(),
+            },
+            CustomTool {
                 name: "retrieve".into(),
                 method: "retrieve".into(),
                 description: "The passages of the indexed content that best match a query (hybrid retrieval), with scores. Needs a key with the `retrieve` scope, or an OAuth sign-in.".into(),
@@ -78,13 +95,28 @@ impl Resource for LoreResource {
             "answer" => {
                 let key_id = tool_key(lore, caller, raw, crate::keys::Scope::Answer).await?;
                 let a: AnswerToolArgs = tool_args("answer", args)?;
+                let by =
+                    crate::answer::feedback::Asked::of_caller(key_id.as_deref(), caller.principal.as_ref());
                 let ask = crate::answer::Ask {
                     question: a.question,
                     surface: crate::answer::Surface::Mcp,
                     key_id,
                     asker: asker(caller),
+                    by,
                 };
                 Ok(ToolOutput::Answer(Box::new(crate::answer::answer(lore, ask).await?)))
+            }
+            "rate_answer" => {
+                let key_id = tool_key(lore, caller, raw, crate::keys::Scope::Answer).await?;
+                let a: RateToolArgs = tool_args("rate_answer", args)?;
+                let by =
+                    crate::answer::feedback::Asked::of_caller(key_id.as_deref(), caller.principal.as_ref());
+                let rating = crate::answer::feedback::Rating {
+                    trace_id: a.trace_id,
+                    helpful: a.helpful,
+                    comment: a.comment,
+                };
+                Ok(ToolOutput::Rated(crate::answer::feedback::rate(lore, &by, rating).await?))
             }
             "retrieve" => {
                 tool_key(lore, caller, raw, crate::keys::Scope::Retrieve).await?;
@@ -129,7 +161,7 @@ pub async fn call_tool(
 /// The key scope each tool method needs.
 fn scope_of(method: &str) -> Option<crate::keys::Scope> {
     match method {
-        "answer" => Some(crate::keys::Scope::Answer),
+        "answer" | "rate_answer" => Some(crate::keys::Scope::Answer),
         "retrieve" => Some(crate::keys::Scope::Retrieve),
         _ => None,
     }

@@ -187,6 +187,8 @@ pub enum ToolOutput {
     Json(Value),
     Answer(Box<crate::answer::Answer>),
     Retrieved(crate::search::Traced),
+    /// A rating of an answer, as stored.
+    Rated(crate::answer::feedback::Rated),
 }
 
 /// A search of a resource: conditions joined by an operator, the attributes to

@@ -105,6 +105,8 @@ async fn record(lore: &Lore, run: &Run) {
                 estimated_savings_usd: if hit { run.cost } else { 0.0 },
                 latency_ms: run.latency_ms,
                 audience: Some(audience_of(run.surface).to_owned()),
+                asked_by: None,
+                reply: None,
             },
             gap,
         )
@@ -377,6 +379,8 @@ fn generated(at: DateTime<Utc>, question: String, refused: bool) -> answer_run::
         estimated_savings_usd: 0.0,
         latency_ms: 100.0,
         audience: None,
+        asked_by: None,
+        reply: None,
     }
 }
 

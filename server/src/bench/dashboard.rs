@@ -65,6 +65,7 @@ fn run(i: u64, runs: u64, now: chrono::DateTime<Utc>) -> RunFacts {
         created_at: now - Duration::seconds(i64::try_from(seconds_back).unwrap_or(0)),
         surface: SURFACES[(mix % 5) as usize].to_owned(),
         key_id: (!mix.is_multiple_of(7)).then(|| format!("key-{}", mix % 12)),
+        profile_version: 1,
         question: format!("generated question {}", question_rank(i)),
         cache_hit,
         refused,

@@ -1,15 +1,27 @@
-//! `lore ask QUESTION`: the answer pipeline at the terminal.
+//! `lore ask QUESTION`: the answer pipeline at the terminal, and `--rate`,
+//! its rating by the one who asked.
 
+use std::io::{BufRead, Write};
+
+use engine::answer::feedback::{self, Asked, Rating};
 use engine::Settings;
 
 use super::open;
 use super::output::{fail, print_json};
+
+/// `--rate [VERDICT]` and `--comment`.
+pub struct Rate {
+    /// `ask` (at the prompt), `helpful` or `unhelpful`.
+    pub verdict: String,
+    pub comment: Option<String>,
+}
 
 pub async fn run(
     settings: Settings,
     question: &str,
     answer_as: Option<&str>,
     json: bool,
+    rate: Option<Rate>,
 ) -> anyhow::Result<()> {
     let lore = open(settings).await?;
     super::models::ensure(&lore, json).await?;
@@ -18,6 +30,7 @@ pub async fn run(
         surface: engine::answer::Surface::Cli,
         key_id: None,
         asker: engine::asker::Asker::answering_as(answer_as).map_err(fail)?,
+        by: engine::answer::feedback::Asked::Terminal,
     };
     let answered = engine::answer::answer(&lore, ask).await;
     // The run and the cached answer are written behind the answer.
@@ -25,8 +38,52 @@ pub async fn run(
     let answered = app::wire::AnswerResponse::from(answered.map_err(fail)?);
     if json {
         print_json(&answered);
-        return Ok(());
+    } else {
+        print_answer(&answered);
     }
+    if let Some(rate) = rate {
+        let Some(rating) = ask_rating(&answered.trace.id, rate)? else { return Ok(()) };
+        let rated = feedback::rate(&lore, &Asked::Terminal, rating).await.map_err(fail)?;
+        let verdict = if rated.helpful { "helpful" } else { "unhelpful" };
+        eprintln!("Rated {verdict}: thank you.");
+    }
+    Ok(())
+}
+
+/// The rating `rate` gives, asking at the prompt (on stderr, answered on
+/// stdin) for what it does not say; none when the answer at the prompt is
+/// neither yes nor no.
+fn ask_rating(trace_id: &str, rate: Rate) -> anyhow::Result<Option<Rating>> {
+    let mut lines = std::io::stdin().lock().lines();
+    let mut prompt = |text: &str| -> anyhow::Result<String> {
+        eprint!("{text}");
+        std::io::stderr().flush()?;
+        Ok(lines.next().transpose()?.unwrap_or_default().trim().to_owned())
+    };
+    let helpful = match rate.verdict.as_str() {
+        "helpful" => true,
+        "unhelpful" => false,
+        "ask" => match prompt("Was this answer helpful? [y/n] ")?.to_lowercase().as_str() {
+            "y" | "yes" => true,
+            "n" | "no" => false,
+            _ => {
+                eprintln!("Not rated.");
+                return Ok(None);
+            }
+        },
+        other => {
+            anyhow::bail!("--rate takes `helpful` or `unhelpful` (or nothing, to be asked), not `{other}`")
+        }
+    };
+    let comment = match rate.comment {
+        Some(comment) => Some(comment),
+        None if !helpful && rate.verdict == "ask" => Some(prompt("What was wrong or missing? (optional) ")?),
+        None => None,
+    };
+    Ok(Some(Rating { trace_id: trace_id.to_owned(), helpful, comment }))
+}
+
+fn print_answer(answered: &app::wire::AnswerResponse) {
     println!("{}", answered.answer);
     if !answered.citations.is_empty() {
         println!();
@@ -53,5 +110,4 @@ pub async fn run(
             stage.stage, stage.decision, stage.duration_ms, stage.reason
         );
     }
-    Ok(())
 }

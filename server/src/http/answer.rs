@@ -18,15 +18,18 @@
 
 use std::convert::Infallible;
 
+use app::routes;
 use app::wire::{
-    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ErrorDetail, PlaygroundAnswerRequest,
-    ProfileRetrievalView, RetrievalRequest, StageView,
+    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ErrorDetail, FeedbackRequest, FeedbackResponse,
+    PlaygroundAnswerRequest, ProfileRetrievalView, RetrievalRequest, ReviewQueueView, ReviewRequest,
+    ReviewedView, StageView,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use engine::answer::feedback::{self, Asked, Rating};
 use engine::answer::{self, Ask, Surface};
 use engine::asker::Asker;
 use engine::keys::Caller;
@@ -80,13 +83,15 @@ pub async fn public_answer(
     let surface = Surface::of_key(caller.kind);
     let stream = wants_stream(&headers, request.stream);
     let key_id = Some(caller.key_id.clone());
-    let ask = Ask { question: request.question, surface, key_id, asker: Asker::Key(caller) };
+    let by = Asked::Key(caller.key_id.clone());
+    let ask = Ask { question: request.question, surface, key_id, asker: Asker::Key(caller), by };
     if stream {
-        return stream_answer(&state.lore, ask, ApiError::public).await;
+        return stream_answer(&state.lore, ask, ApiError::public, PUBLIC_FEEDBACK).await;
     }
     let answered = answer::answer(&state.lore, ask).await.map_err(ApiError::public)?;
     let cost = answered.trace.usage.estimated_cost_usd;
-    let mut response = Json(AnswerResponse::from(surface.audience().answer(answered))).into_response();
+    let answered = AnswerResponse::from(surface.audience().answer(answered)).rated_at(PUBLIC_FEEDBACK);
+    let mut response = Json(answered).into_response();
     response.extensions_mut().insert(EstimatedCost::Known(cost));
     Ok(response)
 }
@@ -94,18 +99,87 @@ pub async fn public_answer(
 /// `POST /admin/playground/answer`: the Playground's answer mode.
 pub async fn playground_answer(
     State(state): State<AppState>,
-    _admin: Admin,
+    admin: Admin,
     headers: HeaderMap,
     ApiJson(request): ApiJson<PlaygroundAnswerRequest>,
 ) -> Result<Response, ApiError> {
     let stream = wants_stream(&headers, request.stream);
     let asker = Asker::answering_as(request.answer_as.as_deref())?;
-    let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None, asker };
+    let by = Asked::of_actor(&admin.actor());
+    let ask = Ask { question: request.question, surface: Surface::Playground, key_id: None, asker, by };
+    let feedback = routes::PLAYGROUND_FEEDBACK.at([]);
     if stream {
-        return stream_answer(&state.lore, ask, ApiError::from).await;
+        return stream_answer(&state.lore, ask, ApiError::from, &feedback).await;
     }
     let answered = answer::answer(&state.lore, ask).await?;
-    Ok(Json(AnswerResponse::from(answered)).into_response())
+    Ok(Json(AnswerResponse::from(answered).rated_at(&feedback)).into_response())
+}
+
+/// Where the public surfaces' answers are rated.
+const PUBLIC_FEEDBACK: &str = "/answer/feedback";
+
+/// `POST /answer/feedback`: a rating by the key that asked (the widget's
+/// visitors share their page's key). Within the key's rate and origins, as
+/// `/answer` is; not counted as a query.
+pub async fn public_feedback(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(request): ApiJson<FeedbackRequest>,
+) -> Result<Response, ApiError> {
+    let rating = Rating { trace_id: request.trace_id, helpful: request.helpful, comment: request.comment };
+    let rated = feedback::rate(&state.lore, &Asked::Key(caller.key_id), rating).await?;
+    let mut response = Json(FeedbackResponse::from(rated)).into_response();
+    response.extensions_mut().insert(EstimatedCost::NotAQuery);
+    Ok(response)
+}
+
+/// `POST /admin/playground/feedback`: the signed-in admin rates an answer
+/// the Playground gave them.
+pub async fn playground_feedback(
+    State(state): State<AppState>,
+    admin: Admin,
+    ApiJson(request): ApiJson<FeedbackRequest>,
+) -> Result<Json<FeedbackResponse>, ApiError> {
+    let rating = Rating { trace_id: request.trace_id, helpful: request.helpful, comment: request.comment };
+    let by = Asked::of_actor(&admin.actor());
+    Ok(Json(feedback::rate(&state.lore, &by, rating).await?.into()))
+}
+
+#[derive(serde::Deserialize)]
+pub struct QueueQuery {
+    #[serde(default)]
+    open: Option<String>,
+}
+
+/// `GET /admin/feedback`: the review queue (`?open=true`: the items nobody
+/// dealt with yet).
+pub async fn review_queue(
+    State(state): State<AppState>,
+    _admin: Admin,
+    axum::extract::Query(query): axum::extract::Query<QueueQuery>,
+) -> Result<Json<ReviewQueueView>, ApiError> {
+    let open = match query.open.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(
+                engine::Error::InvalidInput(format!("`open` is `true` or `false`, not `{other}`")).into()
+            )
+        }
+    };
+    Ok(Json(feedback::queue(&state.lore, open).await?.into()))
+}
+
+/// `POST /admin/feedback/{trace_id}/review`: pin a corrected answer, add a
+/// golden question, or dismiss; recorded on the item.
+pub async fn review(
+    State(state): State<AppState>,
+    admin: Admin,
+    axum::extract::Path(trace_id): axum::extract::Path<String>,
+    ApiJson(request): ApiJson<ReviewRequest>,
+) -> Result<Json<ReviewedView>, ApiError> {
+    let action = request.try_into()?;
+    Ok(Json(feedback::review(&state.lore, &admin.actor(), &trace_id, action).await?.into()))
 }
 
 /// Runs `ask` and streams it (see the module docs): a run that fails before
@@ -116,7 +190,9 @@ async fn stream_answer(
     lore: &Lore,
     ask: Ask,
     shown: fn(engine::Error) -> ApiError,
+    feedback: &str,
 ) -> Result<Response, ApiError> {
+    let feedback = feedback.to_owned();
     let audience = ask.surface.audience();
     let answer::Started { passed, mut stages, outcome } = answer::start(lore, ask).await.map_err(shown)?;
     let (events, mut sent) = mpsc::unbounded_channel::<Event>();
@@ -131,7 +207,8 @@ async fn stream_answer(
         match outcome.get().await {
             Ok(answered) => {
                 let _ = cost.send(Some(answered.trace.usage.estimated_cost_usd));
-                for event in final_events(AnswerResponse::from(audience.answer(answered))) {
+                let answered = AnswerResponse::from(audience.answer(answered)).rated_at(&feedback);
+                for event in final_events(answered) {
                     let _ = events.send(event);
                 }
             }

@@ -80,6 +80,8 @@ codes! {
     EVAL_REGRESSION = CONFLICT "eval_regression" "the version answers the golden questions worse than the one it was compared with (`details.regressions`); activate it with `anyway: true` to serve it";
     GOLDEN_QUESTION_NOT_FOUND = NOT_FOUND "golden_question_not_found" "no such golden question or pinned answer";
     PIN_NOT_FOUND = NOT_FOUND "pin_not_found" "no such golden question or pinned answer";
+    ANSWER_NOT_FOUND = NOT_FOUND "answer_not_found" "a rating names a trace id that is no answer Lore recorded (unknown, an eval's, a retrieval's, or an answer recorded before ratings); a review names no rated answer";
+    NOT_YOUR_ANSWER = FORBIDDEN "not_your_answer" "a rating from someone other than who asked: another access key, another user or another admin; nothing was changed";
     KEY_NEEDS_USER = FORBIDDEN "key_needs_user" "the `operations` and `mcp` scopes act as a user, and the key belongs to none (keys made before users existed)";
     PERMISSION_DENIED = FORBIDDEN "permission_denied" "the caller's role does not allow the operation, or that read or write of `database.table` or `database.table.attribute` (`details.action`, `details.target`); nothing was changed";
     UNKNOWN_OPERATION = BAD_REQUEST "unknown_operation" "`operation` names no operation Lore has";

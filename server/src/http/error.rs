@@ -336,6 +336,8 @@ fn profile_parts(err: &ProfileError) -> (Code, String) {
         ProfileError::EvalRegression { .. } => codes::EVAL_REGRESSION,
         ProfileError::UnknownGolden(_) => codes::GOLDEN_QUESTION_NOT_FOUND,
         ProfileError::UnknownPin(_) => codes::PIN_NOT_FOUND,
+        ProfileError::UnknownAnswer(_) => codes::ANSWER_NOT_FOUND,
+        ProfileError::NotYourAnswer => codes::NOT_YOUR_ANSWER,
     };
     (code, capitalise(&err.to_string()))
 }

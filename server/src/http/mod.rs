@@ -100,6 +100,9 @@ pub fn router(state: AppState) -> Router {
         .route(routes::PIN.pattern(), axum::routing::delete(profile::unpin))
         .route(routes::PLAYGROUND_ANSWER.pattern(), post(answer::playground_answer))
         .route(routes::PLAYGROUND_RETRIEVAL.pattern(), post(answer::playground_retrieval))
+        .route(routes::PLAYGROUND_FEEDBACK.pattern(), post(answer::playground_feedback))
+        .route(routes::FEEDBACK.pattern(), get(answer::review_queue))
+        .route(routes::FEEDBACK_REVIEW.pattern(), post(answer::review))
         // A key or an admin's session: behind the session layer and the
         // cross-origin guard, so a foreign page cannot ride a session here.
         .route("/operation", post(operation::operation))
@@ -154,7 +157,8 @@ pub fn router(state: AppState) -> Router {
     let keyed = middleware::from_fn_with_state(state.clone(), public::api_key);
     let public = Router::new()
         .route("/retrieve", post(public::retrieve).route_layer(keyed.clone()))
-        .route("/answer", post(answer::public_answer).options(|| async {}).route_layer(keyed))
+        .route("/answer", post(answer::public_answer).options(|| async {}).route_layer(keyed.clone()))
+        .route("/answer/feedback", post(answer::public_feedback).options(|| async {}).route_layer(keyed))
         .method_not_allowed_fallback(method_not_allowed);
 
     let app = api

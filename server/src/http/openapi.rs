@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use crate::AppState;
 use app::wire::{
-    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, ObservabilityRequest, ObservabilityResponse,
-    RetrieveRequest, RetrieveResponse, StageView,
+    AnswerRequest, AnswerResponse, AnswerToken, ErrorBody, FeedbackRequest, FeedbackResponse,
+    ObservabilityRequest, ObservabilityResponse, RetrieveRequest, RetrieveResponse, StageView,
 };
 
 /// The `text/event-stream` reply of `POST /answer`. OpenAPI 3.0.3 has no
@@ -81,6 +81,20 @@ const RETRIEVE_ERRORS: &[(&str, &str)] = &[
     ("503", "Retrieval is failing closed (`retrieval_failing_closed`) or the embedding model is not available (`embedding_unavailable`)."),
 ];
 
+/// The stable error codes `POST /answer/feedback` can answer with.
+const FEEDBACK_ERRORS: &[(&str, &str)] = &[
+    ("400", "Malformed JSON (`malformed_json`)."),
+    ("401", "No key, an unknown key or a revoked key (`missing_api_key`, `invalid_api_key`, `key_revoked`)."),
+    ("403", "The key lacks the `answer` scope, a widget key is used from an origin it does not list, or the answer was asked through another key (`insufficient_scope`, `origin_not_allowed`, `not_your_answer`)."),
+    ("404", "The trace id names no answer Lore recorded: unknown, an eval's, a retrieval's, or one recorded before ratings (`answer_not_found`)."),
+    ("405", "Another method than POST (`method_not_allowed`)."),
+    ("413", "The body is over 2 MB (`payload_too_large`)."),
+    ("415", "The body is not JSON (`unsupported_media_type`)."),
+    ("422", "A body that is not a JSON object, wrong field types, unknown fields, a comment over 1000 characters (`invalid_input`)."),
+    ("429", "A widget key's rate limit is reached (`rate_limited`)."),
+    ("500", "Something failed on Lore's side (`internal`); the log has the details."),
+];
+
 /// The error codes of the admin routes documented here.
 const ADMIN_ERRORS: &[(&str, &str)] = &[
     ("400", "Malformed JSON (`malformed_json`)."),
@@ -97,6 +111,8 @@ pub fn document(base_url: &str) -> Value {
     let answer_response = schema(|g| g.subschema_for::<AnswerResponse>());
     let stage_event = schema(|g| g.subschema_for::<StageView>());
     let token_event = schema(|g| g.subschema_for::<AnswerToken>());
+    let feedback_request = schema(|g| g.subschema_for::<FeedbackRequest>());
+    let feedback_response = schema(|g| g.subschema_for::<FeedbackResponse>());
     let retrieve_request = schema(|g| g.subschema_for::<RetrieveRequest>());
     let retrieve_response = schema(|g| g.subschema_for::<RetrieveResponse>());
     let error = schema(|g| g.subschema_for::<ErrorBody>());
@@ -156,6 +172,16 @@ pub fn document(base_url: &str) -> Value {
                         },
                     },
                 }), ANSWER_ERRORS),
+    }));
+    document.operation("/answer/feedback", "post", json!({
+                "operationId": "rateAnswer",
+                "summary": "Rate an answer (or refusal) as helpful or not.",
+                "description": "Needs the `answer` scope, and the key that asked the question (a widget key from a page it lists, within its rate): the answer's `feedback` names this path and its trace id. A second rating of the same answer replaces the first. The comment is plain text, kept as written (trimmed) and never shown as markup. A rating is not counted as a query of the key.",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": feedback_request}}},
+                "responses": with_ok(json!({
+                    "description": "The rating as stored.",
+                    "content": {"application/json": {"schema": feedback_response}},
+                }), FEEDBACK_ERRORS),
     }));
     document.operation("/retrieve", "post", json!({
                 "operationId": "retrieve",
@@ -250,15 +276,20 @@ mod tests {
             ApiError::Engine(E::NotAnswerable(vec!["provider".into()])),
             ApiError::Engine(E::RetrievalFailingClosed("a reindex is needed".into())),
             ApiError::Engine(E::Embedding(EmbedError::Model("no files".into()))),
+            ApiError::Engine(E::Profile(engine::profile::ProfileError::UnknownAnswer("t".into()))),
+            ApiError::Engine(E::Profile(engine::profile::ProfileError::NotYourAnswer)),
         ];
         let mut answered: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for example in &examples {
             let (status, code, _) = example.parts();
             answered.entry(code).or_default().push(status.as_str().to_owned());
         }
-        for (route, table) in
-            [("/answer", ANSWER_ERRORS), ("/retrieve", RETRIEVE_ERRORS), ("admin", ADMIN_ERRORS)]
-        {
+        for (route, table) in [
+            ("/answer", ANSWER_ERRORS),
+            ("/answer/feedback", FEEDBACK_ERRORS),
+            ("/retrieve", RETRIEVE_ERRORS),
+            ("admin", ADMIN_ERRORS),
+        ] {
             for (status, description) in table {
                 let listed = codes(description);
                 assert!(!listed.is_empty(), "{route} {status} names no code");

@@ -24,7 +24,7 @@ use crate::AppState;
 
 pub async fn overview(lore: &Lore) -> Result<ProfileOverview, ApiError> {
     let personas = profile::PERSONAS.iter().map(PersonaView::from).collect();
-    let versions = profile::versions(lore)
+    let versions = evals::versions(lore)
         .await?
         .into_iter()
         .map(ProfileVersionView::try_from)

@@ -32,11 +32,14 @@ pub enum EstimatedCost {
     /// A streamed answer's, known once its run ends (0 if it failed): the
     /// layer counts the request then.
     Later(watch::Receiver<Option<f64>>),
+    /// No query (a rating): within the key's rate, but not counted as its
+    /// usage.
+    NotAQuery,
 }
 
 fn scope_for(path: &str) -> Option<Scope> {
     match path.trim_end_matches('/') {
-        "/answer" => Some(Scope::Answer),
+        "/answer" | "/answer/feedback" => Some(Scope::Answer),
         "/retrieve" => Some(Scope::Retrieve),
         "/mcp" | "/operation/mcp" => Some(Scope::Mcp),
         _ => None,
@@ -86,6 +89,7 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
                         });
                     }
                     Some(EstimatedCost::Known(cost)) => record_usage(&lore, &key_id, cost).await,
+                    Some(EstimatedCost::NotAQuery) => {}
                     None => record_usage(&lore, &key_id, 0.0).await,
                 }
                 (response, allowed_origin)

@@ -885,18 +885,30 @@ async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp
             let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
             let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                              "params": {"name": "answer", "arguments": {"question": "What does guide 4 explain?"}}});
-            let reply: Value = post(ask, Some(session)).await.unwrap().json().await.unwrap();
-            reply
+            let reply: Value = post(ask, Some(session.clone())).await.unwrap().json().await.unwrap();
+            // The answer says how to rate it: the tool beside `answer`.
+            let trace_id = reply["result"]["structuredContent"]["feedback"]["trace_id"].clone();
+            let rating = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                "params": {"name": "rate_answer", "arguments": {"trace_id": trace_id, "helpful": false, "comment": "too short"}}});
+            let rated: Value = post(rating, Some(session)).await.unwrap().json().await.unwrap();
+            (reply, rated)
         }
     };
 
     // A key without the answer scope is not offered the tool: to it, there
     // is none.
-    let refused = call(listing_only).await;
+    let (refused, not_rated) = call(listing_only).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused:#}");
     assert_eq!(refused["error"]["data"]["code"], "tool_not_found", "{refused:#}");
+    assert_eq!(not_rated["error"]["data"]["code"], "tool_not_found", "{not_rated:#}");
 
-    let answered = call(answering).await["result"].clone();
+    let (answered, rated) = call(answering).await;
+    let answered = answered["result"].clone();
+    assert_eq!(answered["structuredContent"]["feedback"]["tool"], "rate_answer", "{answered:#}");
+    let rated = &rated["result"];
+    assert_eq!(rated["isError"], false, "{rated:#}");
+    assert_eq!(rated["structuredContent"]["helpful"], false, "{rated:#}");
+    assert_eq!(rated["structuredContent"]["comment"], "too short", "{rated:#}");
     assert_eq!(answered["isError"], false, "{answered:#}");
     let answer = &answered["structuredContent"];
     assert_eq!(answer["refused"], false, "{answer:#}");
@@ -910,7 +922,8 @@ async fn the_answer_tool_over_mcp_cites_the_right_page_and_counts_as_surface_mcp
     let dashboard: Value =
         s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
     let mcp = dashboard["surfaces"].as_array().unwrap().iter().find(|s| s["surface"] == "mcp").cloned();
-    assert_eq!(mcp.map(|m| m["queries"].clone()), Some(json!(1)), "{dashboard:#}");
+    assert_eq!(mcp.as_ref().map(|m| m["queries"].clone()), Some(json!(1)), "{dashboard:#}");
+    assert_eq!(mcp.map(|m| (m["helpful"].clone(), m["unhelpful"].clone())), Some((json!(0), json!(1))));
 }
 
 /// SQLite's limits, in its documentation's own words (`limits.html`), as
@@ -1908,4 +1921,188 @@ async fn answers_retrievals_caches_and_pins_respect_who_asks() {
         let (_, text) = keyed(&s.app, key, "/answer", json!({"question": duty}), json_accept).await;
         assert!(!text.contains("Priya") && !text.contains("\"pinned\":true"), "{text}");
     }
+}
+
+/// A rating through `path` with the key `raw` (or the admin's session when
+/// none): (status, body).
+async fn rated(s: &Setup, raw: Option<&str>, path: &str, body: Value) -> (u16, Value) {
+    let request = match raw {
+        Some(raw) => reqwest::Client::new().post(s.app.url(path)).header("x-api-key", raw),
+        None => s.app.client.post(s.app.url(path)),
+    };
+    let response = request.json(&body).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn people_rate_answers_where_they_asked_and_the_review_queue_turns_the_bad_ones_into_fixes() {
+    let s = setup().await;
+    let question = "What does guide 4 explain?";
+    // Each answer says where to rate it.
+    let api = s.answer(question).await;
+    let api_trace = api["trace"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(api["feedback"], json!({"href": "/answer/feedback", "trace_id": api_trace}), "{api:#}");
+    let playground: Value = s
+        .app
+        .post_json("/admin/playground/answer", json!({"question": question}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let playground_trace = playground["trace"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(playground["feedback"]["href"], "/admin/playground/feedback", "{playground:#}");
+
+    // Only whoever asked rates: the key its answer, the admin theirs.
+    let mine = |helpful: bool, trace: &str, comment: Option<&str>| json!({"trace_id": trace, "helpful": helpful, "comment": comment});
+    let (status, body) =
+        rated(&s, Some(&s.key), "/answer/feedback", mine(false, &playground_trace, None)).await;
+    assert_eq!((status, body["error"]["code"].clone()), (403, json!("not_your_answer")));
+    let (status, body) = rated(&s, None, "/admin/playground/feedback", mine(false, &api_trace, None)).await;
+    assert_eq!((status, body["error"]["code"].clone()), (403, json!("not_your_answer")));
+    let (status, body) =
+        rated(&s, None, "/admin/playground/feedback", mine(true, &playground_trace, None)).await;
+    assert_eq!((status, body["replaced"].clone()), (200, json!(false)), "{body}");
+    let (status, first) = rated(&s, Some(&s.key), "/answer/feedback", mine(true, &api_trace, None)).await;
+    assert_eq!(status, 200, "{first}");
+    // A second rating replaces the first.
+    let (status, second) = rated(
+        &s,
+        Some(&s.key),
+        "/answer/feedback",
+        mine(false, &api_trace, Some("  It leaves out step 2.  ")),
+    )
+    .await;
+    assert_eq!(
+        (status, second["replaced"].clone(), second["comment"].clone()),
+        (200, json!(true), json!("It leaves out step 2."))
+    );
+
+    // At the terminal: `lore ask --rate`, answered at its prompt.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lore"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("LORE_") {
+            command.env_remove(name);
+        }
+    }
+    let mut child = command
+        .env("LORE_DATA_DIR", s.app.data_dir.path())
+        .env("LORE_MODELS__DIR", super::helpers::models_dir())
+        .args(["ask", "--rate", "What does guide 2 explain?"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"n\nNot what I asked.\n").await.unwrap();
+    }
+    let output = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Was this answer helpful? [y/n]") && stderr.contains("Rated unhelpful"),
+        "{stderr}"
+    );
+
+    // The Dashboard counts them per surface and in all, from the rollups.
+    let dashboard: Value =
+        s.app.post_json("/admin/observability/", json!({"hours": 1})).await.json().await.unwrap();
+    assert_eq!(
+        (dashboard["totals"]["helpful"].clone(), dashboard["totals"]["unhelpful"].clone()),
+        (json!(1), json!(2))
+    );
+    let surface = |name: &str| {
+        let row = dashboard["surfaces"].as_array().unwrap().iter().find(|r| r["surface"] == name).unwrap();
+        (row["helpful"].as_i64().unwrap(), row["unhelpful"].as_i64().unwrap())
+    };
+    assert_eq!((surface("api"), surface("playground"), surface("cli")), ((0, 1), (1, 0), (0, 1)));
+
+    // The review queue: the two unhelpful answers, newest first, with what
+    // was asked, served and said.
+    let queue: Value = s.app.get("/admin/feedback").await.json().await.unwrap();
+    let items: Vec<Value> = queue["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["items"].as_array().unwrap().clone())
+        .collect();
+    assert_eq!(items.len(), 2, "{queue:#}");
+    let item = |surface: &str| items.iter().find(|i| i["surface"] == surface).unwrap().clone();
+    let (from_api, from_cli) = (item("api"), item("cli"));
+    assert_eq!(from_api["question"], question);
+    assert_eq!(from_api["answer"], api["answer"]);
+    assert_eq!(from_api["citations"], api["citations"]);
+    assert_eq!(from_api["comment"], "It leaves out step 2.");
+    assert_eq!(from_cli["comment"], "Not what I asked.");
+    assert_eq!(from_cli["trace_id"].as_str().map(|t| stdout.contains(t)), Some(true), "{stdout}");
+
+    // Pin a corrected answer from an item; the question is then answered
+    // by the pin, and the item names the pin.
+    let review = |trace: &Value| format!("/admin/feedback/{}/review", trace.as_str().unwrap());
+    let corrected = "Guide 4 explains the indigo panel setting, step by step [1].";
+    let pinned: Value = s
+        .app
+        .post_json(
+            &review(&from_api["trace_id"]),
+            json!({"action": "pin", "question": question, "answer": corrected, "citations": [api["citations"][0]]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pinned["done"], "pinned", "{pinned}");
+    let pins: Value = s.app.get("/admin/pins").await.json().await.unwrap();
+    assert_eq!(pinned["made"], pins[0]["id"], "{pins}");
+    let again = s.answer(question).await;
+    assert_eq!(
+        (again["pinned"].clone(), again["answer"].clone()),
+        (json!(true), json!(corrected)),
+        "{again:#}"
+    );
+
+    // A refused action records nothing; a golden question ("should refuse")
+    // and a dismissal are recorded on their items.
+    let (status, body) = rated(
+        &s,
+        None,
+        &review(&from_cli["trace_id"]),
+        json!({"action": "pin", "question": "", "answer": "x"}),
+    )
+    .await;
+    assert_eq!((status, body["error"]["code"].clone()), (422, json!("invalid_input")));
+    let (status, body) =
+        rated(&s, None, &review(&json!("no-such-trace")), json!({"action": "dismiss"})).await;
+    assert_eq!((status, body["error"]["code"].clone()), (404, json!("answer_not_found")));
+    let open: Value = s.app.get("/admin/feedback?open=true").await.json().await.unwrap();
+    assert_eq!(open.to_string().matches("\"trace_id\"").count(), 1, "only the CLI's item is open: {open:#}");
+    let (status, golden) = rated(
+        &s,
+        None,
+        &review(&from_cli["trace_id"]),
+        json!({"action": "golden", "question": "What does guide 2 explain?", "should_refuse": true}),
+    )
+    .await;
+    assert_eq!((status, golden["done"].clone()), (200, json!("golden")), "{golden}");
+    let set: Value = s.app.get("/admin/golden").await.json().await.unwrap();
+    let added = set.as_array().unwrap().iter().find(|g| g["id"] == golden["made"]).unwrap();
+    assert_eq!((added["should_refuse"].clone(), added["origin"].clone()), (json!(true), json!("dashboard")));
+    let (status, dismissed) =
+        rated(&s, None, &review(&from_cli["trace_id"]), json!({"action": "dismiss"})).await;
+    assert_eq!(
+        (status, dismissed["done"].clone(), dismissed["made"].clone()),
+        (200, json!("dismissed"), Value::Null)
+    );
+    let open: Value = s.app.get("/admin/feedback?open=true").await.json().await.unwrap();
+    assert_eq!(open["groups"], json!([]), "{open:#}");
+
+    // The active version's eval summary shows the helpful rate of what it served.
+    let profile: Value = s.app.get("/admin/profile").await.json().await.unwrap();
+    assert_eq!(
+        (profile["active"]["helpful"].clone(), profile["active"]["unhelpful"].clone()),
+        (json!(1), json!(2)),
+        "{:#}",
+        profile["active"]
+    );
 }

@@ -257,6 +257,8 @@ async fn rollups_rebuild_recomputes_the_dashboard_from_the_runs() {
             estimated_savings_usd: 0.0,
             latency_ms: 120.0,
             audience: None,
+            asked_by: None,
+            reply: None,
         };
         engine::metrics::record_run(&app, run).await.unwrap();
     }

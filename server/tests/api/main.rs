@@ -13,6 +13,7 @@ mod data;
 mod embedded;
 mod embedding_role;
 mod extension;
+mod feedback;
 mod health;
 mod helpers;
 mod hosted;

@@ -60,6 +60,8 @@ async fn metrics_need_the_key_and_count_requests_and_answers() {
             estimated_savings_usd: 0.25,
             latency_ms: 4.0,
             audience: None,
+            asked_by: None,
+            reply: None,
         },
     )
     .await

@@ -696,7 +696,11 @@ fn tool_response(output: mcp::Output) -> Result<Value, engine::Error> {
         mcp::Output::Operation(outcome) => app::wire::operation_response(outcome)?,
         mcp::Output::Json(value) | mcp::Output::Custom(ToolOutput::Json(value)) => value,
         mcp::Output::Custom(ToolOutput::Answer(answer)) => {
-            serde_json::to_value(app::wire::AnswerResponse::from(*answer)).map_err(internal)?
+            let answered = app::wire::AnswerResponse::from(*answer).rated_by_tool("rate_answer");
+            serde_json::to_value(answered).map_err(internal)?
+        }
+        mcp::Output::Custom(ToolOutput::Rated(rated)) => {
+            serde_json::to_value(app::wire::FeedbackResponse::from(rated)).map_err(internal)?
         }
         mcp::Output::Custom(ToolOutput::Retrieved(traced)) => {
             serde_json::to_value(app::wire::RetrieveResponse::from(traced)).map_err(internal)?
