@@ -191,7 +191,7 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="grounding"][data-decision="grounded"]').count(), 1);
   assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="exact_cache"][data-decision="hit"]').count(), 1);
   assert.equal(await page.locator('.key-usage tr.key[data-key="Partner widget"]').count(), 1);
-  assert.equal(await page.locator('.charts svg').count(), 4);
+  assert.equal(await page.locator('.charts svg').count(), 5);
   // Another range is read from the daily rollups.
   await page.selectOption('select[name=range]', String(24 * 7));
   await page.locator('.metrics ul.tiles[data-queries="3"]').waitFor();
@@ -228,6 +228,81 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   await gap.waitFor();
   await gap.locator('a.add-source').click();
   await page.waitForURL(`${lore.baseUrl}/sources`);
+  assert.deepEqual(errors, []);
+});
+
+test('a visitor rates an answer unhelpful in the widget; the admin pins a correction from the review queue, which the widget then serves', async () => {
+  const { page, errors } = await openPage(browser, lore.baseUrl);
+  await signIn(page, lore.baseUrl, ADMIN);
+  const port = await freePort();
+  const created = await page.request.post(`${lore.baseUrl}/admin/keys`,
+    { data: { name: 'Rated widget', kind: 'widget', origins: [`http://127.0.0.1:${port}`] } });
+  assert.equal(created.status(), 201, await created.text());
+  const rater = await startHost(port, (await created.json()).snippet);
+  const visitor = await browser.newContext();
+  try {
+    const hostPage = await visitor.newPage();
+    const pageErrors = [];
+    hostPage.on('pageerror', (error) => pageErrors.push(error.message));
+    await hostPage.goto(rater.origin);
+    const widget = hostPage.locator('[data-lore-widget]');
+    await widget.locator('button.launcher').click();
+    const question = 'What does guide 3 explain?';
+    await widget.locator('input[name=question]').fill(question);
+    await widget.locator('button.ask').click();
+    // A thumbs pair under the answer (or refusal), reached from the keyboard.
+    const down = widget.locator('.rate button.down');
+    await down.waitFor({ timeout: 120_000 });
+    const served = (await widget.locator('p.a').last().textContent()).trim();
+    await down.focus();
+    await down.press('Enter');
+    await widget.locator('.rate .note', { hasText: 'Thank you' }).waitFor();
+    assert.equal(await down.getAttribute('aria-pressed'), 'true');
+    // Markup and script in the comment stay text wherever it is shown.
+    const comment = 'It should say <b>guide three</b><script>window.__rated = 1</script> & more';
+    await widget.locator('.why textarea').fill(comment);
+    await widget.locator('.why button[type=submit]').click();
+    await widget.locator('.rate .note', { hasText: 'Thank you for telling us' }).waitFor();
+
+    // The admin finds it in the review queue, with the comment as text.
+    await page.goto(`${lore.baseUrl}/dashboard`);
+    await hydrated(page);
+    const item = page.locator('.review-queue li.review-item', { hasText: question });
+    await item.waitFor();
+    const quoted = item.locator('blockquote.comment');
+    assert.equal(await quoted.textContent(), comment);
+    assert.equal(await quoted.locator('b, script').count(), 0, 'the comment is not markup');
+    assert.equal(await page.evaluate(() => window.__rated), undefined);
+    assert.match(await page.locator('.metrics .tiles li.helpful').getAttribute('data-unhelpful'), /^[1-9]/);
+    // Pinning a corrected answer: the pin editor opens with the served answer.
+    await item.locator('button.pin-corrected').click();
+    const editor = item.locator('form.pin-form textarea[name=pinned_answer]');
+    const refused = (await item.locator('p.answer-text').getAttribute('data-refused')) === 'true';
+    assert.equal((await editor.inputValue()).trim(), refused ? '' : served);
+    const corrected = 'Guide 3 explains the third part of the setup; see the guide for each step.';
+    await editor.fill(corrected);
+    await item.locator('form.pin-form button[type=submit]').click();
+    const reviewed = item.locator('p.reviewed[data-done="pinned"]');
+    await reviewed.waitFor();
+    // The item shows the pin it led to.
+    const pins = await (await page.request.get(`${lore.baseUrl}/admin/pins`)).json();
+    const pin = pins.find((p) => p.answer === corrected);
+    assert.ok(pin, JSON.stringify(pins));
+    assert.equal(await reviewed.getAttribute('data-made'), pin.id);
+    // Still so after a reload: what was done is recorded on the item.
+    await page.reload();
+    await hydrated(page);
+    await page.locator('.review-queue li.review-item', { hasText: question }).locator('p.reviewed[data-done="pinned"]').waitFor();
+
+    // The same question through the widget is answered by the pin.
+    await widget.locator('input[name=question]').fill(question);
+    await widget.locator('button.ask').click();
+    await widget.locator('p.a', { hasText: corrected }).waitFor({ timeout: 60_000 });
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await visitor.close();
+    await rater.close();
+  }
   assert.deepEqual(errors, []);
 });
 

@@ -13,6 +13,11 @@
  * each stage it finishes updates the status line (searching, writing,
  * checking); the answer's text follows once it has passed the grounding
  * check, then its citations, numbered as the text cites them.
+ *
+ * Under each answer (and refusal) a thumbs pair rates it (POST
+ * /answer/feedback with the answer's trace id and the same key); after a
+ * thumbs-down an optional comment box asks what was wrong. Both are
+ * buttons, so they are reached with Tab and pressed with Enter or Space.
  */
 (function () {
   'use strict';
@@ -45,6 +50,12 @@
     '.a.refused{color:#6b6b6b}' +
     '.cites{margin:6px 0 0;padding-left:26px;font-size:13px}' +
     '.error{color:#a4262c}' +
+    '.rate{display:flex;align-items:center;gap:6px;margin:6px 0 0;font-size:13px;color:#555}' +
+    '.rate button{border:1px solid #c8c8c8;border-radius:6px;background:#fff;padding:2px 8px;font:inherit;cursor:pointer}' +
+    '.rate button[aria-pressed=true]{background:#1f4e79;color:#fff;border-color:#1f4e79}' +
+    '.rate button:focus-visible{outline:2px solid #1f4e79;outline-offset:1px}' +
+    '.why{display:flex;gap:6px;margin:6px 0 0}' +
+    '.why textarea{flex:1;min-height:48px;padding:6px;border:1px solid #c8c8c8;border-radius:6px;font:inherit;resize:vertical}' +
     'form{display:flex;gap:6px;padding:10px;border-top:1px solid #e3e3e3}' +
     'input{flex:1;padding:8px;border:1px solid #c8c8c8;border-radius:6px;font:inherit}' +
     'button.ask{padding:8px 12px;border:0;border-radius:6px;background:#1f4e79;color:#fff;font:inherit;cursor:pointer}' +
@@ -135,6 +146,111 @@
     });
   }
 
+  /** Sends a rating of the answer `traceId`; resolves to its stored form. */
+  function rate(traceId, helpful, comment) {
+    var body = { trace_id: traceId, helpful: helpful };
+    if (comment) body.comment = comment;
+    return fetch(base + '/answer/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify(body),
+    }).then(function (response) {
+      return response.ok ? response.json() : failure(response);
+    });
+  }
+
+  /**
+   * The thumbs pair under an answer: a thank-you once rated; after a
+   * thumbs-down, an optional comment box (sent with a second rating, which
+   * replaces the first).
+   */
+  function showRating(traceId) {
+    var bar = add('div', 'rate');
+    bar.setAttribute('role', 'group');
+    bar.setAttribute('aria-label', 'Was this answer helpful?');
+    var label = document.createElement('span');
+    label.textContent = 'Helpful?';
+    function thumb(className, text, name) {
+      var button = document.createElement('button');
+      button.type = 'button';
+      button.className = className;
+      button.textContent = text;
+      button.setAttribute('aria-label', name);
+      button.setAttribute('aria-pressed', 'false');
+      return button;
+    }
+    var up = thumb('up', '👍', 'Helpful');
+    var down = thumb('down', '👎', 'Not helpful');
+    var note = document.createElement('span');
+    note.className = 'note';
+    note.setAttribute('role', 'status');
+    bar.appendChild(label);
+    bar.appendChild(up);
+    bar.appendChild(down);
+    bar.appendChild(note);
+    var why = null;
+    function choose(helpful) {
+      up.setAttribute('aria-pressed', String(helpful));
+      down.setAttribute('aria-pressed', String(!helpful));
+      note.textContent = '';
+      rate(traceId, helpful).then(
+        function () {
+          note.textContent = 'Thank you!';
+          if (helpful) {
+            if (why) why.remove();
+            why = null;
+          } else if (!why) {
+            why = askWhy();
+          }
+        },
+        function (error) {
+          note.textContent = error.message;
+        }
+      );
+    }
+    function askWhy() {
+      var box = document.createElement('form');
+      box.className = 'why';
+      var text = document.createElement('textarea');
+      text.name = 'comment';
+      text.maxLength = 1000;
+      text.placeholder = 'What was wrong or missing? (optional)';
+      text.setAttribute('aria-label', 'What was wrong or missing? (optional)');
+      var send = document.createElement('button');
+      send.type = 'submit';
+      send.className = 'ask';
+      send.textContent = 'Send';
+      box.appendChild(text);
+      box.appendChild(send);
+      box.addEventListener('submit', function (event) {
+        event.preventDefault();
+        var comment = text.value.trim();
+        if (!comment) return;
+        send.disabled = true;
+        rate(traceId, false, comment).then(
+          function () {
+            box.remove();
+            why = null;
+            note.textContent = 'Thank you for telling us.';
+          },
+          function (error) {
+            send.disabled = false;
+            note.textContent = error.message;
+          }
+        );
+      });
+      bar.insertAdjacentElement('afterend', box);
+      text.focus();
+      return box;
+    }
+    up.addEventListener('click', function () {
+      choose(true);
+    });
+    down.addEventListener('click', function () {
+      choose(false);
+    });
+  }
+
   /** Reads server-sent events from `response`, calling `on(event, data)`. */
   function readEvents(response, on) {
     var reader = response.body.getReader();
@@ -216,6 +332,7 @@
             pending.className = data.refused ? 'a refused' : 'a';
             pending.textContent = data.answer;
             showCitations(data.citations);
+            if (data.feedback && data.feedback.trace_id) showRating(data.feedback.trace_id);
           } else if (name === 'error') {
             throw new Error((data.error && data.error.message) || 'Lore could not answer.');
           }

@@ -1,8 +1,10 @@
 //! The Dashboard: Readiness, then usage, cache, spend, latency, refusals,
 //! top queries, content gaps (of every caller, or of one audience), per-key
 //! usage and the cost funnel for a time range, all from
-//! `POST /admin/observability/` (rollups only). Charts are inline SVG;
-//! everything loads after hydration.
+//! `POST /admin/observability/` (rollups only), with the helpful rate of the
+//! answers people rated; then the review queue of answers rated unhelpful
+//! (`GET /admin/feedback`). Charts are inline SVG; everything loads after
+//! hydration.
 
 use leptos::prelude::*;
 
@@ -10,7 +12,7 @@ use crate::client;
 use crate::routes;
 use crate::wire::{
     GapGroupView, GoldenRequest, GoldenView, MetricPoint, ObservabilityRequest, ObservabilityResponse,
-    QueryCountView, SetupState,
+    PinRequest, QueryCountView, ReviewItemView, ReviewQueueView, ReviewRequest, ReviewedView, SetupState,
 };
 
 /// The range selector's choices: (hours, label).
@@ -23,6 +25,7 @@ pub fn Dashboard() -> impl IntoView {
             <h1>"Dashboard"</h1>
             <Readiness/>
             <Metrics/>
+            <ReviewQueue/>
         </section>
     }
 }
@@ -92,6 +95,10 @@ fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl 
             <li><span class="value">{t.queries}</span><span class="name">"questions"</span></li>
             <li><span class="value">{format!("{:.0}%", t.hit_rate * 100.0)}</span><span class="name">"cache hit rate"</span></li>
             <li><span class="value">{t.refusals}</span><span class="name">"refusals"</span></li>
+            <li class="helpful" data-helpful=t.helpful.to_string() data-unhelpful=t.unhelpful.to_string()>
+                <span class="value">{rate(t.helpful, t.unhelpful)}</span>
+                <span class="name">{format!("rated helpful ({} of {} ratings)", t.helpful, t.helpful + t.unhelpful)}</span>
+            </li>
             <li><span class="value">{format!("{:.0} ms", t.p95_ms)}</span><span class="name">"latency p95"</span></li>
             <li><span class="value">{usd(t.estimated_spend_usd)}</span><span class="name">"spend (estimate)"</span></li>
             <li><span class="value">{usd(t.estimated_savings_usd)}</span><span class="name">"saved by the cache (estimate)"</span></li>
@@ -107,7 +114,24 @@ fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl 
                 value=|p| p.totals.refusals as f64 overlay=None format=|v| format!("{v:.0}")/>
             <Chart title=format!("Estimated spend per {per}") series=data.series.clone()
                 value=|p| p.totals.estimated_spend_usd overlay=None format=usd/>
+            <Chart title=format!("Helpful rate per {per} (of the answers rated)") series=data.series.clone()
+                value=|p| p.totals.helpful_rate.unwrap_or(0.0) * 100.0 overlay=None format=|v| format!("{v:.0}%")/>
         </div>
+        <section class="surfaces">
+            <h3>"Per surface"</h3>
+            <table>
+                <thead><tr><th>"Surface"</th><th>"Questions"</th><th>"Cache hit rate"</th><th>"Refusals"</th><th>"Helpful"</th></tr></thead>
+                <tbody>
+                    {data.surfaces.iter().map(|s| view! {
+                        <tr class="surface" data-surface=s.surface.clone() data-helpful=s.totals.helpful.to_string() data-unhelpful=s.totals.unhelpful.to_string()>
+                            <td>{s.surface.clone()}</td><td>{s.totals.queries}</td>
+                            <td>{format!("{:.0}%", s.totals.hit_rate * 100.0)}</td><td>{s.totals.refusals}</td>
+                            <td>{rated(s.totals.helpful, s.totals.unhelpful)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
         <AudienceChoice audiences=data.audiences.clone() audience/>
         <div class="lists" data-audience=data.audience.clone().unwrap_or_default()>
             <section class="top-queries">
@@ -122,11 +146,25 @@ fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl 
             <section class="key-usage">
                 <h3>"Usage per access key"</h3>
                 <table>
-                    <thead><tr><th>"Key"</th><th>"Questions"</th><th>"Spend (estimate)"</th></tr></thead>
+                    <thead><tr><th>"Key"</th><th>"Questions"</th><th>"Spend (estimate)"</th><th>"Helpful"</th></tr></thead>
                     <tbody>
                         {data.keys.iter().map(|k| view! {
-                            <tr class="key" data-key=k.name.clone()>
+                            <tr class="key" data-key=k.name.clone() data-helpful=k.helpful.to_string() data-unhelpful=k.unhelpful.to_string()>
                                 <td>{k.name.clone()}</td><td>{k.queries}</td><td>{usd(k.estimated_spend_usd)}</td>
+                                <td>{rated(k.helpful, k.unhelpful)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+            <section class="version-usage">
+                <h3>"Per profile version"</h3>
+                <table>
+                    <thead><tr><th>"Version"</th><th>"Questions"</th><th>"Helpful"</th></tr></thead>
+                    <tbody>
+                        {data.versions.iter().map(|v| view! {
+                            <tr class="version" data-version=v.version.to_string() data-helpful=v.helpful.to_string() data-unhelpful=v.unhelpful.to_string()>
+                                <td>{v.version}</td><td>{v.queries}</td><td>{rated(v.helpful, v.unhelpful)}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>
@@ -155,6 +193,24 @@ fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl 
 /// An SVG coordinate.
 fn num(value: f64) -> String {
     format!("{value:.2}")
+}
+
+/// A helpful rate as a percentage, or a dash without ratings.
+fn rate(helpful: i64, unhelpful: i64) -> String {
+    let rated = helpful + unhelpful;
+    if rated == 0 {
+        "—".to_owned()
+    } else {
+        format!("{:.0}%", helpful as f64 * 100.0 / rated as f64)
+    }
+}
+
+/// A helpful rate with its counts: "75% (3 of 4)".
+fn rated(helpful: i64, unhelpful: i64) -> String {
+    match helpful + unhelpful {
+        0 => "—".to_owned(),
+        all => format!("{} ({helpful} of {all})", rate(helpful, unhelpful)),
+    }
 }
 
 fn usd(value: f64) -> String {
@@ -316,6 +372,196 @@ fn Chart(
                 {bars}
             </svg>
         </figure>
+    }
+}
+
+/// The answers people rated unhelpful, grouped when their questions mean
+/// the same thing, newest first, each with what can be done about it.
+#[component]
+fn ReviewQueue() -> impl IntoView {
+    let open_only = RwSignal::new(false);
+    let (generation, set_generation) = signal(0u32);
+    let data = LocalResource::new(move || {
+        generation.track();
+        let url = if open_only.get() {
+            format!("{}?open=true", routes::FEEDBACK.url())
+        } else {
+            routes::FEEDBACK.url().to_owned()
+        };
+        async move { client::get::<ReviewQueueView>(&url).await }
+    });
+    view! {
+        <div class="panel review-queue" aria-live="polite">
+            <div class="panel-head">
+                <h2>"Answers rated unhelpful"</h2>
+                <label class="open-only">
+                    <input type="checkbox" name="open_only" bind:checked=open_only/>
+                    " Only those not dealt with"
+                </label>
+                <button class="refresh" on:click=move |_| set_generation.update(|n| *n += 1)>"Refresh"</button>
+            </div>
+            {move || match data.get() {
+                None => view! { <p class="loading">"Loading the review queue…"</p> }.into_any(),
+                Some(Ok(queue)) if queue.groups.is_empty() => view! {
+                    <p class="empty">"No answer was rated unhelpful. Ratings come from the thumbs under each answer in the widget and the Playground, from POST /answer/feedback, lore ask --rate and the tool server's rate_answer."</p>
+                }.into_any(),
+                Some(Ok(queue)) => view! {
+                    <ul class="review-groups">
+                        {queue.groups.into_iter().map(|g| view! {
+                            <li class="review-group" data-label=g.label.clone()>
+                                <h3>{g.label.clone()} <span class="count">{format!(" ({})", g.items.len())}</span></h3>
+                                <ul class="review-items">
+                                    {g.items.into_iter().map(|item| view! { <ReviewItem item/> }.into_any()).collect_view()}
+                                </ul>
+                            </li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+                Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
+            }}
+        </div>
+    }
+}
+
+/// Which action's form is open on a review item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Editing {
+    Pin,
+    Golden,
+}
+
+/// One unhelpful answer: what was asked and served, the comment (as text),
+/// and its actions; once dealt with, what was done.
+#[component]
+fn ReviewItem(item: ReviewItemView) -> impl IntoView {
+    let reviewed = RwSignal::new(item.reviewed.clone());
+    let editing = RwSignal::new(None::<Editing>);
+    let error = RwSignal::new(None::<String>);
+    let pin_text = RwSignal::new(if item.refused { String::new() } else { item.answer.clone() });
+    let facts = RwSignal::new(String::new());
+    let should_refuse = RwSignal::new(false);
+    let url = routes::FEEDBACK_REVIEW.at([&item.trace_id]);
+    let act = move |request: ReviewRequest| {
+        let url = url.clone();
+        leptos::task::spawn_local(async move {
+            match client::send::<_, ReviewedView>("POST", &url, &request).await {
+                Ok(done) => {
+                    reviewed.set(Some(done));
+                    editing.set(None);
+                    error.set(None);
+                }
+                Err(message) => error.set(Some(message)),
+            }
+        });
+    };
+    // A fix serves, and a golden question is asked as, whoever was answered.
+    let asked_as = item.audience.clone().filter(|a| a != "admin");
+    let served_to = asked_as.as_deref().and_then(|a| a.strip_prefix("role:")).map(str::to_owned);
+    let (question, citations) = (item.question.clone(), item.citations.clone());
+    let pin = {
+        let act = act.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            act(ReviewRequest::Pin(PinRequest {
+                question: question.clone(),
+                answer: pin_text.get(),
+                citations: citations.clone(),
+                audience: served_to.clone(),
+            }));
+        }
+    };
+    let question = item.question.clone();
+    let golden = {
+        let act = act.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            let refuse = should_refuse.get();
+            act(ReviewRequest::Golden(GoldenRequest {
+                question: question.clone(),
+                expected_facts: if refuse {
+                    Vec::new()
+                } else {
+                    facts.get().lines().map(str::to_owned).collect()
+                },
+                should_refuse: refuse,
+                origin: Some("dashboard".into()),
+                asked_as: asked_as.clone(),
+                ..GoldenRequest::default()
+            }));
+        }
+    };
+    let dismiss = move |_| act(ReviewRequest::Dismiss);
+    view! {
+        <li class="review-item" data-trace=item.trace_id.clone()>
+            <p class="question"><strong>"Asked: "</strong>{item.question.clone()}</p>
+            <p class="answer-text" data-refused=item.refused.to_string()>
+                <strong>{if item.refused { "Refused: " } else { "Answered: " }}</strong>{item.answer.clone()}
+            </p>
+            {item.comment.clone().map(|comment| view! { <blockquote class="comment">{comment}</blockquote> })}
+            {(!item.citations.is_empty()).then(|| view! {
+                <ol class="citations">
+                    {item.citations.iter().map(|c| {
+                        let label = format!("[{}] {}", c.index, c.title);
+                        let href = c.url.clone().unwrap_or_else(|| "/sources".to_owned());
+                        view! { <li><a class="open-source" href=href target="_blank" rel="noopener">{label}</a></li> }
+                    }).collect_view()}
+                </ol>
+            })}
+            <p class="meta">{format!(
+                "{} · via {} · asked as {} · profile version {} · trace {}",
+                item.rated_at,
+                item.surface,
+                audience_label(item.audience.as_deref().unwrap_or("admin")),
+                item.profile_version,
+                item.trace_id
+            )}</p>
+            {move || error.get().map(|message| view! { <p class="flash error" role="status">{message}</p> })}
+            {move || match reviewed.get() {
+                Some(done) => view! {
+                    <p class="reviewed" data-done=done.done.clone() data-made=done.made.clone().unwrap_or_default()>
+                        {match done.done.as_str() {
+                            "pinned" => format!("Pinned a corrected answer (pin {})", done.made.clone().unwrap_or_default()),
+                            "golden" => format!("Added as golden question {}", done.made.clone().unwrap_or_default()),
+                            _ => "Dismissed".to_owned(),
+                        }}
+                        {format!(" · by {} at {}", done.by, done.at)}
+                    </p>
+                }.into_any(),
+                None => view! {
+                    <div class="review-actions">
+                        <button type="button" class="pin-corrected" on:click=move |_| editing.set(Some(Editing::Pin))>"Pin a corrected answer"</button>
+                        " "
+                        <button type="button" class="secondary add-golden" on:click=move |_| editing.set(Some(Editing::Golden))>"Add as golden question"</button>
+                        " "
+                        <button type="button" class="secondary dismiss" on:click=dismiss.clone()>"Dismiss"</button>
+                    </div>
+                }.into_any(),
+            }}
+            {move || match editing.get() {
+                Some(Editing::Pin) => view! {
+                    <form class="pin-form" on:submit=pin.clone()>
+                        <label>"Corrected answer"
+                            <textarea name="pinned_answer" rows="4" required prop:value=move || pin_text.get() on:input=move |ev| pin_text.set(event_target_value(&ev))></textarea>
+                        </label>
+                        <button type="submit">"Pin"</button>
+                        " "
+                        <button type="button" class="secondary" on:click=move |_| editing.set(None)>"Cancel"</button>
+                    </form>
+                }.into_any(),
+                Some(Editing::Golden) => view! {
+                    <form class="golden-form" on:submit=golden.clone()>
+                        <label>"Facts a right answer holds (one per line)"
+                            <textarea name="golden_facts" rows="2" prop:value=move || facts.get() on:input=move |ev| facts.set(event_target_value(&ev))></textarea>
+                        </label>
+                        <label><input type="checkbox" name="should_refuse" bind:checked=should_refuse/>" It should be refused"</label>
+                        <button type="submit">"Add"</button>
+                        " "
+                        <button type="button" class="secondary" on:click=move |_| editing.set(None)>"Cancel"</button>
+                    </form>
+                }.into_any(),
+                None => ().into_any(),
+            }}
+        </li>
     }
 }
 

@@ -22,8 +22,9 @@ use leptos::prelude::*;
 use crate::client;
 use crate::routes;
 use crate::wire::{
-    AnswerResponse, ErrorBody, GoldenRequest, GoldenView, PinRequest, PinView, PlaygroundAnswerRequest,
-    ProfileRetrievalView, RetrievalRequest, RoleRow, SearchRequest, SearchResults, StageView,
+    AnswerResponse, ErrorBody, FeedbackRequest, FeedbackResponse, GoldenRequest, GoldenView, PinRequest,
+    PinView, PlaygroundAnswerRequest, ProfileRetrievalView, RetrievalRequest, RoleRow, SearchRequest,
+    SearchResults, StageView,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -227,6 +228,7 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
             <h2>{if answer.refused { "Refused" } else if answer.pinned { "Pinned answer" } else { "Answer" }}</h2>
             <p class="answer-text">{answer.answer.clone()}</p>
             <p class="meta">{cache}" · "{usage_line}</p>
+            {answer.feedback.clone().and_then(|link| Some((link.href?, link.trace_id))).map(|(href, trace_id)| view! { <Rate href trace_id/> }.into_any())}
             {(!answer.citations.is_empty()).then(|| view! {
                 <h3>"Citations"</h3>
                 <ol class="citations">
@@ -282,6 +284,55 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
                         )}</li>
                     }).collect_view()}
                 </ol>
+            })}
+        </div>
+    }
+}
+
+/// The thumbs pair under an answer: rates it at `href` (a second rating
+/// replaces the first); after a thumbs-down, an optional comment.
+#[component]
+pub(crate) fn Rate(href: String, trace_id: String) -> impl IntoView {
+    let chosen = RwSignal::new(None::<bool>);
+    let comment = RwSignal::new(String::new());
+    let said = RwSignal::new(None::<(bool, String)>);
+    let send = {
+        let (href, trace_id) = (href.clone(), trace_id.clone());
+        move |helpful: bool, text: Option<String>| {
+            let body = FeedbackRequest { trace_id: trace_id.clone(), helpful, comment: text };
+            let href = href.clone();
+            chosen.set(Some(helpful));
+            leptos::task::spawn_local(async move {
+                said.set(Some(match client::send::<_, FeedbackResponse>("POST", &href, &body).await {
+                    Ok(_) => (true, "Thank you: the rating is counted on the Dashboard.".into()),
+                    Err(message) => (false, message),
+                }));
+            });
+        }
+    };
+    let up = send.clone();
+    let down = send.clone();
+    let with_comment = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let text = comment.get().trim().to_owned();
+        if !text.is_empty() {
+            send(false, Some(text));
+        }
+    };
+    view! {
+        <div class="rate" role="group" aria-label="Was this answer helpful?">
+            "Helpful? "
+            <button type="button" class="secondary rate-up" aria-pressed=move || (chosen.get() == Some(true)).to_string() on:click=move |_| up(true, None)>"👍 Yes"</button>
+            " "
+            <button type="button" class="secondary rate-down" aria-pressed=move || (chosen.get() == Some(false)).to_string() on:click=move |_| down(false, None)>"👎 No"</button>
+            {move || said.get().map(|(ok, text)| view! { <span class={if ok { "flash ok" } else { "flash error" }} role="status">" "{text}</span> })}
+            {move || (chosen.get() == Some(false)).then(|| view! {
+                <form class="rate-why" on:submit=with_comment.clone()>
+                    <label>"What was wrong or missing? (optional)"
+                        <textarea name="rating_comment" rows="2" maxlength="1000" prop:value=move || comment.get() on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
+                    </label>
+                    <button type="submit" class="secondary">"Send"</button>
+                </form>
             })}
         </div>
     }

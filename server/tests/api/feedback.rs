@@ -141,7 +141,10 @@ async fn shows_exactly(app: &TestApp, keys: &Keys, rated: &[Rated]) {
     let listed: Value = app.get("/admin/keys").await.json().await.unwrap();
     for (id, surface) in [(&keys.secret.0, "api"), (&keys.widget.0, "widget")] {
         let key = listed.as_array().unwrap().iter().find(|k| k["id"] == id.as_str()).unwrap();
-        assert_eq!(json!([key["helpful_7d"], key["unhelpful_7d"]]), expected(rated, |r| r.surface == surface));
+        assert_eq!(
+            json!([key["helpful_7d"], key["unhelpful_7d"]]),
+            expected(rated, |r| r.surface == surface)
+        );
     }
 }
 
