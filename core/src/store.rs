@@ -201,15 +201,24 @@ pub async fn begin_locked(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm
 /// and holds them off while it runs: on PostgreSQL a shared
 /// transaction-scoped advisory lock (adding to the rollups shares
 /// [`Lock::Rollups`], which a rebuild takes alone); on SQLite the write
-/// lock already admits one writer at a time.
+/// lock already admits one writer at a time. The lock is the transaction's
+/// first statement, before any row is locked, so a holder never waits for
+/// it while holding rows (no deadlock with the exclusive holder); it is
+/// waited for at most [`SHARED_LOCK_WAIT`], and a transaction that could
+/// not have it fails rather than hold its connection longer.
 pub async fn begin_sharing(db: &DatabaseConnection, lock: Lock) -> Result<sea_orm::DatabaseTransaction> {
     use sea_orm::ConnectionTrait;
     let txn = begin_write(db).await?;
     if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        txn.execute_unprepared(&format!("SET LOCAL lock_timeout = '{SHARED_LOCK_WAIT}'")).await?;
         txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock_shared({})", lock.key())).await?;
+        txn.execute_unprepared("SET LOCAL lock_timeout = 0").await?;
     }
     Ok(txn)
 }
+
+/// How long [`begin_sharing`] waits for its lock on PostgreSQL.
+pub const SHARED_LOCK_WAIT: &str = "5s";
 
 /// A stored JSON value decoded into its type; one that cannot be read is an
 /// error naming `what`, never a silent default that would hide corruption.

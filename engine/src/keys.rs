@@ -377,10 +377,7 @@ impl KeySummary {
 /// Every key, newest first, with its 7-day usage.
 pub async fn list(lore: &Lore) -> Result<Vec<KeySummary>> {
     let totals = usage(lore, None).await?;
-    let since = Utc::now().date_naive().checked_sub_days(Days::new(USAGE_DAYS - 1));
-    let since =
-        since.and_then(|day| day.and_hms_opt(0, 0, 0)).map(|at| at.and_utc()).unwrap_or_else(Utc::now);
-    let rated = crate::metrics::ratings_by_key(lore, since).await?;
+    let rated = crate::metrics::ratings_by_key(lore, usage_window_day()).await?;
     access_key::Entity::find()
         .order_by_desc(access_key::Column::CreatedAt)
         .all(&lore.db)
@@ -411,6 +408,13 @@ async fn usage(lore: &Lore, key_id: Option<&str>) -> Result<HashMap<String, (i64
     Ok(totals)
 }
 
+/// The first day of the usage window, at midnight UTC.
+fn usage_window_day() -> chrono::DateTime<Utc> {
+    let today = Utc::now().date_naive();
+    let first = today.checked_sub_days(Days::new(USAGE_DAYS - 1)).unwrap_or(today);
+    first.and_hms_opt(0, 0, 0).map(|at| at.and_utc()).unwrap_or_else(Utc::now)
+}
+
 fn usage_window_start() -> String {
     let today = Utc::now().date_naive();
     today.checked_sub_days(Days::new(USAGE_DAYS - 1)).unwrap_or(today).format("%Y-%m-%d").to_string()
@@ -438,7 +442,9 @@ pub async fn revoke(lore: &Lore, actor: &Actor, id: &str) -> Result<KeySummary> 
         key
     };
     let (queries, cost) = usage(lore, Some(id)).await?.get(id).copied().unwrap_or_default();
-    Ok(KeySummary::of(Key::decode(key)?, queries, cost))
+    let (helpful_7d, unhelpful_7d) =
+        crate::metrics::ratings_by_key(lore, usage_window_day()).await?.get(id).copied().unwrap_or_default();
+    Ok(KeySummary { helpful_7d, unhelpful_7d, ..KeySummary::of(Key::decode(key)?, queries, cost) })
 }
 
 /// Per-node fixed-window counters for widget rate limits.

@@ -440,6 +440,10 @@ fn ReviewItem(item: ReviewItemView) -> impl IntoView {
     let pin_text = RwSignal::new(if item.refused { String::new() } else { item.answer.clone() });
     let facts = RwSignal::new(String::new());
     let should_refuse = RwSignal::new(false);
+    // The served answer's citations may be what was wrong: the admin keeps
+    // them or pins the correction without.
+    let keep_citations = RwSignal::new(!item.citations.is_empty());
+    let cited = !item.citations.is_empty();
     let url = routes::FEEDBACK_REVIEW.at([&item.trace_id]);
     let act = move |request: ReviewRequest| {
         let url = url.clone();
@@ -465,7 +469,7 @@ fn ReviewItem(item: ReviewItemView) -> impl IntoView {
             act(ReviewRequest::Pin(PinRequest {
                 question: question.clone(),
                 answer: pin_text.get(),
-                citations: citations.clone(),
+                citations: if keep_citations.get() { citations.clone() } else { Vec::new() },
                 audience: served_to.clone(),
             }));
         }
@@ -543,6 +547,9 @@ fn ReviewItem(item: ReviewItemView) -> impl IntoView {
                         <label>"Corrected answer"
                             <textarea name="pinned_answer" rows="4" required prop:value=move || pin_text.get() on:input=move |ev| pin_text.set(event_target_value(&ev))></textarea>
                         </label>
+                        {cited.then(|| view! {
+                            <label><input type="checkbox" name="keep_citations" bind:checked=keep_citations/>" Keep the served answer's citations"</label>
+                        })}
                         <button type="submit">"Pin"</button>
                         " "
                         <button type="button" class="secondary" on:click=move |_| editing.set(None)>"Cancel"</button>

@@ -17,6 +17,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::{answer_rating, answer_run};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set,
     TransactionTrait,
@@ -203,7 +204,9 @@ pub async fn rate(lore: &Lore, by: &Asked, rating: Rating) -> Result<Rated> {
             checked?;
         }
     }
-    // Shares the rollups' lock with the recorder: a rebuild waits for it.
+    // Shares the rollups' lock with the recorder: a rebuild waits for it,
+    // and a rating waits at most a few seconds for a rebuild, so ratings
+    // never hold the connection pool through one.
     let txn = crate::store::begin_sharing(&lore.db, crate::store::Lock::Rollups).await?;
     let run = ratable(&txn, &trace_id, by, true).await?;
     let before = answer_rating::Entity::find_by_id(trace_id.clone()).one(&txn).await?;
@@ -442,12 +445,24 @@ pub async fn review(lore: &Lore, actor: &Actor, trace_id: &str, action: Action) 
     let at = Utc::now();
     let by = actor.label();
     let txn = lore.db.begin().await?;
-    let mut row: answer_rating::ActiveModel = rating.into();
-    row.review = Set(Some(done.key().to_owned()));
-    row.review_ref = Set(made.clone());
-    row.reviewed_at = Set(Some(at));
-    row.reviewed_by = Set(Some(by.clone()));
-    row.update(&txn).await?;
+    // Only the rating that was reviewed: one given meanwhile (a new
+    // complaint) stays open for the admin to see.
+    use answer_rating::Column as R;
+    let recorded = answer_rating::Entity::update_many()
+        .col_expr(R::Review, Expr::value(done.key()))
+        .col_expr(R::ReviewRef, Expr::value(made.clone()))
+        .col_expr(R::ReviewedAt, Expr::value(at))
+        .col_expr(R::ReviewedBy, Expr::value(by.clone()))
+        .filter(R::RunId.eq(trace_id))
+        .filter(R::Helpful.eq(false))
+        .filter(R::RatedAt.eq(rating.rated_at))
+        .exec(&txn)
+        .await?;
+    if recorded.rows_affected == 0 {
+        return Err(Error::InvalidInput(
+            "the answer was rated again while it was reviewed: reload the queue and look at it again".into(),
+        ));
+    }
     crate::audit::record(
         &txn,
         actor,

@@ -80,7 +80,7 @@ async fn the_answer_tools_check_the_callers_key_themselves() {
     let entry = registry.entry("lore").expect("Lore registers its own resource");
     assert!(entry.export_types.mcp && !entry.export_types.http, "a tool-server resource only");
     let tools: Vec<String> = entry.resource.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(tools, ["answer", "retrieve"]);
+    assert_eq!(tools, ["answer", "rate_answer", "retrieve"]);
 
     let args = serde_json::json!({"query": "anything"});
     let anonymous = Caller::default();
@@ -99,6 +99,20 @@ async fn the_answer_tools_check_the_callers_key_themselves() {
     match resources::call_tool(&lore, &answering, "lore", "retrieve", args.clone()).await {
         Err(Error::Key(KeyError::Scope("retrieve"))) => {}
         other => panic!("an answer key may not retrieve, got {other:?}"),
+    }
+    // Rating needs the answer scope too: a retrieve-only key may not.
+    let new = NewKey {
+        name: "search".into(),
+        kind: "secret".into(),
+        scopes: vec!["retrieve".into()],
+        ..NewKey::default()
+    };
+    let (_, raw) = keys::create(&lore, &Actor::System, new).await.unwrap();
+    let retrieving = Caller { principal: None, key: Some(Secret::new(raw)), oauth: false };
+    let rating = serde_json::json!({"trace_id": "t", "helpful": true});
+    match resources::call_tool(&lore, &retrieving, "lore", "rate_answer", rating).await {
+        Err(Error::Key(KeyError::Scope("answer"))) => {}
+        other => panic!("a retrieve key may not rate, got {other:?}"),
     }
     match resources::call_tool(&lore, &answering, "lore", "nothing", args).await {
         Err(Error::AppDb(_)) => {}

@@ -125,12 +125,9 @@ pub async fn public_feedback(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<FeedbackRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<FeedbackResponse>, ApiError> {
     let rating = Rating { trace_id: request.trace_id, helpful: request.helpful, comment: request.comment };
-    let rated = feedback::rate(&state.lore, &Asked::Key(caller.key_id), rating).await?;
-    let mut response = Json(FeedbackResponse::from(rated)).into_response();
-    response.extensions_mut().insert(EstimatedCost::NotAQuery);
-    Ok(response)
+    Ok(Json(feedback::rate(&state.lore, &Asked::Key(caller.key_id), rating).await?.into()))
 }
 
 /// `POST /admin/playground/feedback`: the signed-in admin rates an answer

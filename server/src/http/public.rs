@@ -32,9 +32,11 @@ pub enum EstimatedCost {
     /// A streamed answer's, known once its run ends (0 if it failed): the
     /// layer counts the request then.
     Later(watch::Receiver<Option<f64>>),
-    /// No query (a rating): within the key's rate, but not counted as its
-    /// usage.
-    NotAQuery,
+}
+
+/// A rating of an answer: within the key's rate, but no query of it.
+fn is_rating(path: &str) -> bool {
+    path.trim_end_matches('/') == "/answer/feedback"
 }
 
 fn scope_for(path: &str) -> Option<Scope> {
@@ -77,11 +79,14 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
                 // answers, whatever origin asked.
                 let allowed_origin = caller.kind == keys::KeyKind::Widget;
                 let key_id = caller.key_id.clone();
+                // A rating is no query, whether it is stored or refused.
+                let query = !is_rating(request.uri().path());
                 request.extensions_mut().insert(caller);
                 let response = next.run(request).await;
                 // Counted behind the response: it must not slow the answer
                 // down, nor fail it.
                 match response.extensions().get::<EstimatedCost>().cloned() {
+                    _ if !query => {}
                     Some(EstimatedCost::Later(mut ended)) => {
                         tokio::spawn(async move {
                             let cost = ended.wait_for(Option::is_some).await.ok().and_then(|cost| *cost);
@@ -89,7 +94,6 @@ pub async fn api_key(State(state): State<AppState>, mut request: Request, next: 
                         });
                     }
                     Some(EstimatedCost::Known(cost)) => record_usage(&lore, &key_id, cost).await,
-                    Some(EstimatedCost::NotAQuery) => {}
                     None => record_usage(&lore, &key_id, 0.0).await,
                 }
                 (response, allowed_origin)
