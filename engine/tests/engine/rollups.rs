@@ -79,15 +79,17 @@ fn stages(outcome: &str, cost: f64) -> serde_json::Value {
 }
 
 /// Records `run` as the answer path does: queued for the recorder, which
-/// writes behind (the dashboard's first read waits for it).
-async fn record(lore: &Lore, run: &Run) {
+/// writes behind (the dashboard's first read waits for it), asked at the
+/// terminal. Returns its trace id.
+async fn record(lore: &Lore, run: &Run) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
     let hit = matches!(run.outcome, "exact" | "semantic");
     let refused = matches!(run.outcome, "nothing" | "ungrounded");
     let gap = refused.then(|| Gap { key: run.question.to_owned(), asked: format!("{}?", run.question) });
     lore.recorder()
         .run(
             answer_run::Model {
-                id: uuid::Uuid::new_v4().to_string(),
+                id: id.clone(),
                 created_at: run.at,
                 surface: run.surface.to_owned(),
                 key_id: run.key.clone(),
@@ -105,13 +107,16 @@ async fn record(lore: &Lore, run: &Run) {
                 estimated_savings_usd: if hit { run.cost } else { 0.0 },
                 latency_ms: run.latency_ms,
                 audience: Some(audience_of(run.surface).to_owned()),
-                asked_by: None,
-                reply: None,
+                asked_by: Some("cli".into()),
+                reply: Some(
+                    json!({"question": run.question, "answer": "", "refused": refused, "citations": []}),
+                ),
             },
             gap,
         )
         .await
         .unwrap();
+    id
 }
 
 /// Who asks on each surface of these runs, as far as reading goes: the
@@ -220,8 +225,16 @@ async fn exercise(lore: &Lore) {
         cost: 0.0,
         latency_ms: 5.0,
     });
+    let mut traces = Vec::new();
     for run in &runs {
-        record(lore, run).await;
+        traces.push(record(lore, run).await);
+    }
+    // Ratings: the first answer (hour 10) helpful, the widget's refusal
+    // (hour 11) unhelpful, the first of hour 13 unhelpful then helpful.
+    use engine::answer::feedback::{self, Asked, Rating};
+    for (run, helpful) in [(0, true), (3, false), (5, false), (5, true)] {
+        let rating = Rating { trace_id: traces[run].clone(), helpful, comment: None };
+        feedback::rate(lore, &Asked::Terminal, rating).await.unwrap();
     }
 
     let day = Range { from: at(20, 0, 0), to: at(21, 0, 0) };
@@ -253,6 +266,16 @@ async fn exercise(lore: &Lore) {
     );
     assert_eq!(live.series[13].totals.p95_ms, metrics::slot_upper_ms(metrics::latency_slot(320.0)));
     assert_eq!(live.series[10].totals.cache_hits, 2);
+    let rated_at = |hour: usize| (live.series[hour].totals.helpful, live.series[hour].totals.unhelpful);
+    assert_eq!((rated_at(10), rated_at(11), rated_at(13)), ((1, 0), (0, 1), (1, 0)));
+    assert_eq!(
+        (live.totals.helpful, live.totals.unhelpful, live.totals.helpful_rate),
+        (2, 1, Some(2.0 / 3.0))
+    );
+    assert_eq!(
+        live.versions.iter().map(|v| (v.version, v.queries, v.helpful, v.unhelpful)).collect::<Vec<_>>(),
+        [(1, 21, 2, 1)]
+    );
 
     // Per surface.
     let surface = |name: &str| live.surfaces.iter().find(|s| s.surface == name).unwrap().totals.clone();
@@ -277,6 +300,8 @@ async fn exercise(lore: &Lore) {
     assert_eq!(counted, expected.map(|(q, n)| (q.to_owned(), n)));
     let key = |name: &str| live.keys.iter().find(|k| k.name == name).unwrap().clone();
     assert_eq!(key("backend").queries, 19);
+    assert_eq!((key("backend").helpful, key("backend").unhelpful), (2, 0));
+    assert_eq!((key("widget-key-id").helpful, key("widget-key-id").unhelpful), (0, 1));
     assert_eq!(key("backend").key_id.as_deref(), Some(backend.id.as_str()));
     assert!((key("backend").spend_usd - spend).abs() < 1e-12);
     assert_eq!(key("widget-key-id").queries, 1, "a key that no longer exists shows by id");

@@ -7,10 +7,11 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, EntityTrait, Statement};
 
 use crate::helpers::{drop_postgres, fresh_postgres, spawn_app_with, Options};
 
-const TABLES: [&str; 36] = [
+const TABLES: [&str; 37] = [
     "access_key",
     "admin_account",
     "admin_session",
+    "answer_rating",
     "answer_run",
     "app_database",
     "app_role",
