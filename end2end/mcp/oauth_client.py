@@ -57,6 +57,12 @@ async def callback():
     return back["code"], back.get("state")
 
 
+def rating(answered):
+    """The arguments of `rate_answer` for the answer the tool gave."""
+    trace_id = ((answered or {}).get("feedback") or {}).get("trace_id", "")
+    return {"trace_id": trace_id, "helpful": False, "comment": "It should name the guide's page."}
+
+
 async def answer_v1(url, auth, question):
     from mcp import ClientSession
     from mcp.client.streamable_http import streamablehttp_client
@@ -65,7 +71,8 @@ async def answer_v1(url, auth, question):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             called = await session.call_tool("answer", {"question": question})
-            return init.protocolVersion, called.isError, called.structuredContent
+            rated = await session.call_tool("rate_answer", rating(called.structuredContent))
+            return init.protocolVersion, called.isError, called.structuredContent, rated.structuredContent
 
 
 async def answer_v2(url, auth, question):
@@ -75,7 +82,8 @@ async def answer_v2(url, auth, question):
     http = httpx2.AsyncClient(auth=auth)
     async with http, Client(streamable_http_client(url, http_client=http), mode="auto", cache=None) as client:
         called = await client.call_tool("answer", {"question": question})
-        return client.protocol_version, called.is_error, called.structured_content
+        rated = await client.call_tool("rate_answer", rating(called.structured_content))
+        return client.protocol_version, called.is_error, called.structured_content, rated.structured_content
 
 
 async def main(url, callback_url, question, metadata_url):
@@ -96,7 +104,7 @@ async def main(url, callback_url, question, metadata_url):
         client_metadata_url=metadata_url,
     )
     run = answer_v2 if LINE == 2 else answer_v1
-    protocol_version, is_error, structured = await run(url, auth, question)
+    protocol_version, is_error, structured, rated = await run(url, auth, question)
     print(
         json.dumps(
             {
@@ -104,6 +112,7 @@ async def main(url, callback_url, question, metadata_url):
                 "protocol_version": protocol_version,
                 "client_id": storage.client_info.client_id if storage.client_info else None,
                 "call": {"is_error": is_error, "structured": structured},
+                "rated": rated,
             }
         )
     )

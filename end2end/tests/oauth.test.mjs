@@ -271,6 +271,12 @@ for (const version of [1, 2]) {
     assert.match(dcr.client_id, /^lore_oc_/);
     assert.equal(dcr.call.is_error, false, JSON.stringify(dcr));
     citesAGuide(dcr.call.structured, `python ${version}.x, dynamic registration`);
+    // The tool beside `answer` rates it, for the user who signed in.
+    for (const run of [cimd, dcr]) {
+      assert.equal(run.call.structured.feedback.tool, 'rate_answer', JSON.stringify(run.call.structured));
+      assert.equal(run.rated.trace_id, run.call.structured.trace.id, JSON.stringify(run.rated));
+      assert.equal(run.rated.helpful, false);
+    }
     if (version === 2) assert.equal(dcr.protocol_version, '2026-07-28', 'the sessionless revision, with a token');
   });
 }

@@ -275,6 +275,12 @@ impl RatedRun {
     }
 }
 
+/// The key and label of a key's `rollup_count` row: the key id, or the
+/// empty key labelled [`NO_ACCESS_KEY`] for keyless runs.
+fn key_row(key_id: Option<&str>) -> (String, String) {
+    (key_id.unwrap_or_default().to_owned(), key_id.unwrap_or(NO_ACCESS_KEY).to_owned())
+}
+
 impl Contribution {
     pub fn add(&mut self, run: &RunFacts) {
         let contributed = Sums::of_run(run);
@@ -307,8 +313,7 @@ impl Contribution {
                 count("audience_gap", key, &run.question, audience, 0.0);
             }
         }
-        let key = run.key_id.clone().unwrap_or_default();
-        let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
+        let (key, label) = key_row(run.key_id.as_deref());
         count("key", key, &label, "", run.estimated_cost_usd);
         let version = run.profile_version.to_string();
         count("version", version.clone(), &version, "", run.estimated_cost_usd);
@@ -331,8 +336,7 @@ impl Contribution {
         }
         let day = truncate(run.asked_at, Granularity::Day);
         let version = run.profile_version.to_string();
-        let key = run.key_id.clone().unwrap_or_default();
-        let label = run.key_id.as_deref().unwrap_or(NO_ACCESS_KEY).to_owned();
+        let (key, label) = key_row(run.key_id.as_deref());
         for (kind, key, label) in [("key", key, label), ("version", version.clone(), version)] {
             let counted = self.counts.entry((day, kind, key)).or_default();
             counted.label = label;
@@ -1130,19 +1134,8 @@ fn bigint_sum(column: rollup_count::Column) -> SimpleExpr {
 /// Ratings per profile version, over all time, from the daily rollups: what
 /// each version's eval summary shows beside its golden-question score.
 pub async fn ratings_by_version(lore: &Lore) -> Result<BTreeMap<i32, (i64, i64)>> {
-    use rollup_count::Column as C;
-    lore.recorder().flush().await?;
-    let rows: Vec<(String, i64, i64)> = rollup_count::Entity::find()
-        .select_only()
-        .column(C::Key)
-        .column_as(bigint_sum(C::Helpful), "helpful")
-        .column_as(bigint_sum(C::Unhelpful), "unhelpful")
-        .filter(C::Kind.eq("version"))
-        .group_by(C::Key)
-        .into_tuple()
-        .all(&lore.db)
-        .await?;
-    Ok(rows.into_iter().filter_map(|(key, h, u)| Some((key.parse().ok()?, (h, u)))).collect())
+    let rated = ratings(lore, "version", None).await?;
+    Ok(rated.into_iter().filter_map(|(key, counts)| Some((key.parse().ok()?, counts))).collect())
 }
 
 /// Ratings per access key (by id) of the answers given since `since`'s UTC
@@ -1151,19 +1144,25 @@ pub async fn ratings_by_key(
     lore: &Lore,
     since: DateTime<Utc>,
 ) -> Result<std::collections::HashMap<String, (i64, i64)>> {
+    Ok(ratings(lore, "key", Some(since)).await?.into_iter().filter(|(key, _)| !key.is_empty()).collect())
+}
+
+/// (helpful, unhelpful) summed per key of the `rollup_count` rows of
+/// `kind`, of the days from `since`'s (all days without one). Ratings are
+/// written as they are given, never queued, so nothing is flushed first.
+async fn ratings(lore: &Lore, kind: &str, since: Option<DateTime<Utc>>) -> Result<Vec<(String, (i64, i64))>> {
     use rollup_count::Column as C;
-    let rows: Vec<(String, i64, i64)> = rollup_count::Entity::find()
+    let mut query = rollup_count::Entity::find()
         .select_only()
         .column(C::Key)
         .column_as(bigint_sum(C::Helpful), "helpful")
         .column_as(bigint_sum(C::Unhelpful), "unhelpful")
-        .filter(C::Kind.eq("key"))
-        .filter(C::Day.gte(truncate(since, Granularity::Day)))
-        .filter(C::Key.ne(""))
-        .group_by(C::Key)
-        .into_tuple()
-        .all(&lore.db)
-        .await?;
+        .filter(C::Kind.eq(kind))
+        .group_by(C::Key);
+    if let Some(since) = since {
+        query = query.filter(C::Day.gte(truncate(since, Granularity::Day)));
+    }
+    let rows: Vec<(String, i64, i64)> = query.into_tuple().all(&lore.db).await?;
     Ok(rows.into_iter().map(|(key, helpful, unhelpful)| (key, (helpful, unhelpful))).collect())
 }
 

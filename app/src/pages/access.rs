@@ -232,10 +232,9 @@ fn KeyRow(
             <td><span class={if active { "badge ok" } else { "badge bad" }}>{key.status.clone()}</span></td>
             <td class="usage" data-helpful=key.helpful_7d.to_string() data-unhelpful=key.unhelpful_7d.to_string()>
                 {format!("{} queries · ${:.4}", key.queries_7d, key.estimated_cost_7d)}
-                {match key.helpful_7d + key.unhelpful_7d {
-                    0 => String::new(),
-                    rated => format!(" · {:.0}% helpful ({} of {rated} rated)", key.helpful_7d as f64 * 100.0 / rated as f64, key.helpful_7d),
-                }}
+                {crate::wire::helpful_percent(key.helpful_7d, key.unhelpful_7d)
+                    .map(|rate| format!(" · {rate} helpful ({} of {} rated)", key.helpful_7d, key.helpful_7d + key.unhelpful_7d))
+                    .unwrap_or_default()}
             </td>
             <td>
                 {active.then(|| view! {

@@ -11,8 +11,9 @@ use leptos::prelude::*;
 use crate::client;
 use crate::routes;
 use crate::wire::{
-    GapGroupView, GoldenRequest, GoldenView, MetricPoint, ObservabilityRequest, ObservabilityResponse,
-    PinRequest, QueryCountView, ReviewItemView, ReviewQueueView, ReviewRequest, ReviewedView, SetupState,
+    helpful_percent, GapGroupView, GoldenRequest, GoldenView, MetricPoint, ObservabilityRequest,
+    ObservabilityResponse, PinRequest, QueryCountView, ReviewItemView, ReviewQueueView, ReviewRequest,
+    ReviewedView, SetupState,
 };
 
 /// The range selector's choices: (hours, label).
@@ -96,7 +97,7 @@ fn MetricsView(data: ObservabilityResponse, audience: RwSignal<String>) -> impl 
             <li><span class="value">{format!("{:.0}%", t.hit_rate * 100.0)}</span><span class="name">"cache hit rate"</span></li>
             <li><span class="value">{t.refusals}</span><span class="name">"refusals"</span></li>
             <li class="helpful" data-helpful=t.helpful.to_string() data-unhelpful=t.unhelpful.to_string()>
-                <span class="value">{rate(t.helpful, t.unhelpful)}</span>
+                <span class="value">{helpful_percent(t.helpful, t.unhelpful).unwrap_or_else(|| "—".to_owned())}</span>
                 <span class="name">{format!("rated helpful ({} of {} ratings)", t.helpful, t.helpful + t.unhelpful)}</span>
             </li>
             <li><span class="value">{format!("{:.0} ms", t.p95_ms)}</span><span class="name">"latency p95"</span></li>
@@ -195,22 +196,10 @@ fn num(value: f64) -> String {
     format!("{value:.2}")
 }
 
-/// A helpful rate as a percentage, or a dash without ratings.
-fn rate(helpful: i64, unhelpful: i64) -> String {
-    let rated = helpful + unhelpful;
-    if rated == 0 {
-        "—".to_owned()
-    } else {
-        format!("{:.0}%", helpful as f64 * 100.0 / rated as f64)
-    }
-}
-
-/// A helpful rate with its counts: "75% (3 of 4)".
+/// A helpful rate with its counts: "75% (3 of 4)", or a dash without ratings.
 fn rated(helpful: i64, unhelpful: i64) -> String {
-    match helpful + unhelpful {
-        0 => "—".to_owned(),
-        all => format!("{} ({helpful} of {all})", rate(helpful, unhelpful)),
-    }
+    helpful_percent(helpful, unhelpful)
+        .map_or_else(|| "—".to_owned(), |rate| format!("{rate} ({helpful} of {})", helpful + unhelpful))
 }
 
 fn usd(value: f64) -> String {

@@ -24,7 +24,7 @@ use crate::routes;
 use crate::wire::{
     AnswerResponse, ErrorBody, FeedbackRequest, FeedbackResponse, GoldenRequest, GoldenView, PinRequest,
     PinView, PlaygroundAnswerRequest, ProfileRetrievalView, RetrievalRequest, RoleRow, SearchRequest,
-    SearchResults, StageView,
+    SearchResults, StageView, MAX_COMMENT_CHARS,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -329,7 +329,7 @@ pub(crate) fn Rate(href: String, trace_id: String) -> impl IntoView {
             {move || (chosen.get() == Some(false)).then(|| view! {
                 <form class="rate-why" on:submit=with_comment.clone()>
                     <label>"What was wrong or missing? (optional)"
-                        <textarea name="rating_comment" rows="2" maxlength="1000" prop:value=move || comment.get() on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
+                        <textarea name="rating_comment" rows="2" maxlength=MAX_COMMENT_CHARS.to_string() prop:value=move || comment.get() on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
                     </label>
                     <button type="submit" class="secondary">"Send"</button>
                 </form>

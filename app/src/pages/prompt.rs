@@ -305,10 +305,10 @@ fn History(
                             {v.note.clone().map(|n| view! { <span class="note">{format!(" — {n}")}</span> })}
                             {report.as_ref().map(|r| view! { <span class="meta eval">{format!(" · golden {} of {} right", r.totals.correct, r.totals.questions)}</span> })}
                             <span class="meta helpful" data-helpful=v.helpful.to_string() data-unhelpful=v.unhelpful.to_string()>
-                                {match v.helpful + v.unhelpful {
-                                    0 => " · no ratings yet".to_owned(),
-                                    rated => format!(" · rated helpful {:.0}% ({} of {rated})", v.helpful as f64 * 100.0 / rated as f64, v.helpful),
-                                }}
+                                {crate::wire::helpful_percent(v.helpful, v.unhelpful).map_or_else(
+                                    || " · no ratings yet".to_owned(),
+                                    |rate| format!(" · rated helpful {rate} ({} of {})", v.helpful, v.helpful + v.unhelpful),
+                                )}
                             </span>
                             <button type="button" class="secondary" on:click=move |_| shown.set(Some(("view".into(), view_v.clone())))>"View"</button>
                             {(!v.active).then(|| view! {

@@ -8,8 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{CitationView, GoldenRequest, PinRequest};
 
-/// The longest comment, in characters (`engine::answer::feedback`).
+/// The longest comment, in characters: the engine's
+/// (`engine::answer::feedback::MAX_COMMENT_CHARS`, which a test in
+/// `server::http::openapi` holds this to), for the browser's own limit.
 pub const MAX_COMMENT_CHARS: usize = 1000;
+
+/// A helpful rate as the console shows it ("75%"); none without ratings.
+pub fn helpful_percent(helpful: i64, unhelpful: i64) -> Option<String> {
+    let rated = helpful + unhelpful;
+    (rated > 0).then(|| format!("{:.0}%", helpful as f64 * 100.0 / rated as f64))
+}
 
 /// A rating of one answer (or refusal) by whoever asked it. A second
 /// rating of the same answer replaces the first.
@@ -26,7 +34,7 @@ pub struct FeedbackRequest {
     /// removed, at most 1000 characters (Unicode scalar values), or the
     /// rating is 422 `invalid_input`. Stored as text, never shown as markup.
     #[serde(default)]
-    #[cfg_attr(feature = "ssr", schemars(length(max = 1000)))]
+    #[cfg_attr(feature = "ssr", schemars(length(max = crate::wire::MAX_COMMENT_CHARS)))]
     pub comment: Option<String>,
 }
 

@@ -42,7 +42,11 @@ pub async fn run(
         print_answer(&answered);
     }
     if let Some(rate) = rate {
-        let Some(rating) = ask_rating(&answered.trace.id, rate)? else { return Ok(()) };
+        // Reading the terminal blocks: off the runtime's threads.
+        let trace_id = answered.trace.id.clone();
+        let Some(rating) = tokio::task::spawn_blocking(move || ask_rating(&trace_id, rate)).await?? else {
+            return Ok(());
+        };
         let rated = feedback::rate(&lore, &Asked::Terminal, rating).await.map_err(fail)?;
         let verdict = if rated.helpful { "helpful" } else { "unhelpful" };
         eprintln!("Rated {verdict}: thank you.");

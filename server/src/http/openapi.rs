@@ -312,6 +312,18 @@ mod tests {
         }
     }
 
+    /// The browser's and the document's comment limit is the engine's.
+    #[test]
+    fn the_comment_limit_is_the_engines() {
+        assert_eq!(app::wire::MAX_COMMENT_CHARS, engine::answer::feedback::MAX_COMMENT_CHARS);
+        let schema = document("http://127.0.0.1")["components"]["schemas"]["FeedbackRequest"].clone();
+        assert_eq!(
+            schema["properties"]["comment"]["maxLength"],
+            engine::answer::feedback::MAX_COMMENT_CHARS,
+            "{schema}"
+        );
+    }
+
     /// The whitespace table is Rust's `char::is_whitespace`, which the
     /// engine's trimming and collapsing use, over every character.
     #[test]
