@@ -268,13 +268,12 @@ pub async fn rate(lore: &Lore, by: &Asked, rating: Rating) -> Result<Rated> {
     Ok(Rated { trace_id, helpful: rating.helpful, comment, rated_at, replaced: before.is_some() })
 }
 
-/// What an admin did about a rated answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What an admin did about a rated answer (stored as its [`Done::key`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Done {
-    /// Pinned a corrected answer (the pin's id).
+    /// Pinned a corrected answer.
     Pinned,
-    /// Added it as a golden question (the question's id).
+    /// Added it as a golden question.
     Golden,
     Dismissed,
 }
