@@ -89,7 +89,14 @@ pub struct Retrieval {
     pub candidates: usize,
     /// Candidates dropped by the cutoff.
     pub below_cutoff: usize,
+    /// When none passed the cutoff, the [`NEAREST_BELOW`] best of those it
+    /// dropped that scored at least half the cutoff: what a refusal may list
+    /// as maybe related (a question about nothing in the corpus lists none).
+    pub nearest_below: Vec<Retrieved>,
 }
+
+/// How many candidates below the cutoff a retrieval that found nothing keeps.
+pub const NEAREST_BELOW: usize = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RetrieveError {
@@ -193,8 +200,14 @@ fn fuse(
         .collect();
     results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.chunk.id.cmp(&b.chunk.id)));
     let kept = results.iter().filter(|r| r.score >= settings.score_cutoff).count();
+    let nearest_below = if kept == 0 {
+        let near = settings.score_cutoff / 2.0;
+        results.drain(..).filter(|r| r.score >= near).take(NEAREST_BELOW).collect()
+    } else {
+        Vec::new()
+    };
     results.truncate(kept.min(settings.top_k));
-    Retrieval { results, candidates, below_cutoff: candidates - kept }
+    Retrieval { results, candidates, below_cutoff: candidates - kept, nearest_below }
 }
 
 /// Reorders `results` by the reranker's `scores` (one per result, in the

@@ -61,10 +61,17 @@ test('the Playground answers with citations and a trace, and the corpus diagnost
   assert.equal(await panel.getAttribute('data-refused'), 'false', await panel.innerText());
   assert.equal(await panel.getAttribute('data-cache'), 'miss');
   await panel.locator('li.citation', { hasText: 'Guide 4' }).waitFor();
+  // Statement by statement, each with the sentence of its passage that
+  // says it, the statement's words marked there.
+  const statements = panel.locator('ol.statements li.statement');
+  assert.ok((await statements.count()) > 0, await panel.innerText());
+  const support = statements.first().locator('blockquote.support');
+  assert.ok((await support.innerText()).length > 10);
+  assert.ok((await support.locator('mark').count()) > 0, await support.innerHTML());
   for (const stage of ['readiness', 'exact_cache', 'semantic_cache', 'retrieval', 'generation', 'grounding', 'answer']) {
     assert.equal(await panel.locator(`tr.stage[data-stage="${stage}"]`).count(), 1, stage);
   }
-  assert.equal(await panel.locator('tr.stage[data-stage="grounding"]').getAttribute('data-decision'), 'grounded');
+  assert.equal(await panel.locator('tr.stage[data-stage="grounding"]').getAttribute('data-decision'), 'quoted');
 
   // Asked again: served from the cache.
   await page.getByRole('button', { name: 'Ask' }).click();
@@ -113,6 +120,20 @@ test('the widget snippet from the Access screen answers on a page of an allowed 
   const answer = widget.locator('p.a').last();
   assert.equal(await answer.getAttribute('class'), 'a');
   assert.ok((await answer.textContent()).length > 20);
+  // A citation shows the sentence of its page that supports the answer: on
+  // hover, and with its quote button (a tap, or the keyboard).
+  const quoted = widget.locator('ol.cites li:has(button.quote)').first();
+  const sentence = quoted.locator('blockquote.support').first();
+  assert.equal(await sentence.isVisible(), false);
+  await quoted.hover();
+  await sentence.waitFor({ state: 'visible' });
+  assert.ok((await sentence.locator('mark').count()) > 0, await sentence.innerHTML());
+  await widget.locator('input[name=question]').hover();
+  await sentence.waitFor({ state: 'hidden' });
+  await quoted.locator('button.quote').focus();
+  await quoted.locator('button.quote').press('Enter');
+  await sentence.waitFor({ state: 'visible' });
+  assert.equal(await quoted.locator('button.quote').getAttribute('aria-expanded'), 'true');
   // Ready for the next question once the stream has closed.
   await widget.locator('button.ask:not([disabled])').waitFor();
   // Escape closes the panel and gives the focus back to the launcher.

@@ -692,6 +692,8 @@ mod tests {
                     score: 0.5,
                 })
                 .collect(),
+            statements: Vec::new(),
+            related: Vec::new(),
             cache: CacheOutcome { status: CacheStatus::Bypass, kind: None, similarity: None },
             profile_version: 1,
             trace: Trace {

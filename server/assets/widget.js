@@ -12,7 +12,11 @@
  * The answer is streamed (server-sent events over fetch): while Lore works,
  * each stage it finishes updates the status line (searching, writing,
  * checking); the answer's text follows once it has passed the grounding
- * check, then its citations, numbered as the text cites them.
+ * check, then its citations, numbered as the text cites them. Each citation
+ * shows the sentence of its page that says what the answer took from it
+ * (hover or focus the citation, or press its quote button), the answer's
+ * words in it marked. A refusal lists the pages that may be related, each
+ * with its sentence closest to the question, apart from any answer.
  *
  * Under each answer (and refusal) a thumbs pair rates it (POST
  * /answer/feedback with the answer's trace id and the same key); after a
@@ -49,6 +53,12 @@
     '.a.pending{color:#6b6b6b;font-style:italic}' +
     '.a.refused{color:#6b6b6b}' +
     '.cites{margin:6px 0 0;padding-left:26px;font-size:13px}' +
+    '.cites button.quote{margin-left:4px;border:1px solid #c8c8c8;border-radius:4px;background:#fff;padding:0 5px;font:inherit;cursor:pointer}' +
+    '.cites button.quote:focus-visible{outline:2px solid #1f4e79;outline-offset:1px}' +
+    'blockquote.support{margin:4px 0;padding:4px 8px;border-left:3px solid #1f4e79;background:#f4f7fa;color:#333}' +
+    'blockquote.support mark{background:#fde99b;color:inherit}' +
+    '.related{margin:8px 0 0;font-size:13px}' +
+    '.related ul{margin:4px 0 0;padding-left:18px}' +
     '.error{color:#a4262c}' +
     '.rate{display:flex;align-items:center;gap:6px;margin:6px 0 0;font-size:13px;color:#555}' +
     '.rate button{border:1px solid #c8c8c8;border-radius:6px;background:#fff;padding:2px 8px;font:inherit;cursor:pointer}' +
@@ -123,27 +133,98 @@
     escalation: 'Checking the answer against the sources…',
   };
 
-  function showCitations(citations) {
+  /** A link to a page (or its title alone when its address is not http). */
+  function pageLink(url, label) {
+    var href = url && safeUrl(url);
+    if (!href) return document.createTextNode(label);
+    var link = document.createElement('a');
+    link.href = href;
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+    link.textContent = label;
+    return link;
+  }
+
+  /**
+   * A passage's span as a quote, with the marked words in <mark>: `marks`
+   * are [start, end) ranges of code points of `span.quote`.
+   */
+  function quoteOf(span) {
+    var quote = document.createElement('blockquote');
+    quote.className = 'support';
+    var chars = Array.from(span.quote || '');
+    var at = 0;
+    (span.marks || []).forEach(function (mark) {
+      if (mark[0] < at || mark[1] > chars.length) return;
+      quote.appendChild(document.createTextNode(chars.slice(at, mark[0]).join('')));
+      var marked = document.createElement('mark');
+      marked.textContent = chars.slice(mark[0], mark[1]).join('');
+      quote.appendChild(marked);
+      at = mark[1];
+    });
+    quote.appendChild(document.createTextNode(chars.slice(at).join('')));
+    return quote;
+  }
+
+  function showCitations(citations, statements) {
     if (!citations || !citations.length) return;
     var list = add('ol', 'cites');
     citations.forEach(function (c) {
       var item = document.createElement('li');
       // Numbered as the answer's text cites it: [2] is item 2.
       item.value = c.index;
-      var href = c.url && safeUrl(c.url);
-      var label = c.title || c.url || 'Source';
-      if (href) {
-        var link = document.createElement('a');
-        link.href = href;
-        link.target = '_blank';
-        link.rel = 'noopener noreferrer';
-        link.textContent = label;
-        item.appendChild(link);
-      } else {
-        item.textContent = label;
+      item.appendChild(pageLink(c.url, c.title || c.url || 'Source'));
+      // The sentences of this page the answer's statements rest on.
+      var spans = (statements || []).filter(function (s) {
+        return s.citation === c.index;
+      });
+      if (spans.length) {
+        var quotes = document.createElement('div');
+        quotes.hidden = true;
+        spans.forEach(function (s) {
+          quotes.appendChild(quoteOf(s.support));
+        });
+        var toggle = document.createElement('button');
+        toggle.type = 'button';
+        toggle.className = 'quote';
+        toggle.textContent = '\u201c\u201d';
+        toggle.setAttribute('aria-label', 'Show the supporting sentence');
+        toggle.setAttribute('aria-expanded', 'false');
+        var show = function (open) {
+          quotes.hidden = !open;
+          toggle.setAttribute('aria-expanded', String(open));
+        };
+        var pinned = false;
+        toggle.addEventListener('click', function () {
+          pinned = !pinned;
+          show(pinned);
+        });
+        item.addEventListener('mouseenter', function () {
+          show(true);
+        });
+        item.addEventListener('mouseleave', function () {
+          show(pinned);
+        });
+        item.appendChild(toggle);
+        item.appendChild(quotes);
       }
       list.appendChild(item);
     });
+  }
+
+  /** A refusal's maybe-related pages: a list apart from any answer. */
+  function showRelated(related) {
+    if (!related || !related.length) return;
+    var box = add('div', 'related');
+    box.appendChild(document.createTextNode('These pages may be related:'));
+    var list = document.createElement('ul');
+    related.forEach(function (r) {
+      var item = document.createElement('li');
+      item.appendChild(pageLink(r.url, r.title || r.url || 'A page'));
+      item.appendChild(quoteOf(r.sentence));
+      list.appendChild(item);
+    });
+    box.appendChild(list);
   }
 
   /** Sends a rating of the answer `traceId`; resolves to its stored form. */
@@ -331,7 +412,8 @@
             finished = true;
             pending.className = data.refused ? 'a refused' : 'a';
             pending.textContent = data.answer;
-            showCitations(data.citations);
+            showCitations(data.citations, data.statements);
+            if (data.refused) showRelated(data.related);
             if (data.feedback && data.feedback.trace_id) showRating(data.feedback.trace_id);
           } else if (name === 'error') {
             throw new Error((data.error && data.error.message) || 'Lore could not answer.');

@@ -23,8 +23,8 @@ use crate::client;
 use crate::routes;
 use crate::wire::{
     AnswerResponse, ErrorBody, FeedbackRequest, FeedbackResponse, GoldenRequest, GoldenView, PinRequest,
-    PinView, PlaygroundAnswerRequest, ProfileRetrievalView, RetrievalRequest, RoleRow, SearchRequest,
-    SearchResults, StageView, MAX_COMMENT_CHARS,
+    PinView, PlaygroundAnswerRequest, ProfileRetrievalView, RelatedView, RetrievalRequest, RoleRow,
+    SearchRequest, SearchResults, StageView, SupportView, MAX_COMMENT_CHARS,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ enum Mode {
 
 #[derive(Clone)]
 enum Outcome {
-    Answer(AnswerResponse),
+    Answer(Box<AnswerResponse>),
     Profile(ProfileRetrievalView),
     Corpus(SearchResults),
 }
@@ -89,7 +89,7 @@ pub fn Playground() -> impl IntoView {
                     }
                 })
                 .await
-                .map(Outcome::Answer),
+                .map(|answer| Outcome::Answer(Box::new(answer))),
                 Mode::Profile => client::send::<_, ProfileRetrievalView>(
                     "POST",
                     routes::PLAYGROUND_RETRIEVAL.url(),
@@ -161,8 +161,8 @@ pub fn Playground() -> impl IntoView {
             {move || outcome.get().map(|result| match result {
                 Err(message) => view! { <p class="flash error" role="alert">{message}</p> }.into_any(),
                 Ok(Outcome::Answer(answer)) => view! {
-                    <AnswerPanel answer=answer.clone()/>
-                    <Curate question=answered.get_untracked() answer/>
+                    <AnswerPanel answer=(*answer).clone()/>
+                    <Curate question=answered.get_untracked() answer=*answer/>
                 }.into_any(),
                 Ok(Outcome::Profile(view)) => view! { <ProfilePanel view/> }.into_any(),
                 Ok(Outcome::Corpus(results)) => view! { <Hits results title="Corpus diagnostic: every source, no cutoff" empty="Nothing in the corpus matches"/> }.into_any(),
@@ -228,6 +228,19 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
             <h2>{if answer.refused { "Refused" } else if answer.pinned { "Pinned answer" } else { "Answer" }}</h2>
             <p class="answer-text">{answer.answer.clone()}</p>
             <p class="meta">{cache}" · "{usage_line}</p>
+            {(!answer.statements.is_empty()).then(|| view! {
+                <h3>"Statements and what supports them"</h3>
+                <ol class="statements">
+                    {answer.statements.iter().map(|s| view! {
+                        <li class="statement" data-citation=s.citation>
+                            <span class="statement-text">{s.text.clone()}</span>
+                            <span class="meta">{format!(" [{}]", s.citation)}</span>
+                            <Quote span=s.support.clone()/>
+                        </li>
+                    }).collect_view()}
+                </ol>
+            }.into_any())}
+            {(!answer.related.is_empty()).then(|| view! { <Related related=answer.related.clone()/> }.into_any())}
             {answer.feedback.clone().and_then(|link| Some((link.href?, link.trace_id))).map(|(href, trace_id)| view! { <Rate href trace_id/> }.into_any())}
             {(!answer.citations.is_empty()).then(|| view! {
                 <h3>"Citations"</h3>
@@ -285,6 +298,57 @@ pub(crate) fn AnswerPanel(answer: AnswerResponse) -> impl IntoView {
                     }).collect_view()}
                 </ol>
             })}
+        </div>
+    }
+}
+
+/// A span of a passage, quoted, its marked words in `<mark>`.
+#[component]
+pub(crate) fn Quote(span: SupportView) -> impl IntoView {
+    let chars: Vec<char> = span.quote.chars().collect();
+    let mut parts: Vec<(String, bool)> = Vec::new();
+    let mut at = 0;
+    for [start, end] in span.marks {
+        if start < at || end > chars.len() || start > end {
+            continue;
+        }
+        parts.push((chars[at..start].iter().collect(), false));
+        parts.push((chars[start..end].iter().collect(), true));
+        at = end;
+    }
+    parts.push((chars[at..].iter().collect(), false));
+    view! {
+        <blockquote class="support">
+            {parts.into_iter().map(|(text, marked)| if marked {
+                view! { <mark>{text}</mark> }.into_any()
+            } else {
+                text.into_any()
+            }).collect_view()}
+        </blockquote>
+    }
+}
+
+/// A refusal's closest passages: maybe related, never an answer.
+#[component]
+pub(crate) fn Related(related: Vec<RelatedView>) -> impl IntoView {
+    view! {
+        <div class="related">
+            <h3>"May be related"</h3>
+            <p class="meta">"The documentation does not answer this question; these passages came closest."</p>
+            <ul>
+                {related.into_iter().map(|r| {
+                    let label = r.title.clone();
+                    view! {
+                        <li class="related-passage">
+                            {match r.url.clone() {
+                                Some(url) => view! { <a href=url target="_blank" rel="noopener">{label}</a> }.into_any(),
+                                None => view! { <strong>{label}</strong> }.into_any(),
+                            }}
+                            <Quote span=r.sentence/>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
         </div>
     }
 }

@@ -119,6 +119,7 @@ fn Editor(
     let tone = RwSignal::new(s.behavior.tone.clone());
     let length = RwSignal::new(s.behavior.length.clone());
     let citation_style = RwSignal::new(s.behavior.citation_style.clone());
+    let composition = RwSignal::new(s.behavior.composition.clone());
     let refusal = RwSignal::new(s.behavior.refusal.clone());
     let cache_enabled = RwSignal::new(s.cache.enabled);
     let min_similarity = RwSignal::new(s.cache.min_similarity.to_string());
@@ -147,6 +148,7 @@ fn Editor(
                     tone.set(rendered.behavior.tone);
                     length.set(rendered.behavior.length);
                     citation_style.set(rendered.behavior.citation_style);
+                    composition.set(rendered.behavior.composition);
                     refusal.set(rendered.behavior.refusal);
                 }
                 Err(message) => notice.set(Some((false, message))),
@@ -162,6 +164,7 @@ fn Editor(
         snapshot.behavior.tone = tone.get();
         snapshot.behavior.length = length.get();
         snapshot.behavior.citation_style = citation_style.get();
+        snapshot.behavior.composition = composition.get();
         snapshot.behavior.refusal = refusal.get();
         snapshot.cache.enabled = cache_enabled.get();
         snapshot.cache.min_similarity =
@@ -243,6 +246,11 @@ fn Editor(
                 </select></label>
                 <label>"Citations" <select name="citation_style" prop:value=move || citation_style.get() on:change=move |ev| citation_style.set(event_target_value(&ev))>
                     <option value="inline">"Inline [1]"</option><option value="footnotes">"Footnotes"</option>
+                </select></label>
+                <label>"Answers" <select name="composition" prop:value=move || composition.get() on:change=move |ev| composition.set(event_target_value(&ev))>
+                    <option value="auto">"Automatic: quoted on small on-node models"</option>
+                    <option value="generated">"Written by the model"</option>
+                    <option value="quoted">"Quoted from the passages"</option>
                 </select></label>
             </div>
             <label>"Refusal wording" <input name="refusal" bind:value=refusal/></label>

@@ -104,6 +104,14 @@ pub struct AnswerResponse {
     #[serde(default)]
     pub pinned: bool,
     pub citations: Vec<CitationView>,
+    /// Each statement of the answer with the sentence (or two) of its cited
+    /// passage that says it. Empty for a refusal and a pinned answer.
+    #[serde(default)]
+    pub statements: Vec<StatementView>,
+    /// For a refusal: the closest passages found, which may be related but
+    /// do not answer the question (not citations). Empty otherwise.
+    #[serde(default)]
+    pub related: Vec<RelatedView>,
     pub cache: CacheView,
     pub profile_version: i32,
     pub trace: TraceView,
@@ -146,6 +154,46 @@ pub struct CitationView {
     pub url: Option<String>,
     pub snippet: String,
     pub score: f32,
+}
+
+/// One statement of an answer and what supports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct StatementView {
+    /// The statement, without its list marker and `[n]` markers.
+    pub text: String,
+    /// The `index` of the citation whose passage says it.
+    pub citation: usize,
+    pub support: SupportView,
+}
+
+/// A span of a passage's text: one sentence, or two neighbouring ones.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct SupportView {
+    /// The span, verbatim.
+    pub quote: String,
+    /// Where the span starts in the passage's text (the `text` `/retrieve`
+    /// returns for its chunk), in characters (Unicode code points).
+    pub start: usize,
+    /// Where it ends, exclusive.
+    pub end: usize,
+    /// The statement's (or the question's) words the span says, as
+    /// `[start, end)` character ranges of `quote`.
+    pub marks: Vec<[usize; 2]>,
+}
+
+/// A passage a refusal lists as maybe related.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(schemars::JsonSchema))]
+pub struct RelatedView {
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    /// Its sentence closest to the question.
+    pub sentence: SupportView,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -376,6 +424,12 @@ mod from_engine {
         }
     }
 
+    impl From<engine::answer::grounding::Support> for SupportView {
+        fn from(s: engine::answer::grounding::Support) -> Self {
+            Self { quote: s.quote, start: s.start, end: s.end, marks: s.marks }
+        }
+    }
+
     impl From<engine::answer::Answer> for AnswerResponse {
         fn from(a: engine::answer::Answer) -> Self {
             use engine::answer::CacheStatus;
@@ -385,6 +439,27 @@ mod from_engine {
                 grounded: a.grounded,
                 pinned: a.pinned,
                 citations: a.citations.into_iter().map(CitationView::from).collect(),
+                statements: a
+                    .statements
+                    .into_iter()
+                    .map(|s| StatementView {
+                        text: s.text,
+                        citation: s.citation,
+                        support: SupportView::from(s.support),
+                    })
+                    .collect(),
+                related: a
+                    .related
+                    .into_iter()
+                    .map(|r| RelatedView {
+                        chunk_id: r.chunk_id,
+                        source_id: r.source_id,
+                        document_id: r.document_id,
+                        title: r.title,
+                        url: r.url,
+                        sentence: SupportView::from(r.sentence),
+                    })
+                    .collect(),
                 cache: CacheView {
                     status: match a.cache.status {
                         CacheStatus::Hit => "hit",

@@ -35,6 +35,13 @@ pub struct BehaviorSettings {
     /// `inline` or `footnotes`.
     pub citation_style: String,
     pub refusal: String,
+    /// `auto` (quoted on small on-node models), `generated` or `quoted`.
+    #[serde(default = "auto")]
+    pub composition: String,
+}
+
+fn auto() -> String {
+    "auto".to_owned()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -116,6 +116,53 @@ pub enum CitationStyle {
     Footnotes,
 }
 
+/// How an answer is made of the passages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Composition {
+    /// Quoted on the embedded model and on on-node models smaller than
+    /// [`SMALL_MODEL_PARAMETERS`]; written by the model otherwise.
+    #[default]
+    Auto,
+    /// The model writes the answer in its own words; the grounding check
+    /// judges each statement.
+    Generated,
+    /// The answer is the passages' own sentences, verbatim, chosen by the
+    /// model (quote-first): it cannot state a number or a name the passages
+    /// do not.
+    Quoted,
+}
+
+/// Below this many parameters an on-node model answers in quotes when the
+/// profile's composition is `auto` (its name says its size: `135m`, `0.5b`).
+pub const SMALL_MODEL_PARAMETERS: f64 = 1.0e9;
+
+impl Composition {
+    /// Whether answers from `model` (on this node or not) are quoted.
+    pub fn quotes(self, model: &str, on_node: bool, embedded: bool) -> bool {
+        match self {
+            Composition::Generated => false,
+            Composition::Quoted => true,
+            Composition::Auto => {
+                embedded || (on_node && parameters(model).is_some_and(|n| n < SMALL_MODEL_PARAMETERS))
+            }
+        }
+    }
+}
+
+/// The parameter count a model's name states (`smollm2-135m-instruct`:
+/// 135 million; `qwen2.5-0.5b`: half a billion), if it states one.
+pub fn parameters(model: &str) -> Option<f64> {
+    model.to_lowercase().split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).find_map(|part| {
+        let (number, scale) = match part.strip_suffix('b') {
+            Some(number) => (number, 1.0e9),
+            None => (part.strip_suffix('m')?, 1.0e6),
+        };
+        let n: f64 = number.parse().ok()?;
+        (n > 0.0 && number.starts_with(|c: char| c.is_ascii_digit())).then_some(n * scale)
+    })
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Behavior {
@@ -124,6 +171,9 @@ pub struct Behavior {
     pub citation_style: CitationStyle,
     /// Said when nothing retrievable answers the question.
     pub refusal: String,
+    /// Versions saved before it had none: `auto`.
+    #[serde(default)]
+    pub composition: Composition,
 }
 
 /// When a semantic-cache entry may answer instead of the pipeline.
@@ -274,6 +324,30 @@ fn stored_form(snapshot: &Snapshot) -> Result<serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_on_node_models_answer_in_quotes_unless_the_profile_says_otherwise() {
+        assert_eq!(parameters("smollm2-135m-instruct"), Some(135.0e6));
+        assert_eq!(parameters("SmolLM2-135M-Instruct.Q4_1.gguf"), Some(135.0e6));
+        assert_eq!(parameters("qwen2.5-0.5b-instruct"), Some(0.5e9));
+        assert_eq!(parameters("llama-3.1-8b-instruct"), Some(8.0e9));
+        assert_eq!(parameters("gpt-4o-mini"), None);
+        let auto = Composition::Auto;
+        assert!(auto.quotes("gemma-3-270m", true, false));
+        assert!(!auto.quotes("gemma-3-270m", false, false), "a hosted model writes");
+        assert!(!auto.quotes("llama-3.1-8b-instruct", true, false));
+        assert!(!auto.quotes("phi-mini", true, false), "no size stated: written");
+        assert!(auto.quotes("any.gguf", true, true), "the embedded model quotes");
+        assert!(!Composition::Generated.quotes("smollm2-135m-instruct", true, true));
+        assert!(Composition::Quoted.quotes("gpt-4o", false, false));
+        // Versions saved before the setting read as `auto`.
+        let mut stored =
+            serde_json::to_value(default_snapshot("documentation_assistant", Details::default()).unwrap())
+                .unwrap();
+        stored["behavior"].as_object_mut().unwrap().remove("composition");
+        let read: Snapshot = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.behavior.composition, Composition::Auto);
+    }
 
     #[test]
     fn every_persona_renders_a_prompt_that_names_its_refusal() {

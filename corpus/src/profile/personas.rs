@@ -142,6 +142,7 @@ pub fn default_snapshot(persona_key: &str, details: Details) -> Result<Snapshot>
             length: persona.length,
             citation_style: persona.citation_style,
             refusal: persona.refusal.to_owned(),
+            composition: Composition::Auto,
         },
         cache: CacheGates {
             enabled: true,

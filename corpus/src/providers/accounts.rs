@@ -250,10 +250,9 @@ pub async fn list_models(lore: &Corpus, id: &str) -> Result<Vec<String>> {
 }
 
 /// One chat completion from the target at `endpoint`: the embedded model
-/// in this process, or the provider's server. `tokens`, when given, gets
-/// the reply's text piece by piece as the embedded model or a hosted
-/// family streams it (an OpenAI-compatible server's reply arrives whole,
-/// as one piece).
+/// in this process, or the provider's server, followed as `follow` asks
+/// (see [`client::Follow`]: the reply's pieces as they are written, and an
+/// end where it begins to repeat itself).
 pub async fn chat(
     lore: &Corpus,
     endpoint: &Endpoint,
@@ -261,14 +260,14 @@ pub async fn chat(
     messages: &[Message],
     max_tokens: u32,
     temperature: f32,
-    tokens: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    follow: client::Follow,
 ) -> Result<client::Completion, CallError> {
     if embedded::is_embedded(&endpoint.base) {
         let timeout = std::time::Duration::from_secs(lore.settings.providers.request_timeout_seconds.max(1));
-        return embedded::chat(&lore.settings, &lore.embedded, model, messages, max_tokens, timeout, tokens)
+        return embedded::chat(&lore.settings, &lore.embedded, model, messages, max_tokens, timeout, follow)
             .await;
     }
-    lore.provider_client.chat(endpoint, model, messages, max_tokens, temperature, tokens.as_ref()).await
+    lore.provider_client.chat(endpoint, model, messages, max_tokens, temperature, &follow).await
 }
 
 /// A provider account as every surface sees it. Its key stays sealed in

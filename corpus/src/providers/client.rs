@@ -16,6 +16,7 @@
 //! [`CallError`], so the probe result, the stored `probe_error`, log lines
 //! and API responses only ever see redacted text.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::hosted::{self, Streamed};
 use super::redact::scrub;
+use super::repetition::Repetition;
 use super::sse;
 use crate::settings::Secret;
 
@@ -108,6 +110,27 @@ pub struct Completion {
     pub text: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The reply began to repeat itself and was cut there (only when the
+    /// call asked for it: [`Follow::stop_repeating`]).
+    pub repeated: bool,
+}
+
+/// How a generation is followed as it is written.
+#[derive(Debug, Default)]
+pub struct Follow {
+    /// Each piece of the reply, as it is written.
+    pub tokens: Option<UnboundedSender<String>>,
+    /// End the reply as soon as it repeats itself and keep what came before
+    /// (see [`super::repetition`]): a small model that loops would otherwise
+    /// write until its token budget runs out.
+    pub stop_repeating: bool,
+}
+
+impl Follow {
+    /// A reply watched for repetition, as an answer is.
+    pub fn stopping_repetition() -> Self {
+        Self { tokens: None, stop_repeating: true }
+    }
 }
 
 /// A thin client: one `reqwest::Client`, one timeout for every call.
@@ -203,7 +226,7 @@ impl Client {
         &self,
         endpoint: &Endpoint,
         request: reqwest::RequestBuilder,
-        mut on_event: impl FnMut(sse::Event) -> Result<(), String>,
+        mut on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, String>,
     ) -> Result<(), CallError> {
         let mut response = self.open(endpoint, request).await?;
         let sent: Vec<&str> = endpoint.api_key.iter().map(Secret::expose).collect();
@@ -221,14 +244,20 @@ impl Client {
                 return Err(protocol(format!("the streamed reply is longer than {MAX_STREAM_BYTES} bytes")));
             }
             for event in reader.feed(&chunk).map_err(protocol)? {
-                on_event(event).map_err(|message| CallError::Stream {
+                let flow = on_event(event).map_err(|message| CallError::Stream {
                     endpoint: endpoint.base.clone(),
                     message: scrub(&message, &sent),
                 })?;
+                if flow.is_break() {
+                    // Dropping the response closes the connection: the
+                    // server stops writing.
+                    return Ok(());
+                }
             }
         }
         if let Some(event) = reader.finish().map_err(protocol)? {
-            on_event(event).map_err(|message| CallError::Stream {
+            // The last event: nothing is left to read, whatever it says.
+            let _ = on_event(event).map_err(|message| CallError::Stream {
                 endpoint: endpoint.base.clone(),
                 message: scrub(&message, &sent),
             })?;
@@ -260,9 +289,11 @@ impl Client {
         CallError::Protocol { endpoint: endpoint.base.clone(), reason: reason.to_owned() }
     }
 
-    /// One chat completion. `tokens`, when given, gets the reply's text
-    /// piece by piece where the protocol streams it (the hosted families),
-    /// or whole.
+    /// One chat completion, followed as `follow` asks: `tokens`, when
+    /// given, gets the reply's text piece by piece where the protocol streams
+    /// it (the hosted families, and an OpenAI-compatible server when the
+    /// reply is watched for repetition), or whole; `stop_repeating` ends the
+    /// reply where it began to repeat itself and keeps what came before.
     pub async fn chat(
         &self,
         endpoint: &Endpoint,
@@ -270,15 +301,69 @@ impl Client {
         messages: &[Message],
         max_tokens: u32,
         temperature: f32,
-        tokens: Option<&UnboundedSender<String>>,
+        follow: &Follow,
     ) -> Result<Completion, CallError> {
+        let tokens = follow.tokens.as_ref();
+        let mut watch = follow.stop_repeating.then(Repetition::default);
+        // Each piece goes to the listener, then to the watch: a reply that
+        // repeats itself is read no further.
+        let mut next = |piece: Option<String>| {
+            let repeating = match (&mut watch, &piece) {
+                (Some(watch), Some(piece)) => watch.push(piece),
+                _ => false,
+            };
+            forward(tokens, piece);
+            if repeating {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
         let streamed = match endpoint.protocol {
-            Protocol::OpenAi => {
+            Protocol::OpenAi if !follow.stop_repeating => {
                 let completion = self.openai_chat(endpoint, model, messages, max_tokens, temperature).await?;
                 if let Some(tokens) = tokens {
                     let _ = tokens.send(completion.text.clone());
                 }
                 return Ok(completion);
+            }
+            Protocol::OpenAi => {
+                let body = serde_json::json!({
+                    "model": model,
+                    "messages": messages,
+                    "max_tokens": max_tokens,
+                    "temperature": temperature,
+                    "stream": true,
+                    "stream_options": { "include_usage": true },
+                });
+                // Not kept for the next call: llama.cpp's server closes a
+                // streamed reply's connection after it, and a pooled one it
+                // closed fails the next request at once.
+                let request = self
+                    .request(reqwest::Method::POST, endpoint, "chat/completions")
+                    .header(reqwest::header::CONNECTION, "close")
+                    .json(&body);
+                let mut streamed = Streamed::default();
+                let sent = self
+                    .stream(endpoint, request, |event| {
+                        let piece = streamed.openai(&event.data).map_err(|failure| failure.0)?;
+                        Ok(next(piece))
+                    })
+                    .await;
+                match sent {
+                    // A server that takes no streamed completion (or not its
+                    // usage option) answers whole, unwatched.
+                    Err(CallError::Status { status: 400 | 422, .. }) if streamed.pieces == 0 => {
+                        let completion =
+                            self.openai_chat(endpoint, model, messages, max_tokens, temperature).await?;
+                        if let Some(tokens) = tokens {
+                            let _ = tokens.send(completion.text.clone());
+                        }
+                        return Ok(completion);
+                    }
+                    sent => sent?,
+                }
+                streamed
             }
             Protocol::Anthropic => {
                 let body = hosted::anthropic_request(model, messages, max_tokens, temperature);
@@ -286,8 +371,7 @@ impl Client {
                 let mut streamed = Streamed::default();
                 self.stream(endpoint, request, |event| {
                     let piece = streamed.anthropic(&event.name, &event.data).map_err(|failure| failure.0)?;
-                    forward(tokens, piece);
-                    Ok(())
+                    Ok(next(piece))
                 })
                 .await?;
                 streamed
@@ -300,20 +384,31 @@ impl Client {
                 let mut streamed = Streamed::default();
                 self.stream(endpoint, request, |event| {
                     let piece = streamed.gemini(&event.data).map_err(|failure| failure.0)?;
-                    forward(tokens, piece);
-                    Ok(())
+                    Ok(next(piece))
                 })
                 .await?;
                 streamed
             }
         };
+        if let Some(kept) = watch.as_ref().and_then(Repetition::kept) {
+            // Cut short: the provider never said it was complete, nor
+            // (mostly) how many tokens it wrote: each streamed piece is about one.
+            return Ok(Completion {
+                text: kept.to_owned(),
+                input_tokens: streamed.input_tokens,
+                output_tokens: streamed.output_tokens.max(streamed.pieces),
+                repeated: true,
+            });
+        }
         if !streamed.complete {
             return Err(self.unreadable(endpoint, "the streamed reply ended before it said it was complete"));
         }
         Ok(Completion {
             text: streamed.text,
             input_tokens: streamed.input_tokens,
-            output_tokens: streamed.output_tokens,
+            // A server that does not count: about one token a piece.
+            output_tokens: if streamed.output_tokens == 0 { streamed.pieces } else { streamed.output_tokens },
+            repeated: false,
         })
     }
 
@@ -357,7 +452,12 @@ impl Client {
                 CallError::Protocol { endpoint: endpoint.base.clone(), reason: "no choices".into() }
             })?;
         let usage = response.usage.unwrap_or(Usage { prompt_tokens: 0, completion_tokens: 0 });
-        Ok(Completion { text, input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens })
+        Ok(Completion {
+            text,
+            input_tokens: usage.prompt_tokens,
+            output_tokens: usage.completion_tokens,
+            repeated: false,
+        })
     }
 
     /// Embeddings of `inputs`, in order.

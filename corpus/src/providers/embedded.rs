@@ -15,15 +15,17 @@
 //! - Loaded models stay in memory (one per file) until the file changes.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{mpsc, Mutex, Semaphore};
+use tokio::sync::{Mutex, Semaphore};
 
-use super::client::{CallError, Completion, Message};
+use super::client::{CallError, Completion, Follow, Message};
 use super::gguf::{self, GenerateError};
+use super::repetition::Repetition;
 use crate::fetch::{self, Progress};
 use crate::Settings;
 
@@ -173,7 +175,7 @@ pub async fn chat(
     messages: &[Message],
     max_tokens: u32,
     timeout: Duration,
-    tokens: Option<mpsc::UnboundedSender<String>>,
+    follow: Follow,
 ) -> Result<Completion, CallError> {
     let started = Instant::now();
     let label = endpoint_label(model);
@@ -205,20 +207,31 @@ pub async fn chat(
     let (messages, stop) = (messages.to_vec(), cancel.clone());
     let run = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        let Follow { tokens, stop_repeating } = follow;
+        let mut watch = stop_repeating.then(Repetition::default);
         let mut send = |piece: &str| {
             if let Some(tokens) = &tokens {
                 let _ = tokens.send(piece.to_owned());
             }
+            let repeating = watch.as_mut().is_some_and(|watch| watch.push(piece));
+            if repeating {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         };
-        loaded.generate(&messages, max_tokens, deadline, &stop, &mut send)
+        let generated = loaded.generate(&messages, max_tokens, deadline, &stop, &mut send);
+        let kept = watch.as_ref().and_then(Repetition::kept).map(str::to_owned);
+        generated.map(|generated| (generated, kept))
     });
     // Dropping this future (a caller that stopped waiting) cancels the
     // generation at its next token.
     let _cancel_on_drop = CancelOnDrop(cancel);
     let generated = run.await.map_err(|err| unusable(format!("the generation stopped: {err}")))?;
     match generated {
-        Ok(generated) => Ok(Completion {
-            text: generated.text,
+        Ok((generated, kept)) => Ok(Completion {
+            repeated: kept.is_some(),
+            text: kept.unwrap_or(generated.text),
             input_tokens: generated.input_tokens,
             output_tokens: generated.output_tokens,
         }),

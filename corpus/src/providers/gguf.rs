@@ -20,6 +20,7 @@
 //! the model.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -159,15 +160,15 @@ impl Model {
     /// Generates a reply to `messages`: greedy (temperature 0: the same
     /// question gets the same answer), at most
     /// `max_tokens`, stopping at the end-of-turn token. Each piece of text
-    /// goes to `on_text` as soon as it decodes. Checks `deadline` and
-    /// `cancel` between tokens.
+    /// goes to `on_text` as soon as it decodes; the generation ends when
+    /// `on_text` says to break. Checks `deadline` and `cancel` between tokens.
     pub fn generate(
         &self,
         messages: &[Message],
         max_tokens: u32,
         deadline: Instant,
         cancel: &AtomicBool,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_text: &mut (dyn FnMut(&str) -> ControlFlow<()> + Send),
     ) -> Result<Generated, GenerateError> {
         // The loop runs on one of rayon's threads: each product then
         // splits with a worker that is still awake from the last one,
@@ -183,7 +184,7 @@ impl Model {
         max_tokens: u32,
         deadline: Instant,
         cancel: &AtomicBool,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_text: &mut (dyn FnMut(&str) -> ControlFlow<()> + Send),
     ) -> Result<Generated, GenerateError> {
         let started = Instant::now();
         let prompt = self.prompt(messages)?;
@@ -220,8 +221,11 @@ impl Model {
             // split over two tokens is sent once it is whole.
             let text = self.decode(&reply)?;
             if text.len() > sent && !text.ends_with('\u{FFFD}') && text.is_char_boundary(sent) {
-                on_text(&text[sent..]);
+                let flow = on_text(&text[sent..]);
                 sent = text.len();
+                if flow.is_break() {
+                    break;
+                }
             }
             if step + 1 == max_tokens {
                 break;
@@ -230,7 +234,7 @@ impl Model {
         }
         let text = self.decode(&reply)?;
         if text.len() > sent && text.is_char_boundary(sent) {
-            on_text(&text[sent..]);
+            let _ = on_text(&text[sent..]);
         }
         Ok(Generated {
             text: text.trim().to_owned(),

@@ -96,9 +96,11 @@ pub struct Streamed {
     pub text: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// The stream said it is complete (`message_stop`; for Gemini, a chunk
-    /// with a finish reason).
+    /// The stream said it is complete (`message_stop`; for Gemini and an
+    /// OpenAI-compatible server, a chunk with a finish reason).
     pub complete: bool,
+    /// How many pieces of text it sent (about one a token).
+    pub pieces: u64,
 }
 
 /// Why a stream failed after it started: the provider's own message.
@@ -130,9 +132,7 @@ impl Streamed {
                 Ok(None)
             }
             "content_block_delta" if event["delta"]["type"] == "text_delta" => {
-                let piece = event["delta"]["text"].as_str().unwrap_or_default().to_owned();
-                self.text.push_str(&piece);
-                Ok((!piece.is_empty()).then_some(piece))
+                Ok(self.add(event["delta"]["text"].as_str().unwrap_or_default().to_owned()))
             }
             "message_delta" => {
                 // Cumulative counts; the input is repeated only by newer
@@ -157,6 +157,40 @@ impl Streamed {
             )),
             _ => Ok(None),
         }
+    }
+
+    /// Takes one chunk of an OpenAI-compatible server's streamed chat
+    /// completion; returns the text piece it added.
+    pub fn openai(&mut self, data: &str) -> Result<Option<String>, StreamFailure> {
+        if data.trim() == "[DONE]" {
+            self.complete = true;
+            return Ok(None);
+        }
+        let chunk = parse(data)?;
+        if let Some(message) = chunk["error"]["message"].as_str() {
+            return Err(StreamFailure(message.to_owned()));
+        }
+        let usage = &chunk["usage"];
+        if usage.is_object() {
+            self.input_tokens = count(&usage["prompt_tokens"]);
+            self.output_tokens = count(&usage["completion_tokens"]);
+        }
+        let choice = &chunk["choices"][0];
+        if choice["finish_reason"].is_string() {
+            self.complete = true;
+        }
+        let piece = choice["delta"]["content"].as_str().unwrap_or_default().to_owned();
+        Ok(self.add(piece))
+    }
+
+    /// Adds a piece of the reply's text; the piece, unless empty.
+    fn add(&mut self, piece: String) -> Option<String> {
+        if piece.is_empty() {
+            return None;
+        }
+        self.pieces += 1;
+        self.text.push_str(&piece);
+        Some(piece)
     }
 
     /// Takes one Gemini chunk; returns the text piece it added.
@@ -185,8 +219,7 @@ impl Streamed {
         if candidate["finishReason"].is_string() {
             self.complete = true;
         }
-        self.text.push_str(&piece);
-        Ok((!piece.is_empty()).then_some(piece))
+        Ok(self.add(piece))
     }
 }
 
@@ -256,7 +289,7 @@ mod tests {
         streamed.anthropic("message_stop", r#"{"type":"message_stop"}"#).unwrap();
         assert_eq!(
             streamed,
-            Streamed { text: "Hello".into(), input_tokens: 30, output_tokens: 15, complete: true }
+            Streamed { text: "Hello".into(), input_tokens: 30, output_tokens: 15, complete: true, pieces: 2 }
         );
         let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
@@ -274,10 +307,34 @@ mod tests {
         streamed.gemini(last).unwrap();
         assert_eq!(
             streamed,
-            Streamed { text: "Hello".into(), input_tokens: 9, output_tokens: 5, complete: true }
+            Streamed { text: "Hello".into(), input_tokens: 9, output_tokens: 5, complete: true, pieces: 2 }
         );
         let blocked = r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#;
         assert!(Streamed::default().gemini(blocked).unwrap_err().0.contains("SAFETY"));
+    }
+
+    #[test]
+    fn an_openai_compatible_stream_gives_its_text_and_usage() {
+        let mut streamed = Streamed::default();
+        let piece = |t: &str| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{t}"}}}}]}}"#);
+        assert_eq!(streamed.openai(&piece("Hel")).unwrap().as_deref(), Some("Hel"));
+        assert_eq!(
+            streamed.openai(r#"{"choices":[{"index":0,"delta":{"role":"assistant"}}]}"#).unwrap(),
+            None
+        );
+        streamed.openai(&piece("lo")).unwrap();
+        assert!(!streamed.complete);
+        streamed.openai(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#).unwrap();
+        streamed
+            .openai(r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":2,"total_tokens":14}}"#)
+            .unwrap();
+        streamed.openai("[DONE]").unwrap();
+        assert_eq!(
+            streamed,
+            Streamed { text: "Hello".into(), input_tokens: 12, output_tokens: 2, complete: true, pieces: 2 }
+        );
+        let failed = r#"{"error":{"message":"the model is loading"}}"#;
+        assert_eq!(Streamed::default().openai(failed), Err(StreamFailure("the model is loading".into())));
     }
 
     #[test]

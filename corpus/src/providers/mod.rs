@@ -31,6 +31,7 @@ mod presets;
 mod probes;
 mod quick_add;
 pub mod redact;
+pub mod repetition;
 mod roles;
 pub mod sse;
 mod targets;

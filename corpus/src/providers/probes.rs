@@ -46,7 +46,7 @@ pub(super) async fn probe_call(lore: &Corpus, endpoint: &Endpoint, target: &Targ
         }
         Capability::Generation => {
             let probe = [Message::user("Reply with the single word: ok")];
-            chat(lore, endpoint, &target.model, &probe, 8, 0.0, None).await?;
+            chat(lore, endpoint, &target.model, &probe, 8, 0.0, client::Follow::default()).await?;
             Ok(())
         }
     }

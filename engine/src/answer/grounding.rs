@@ -37,6 +37,9 @@
 //! `answer::verify`).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
 
 const STOP_WORDS: &[&str] = &[
     "the",
@@ -213,6 +216,10 @@ const REFERRING: &[&str] = &["this", "these", "those", "such"];
 /// supported.
 const MAX_REPEATS: usize = 3;
 
+/// The share of a claim's words, said only outside a span, that makes the
+/// span not its quote: a quarter of what it says comes from elsewhere.
+const ELSEWHERE_SHARE: f32 = 0.25;
+
 /// How many words either side of a fact count as near it.
 const FACT_REACH: usize = 12;
 
@@ -284,6 +291,23 @@ pub struct Judgement {
     pub missing: Vec<String>,
     /// What else decided it: a negation that differs, a second opinion.
     pub notes: Vec<String>,
+    /// The sentence (or two) of its passage that says it: what a reader
+    /// checks it against. A claim without one is not supported.
+    pub support: Option<Support>,
+}
+
+/// The span of a passage's text that supports a statement: one sentence, or
+/// two neighbouring ones. Offsets count characters (Unicode scalar values)
+/// of the passage's text, end exclusive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Support {
+    /// The span, verbatim.
+    pub quote: String,
+    pub start: usize,
+    pub end: usize,
+    /// The words and facts of the statement the span says, as character
+    /// ranges of `quote` (`[start, end)`), in order.
+    pub marks: Vec<[usize; 2]>,
 }
 
 impl Judgement {
@@ -471,6 +495,7 @@ pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f3
             matched: Vec::new(),
             missing: Vec::new(),
             notes: vec!["there are no passages".into()],
+            support: None,
         });
         judgement.statement = sentence.trim().to_owned();
         if judgement.supported {
@@ -495,6 +520,202 @@ pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f3
     verdict
 }
 
+/// The most sentences a quoted answer serves.
+pub const MAX_QUOTED: usize = 3;
+
+/// A quote-first answer: the passages' own sentences that the model's reply
+/// copied, verbatim.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Quoted {
+    /// The sentences, each with its passage's marker (`… [2].`), one a
+    /// line, in the reply's order; empty when nothing was copied.
+    pub text: String,
+    /// How many sentences it quotes.
+    pub sentences: usize,
+    /// The reply's sentences that copy none of the passages' (left out).
+    pub uncopied: Vec<String>,
+    /// A reply sentence that copies a passage's sentence but states a number
+    /// or name that sentence does not: the reply is not served.
+    pub altered: Option<String>,
+}
+
+impl Quoted {
+    /// One line for the trace.
+    pub fn explain(&self) -> String {
+        if let Some(altered) = &self.altered {
+            return format!(
+                "the reply copies a sentence of the passages but changes its facts: \u{ab}{}\u{bb}",
+                shorten(altered, 90)
+            );
+        }
+        let mut line = match self.sentences {
+            0 => "the reply copies no sentence of the passages".to_owned(),
+            1 => "the answer quotes 1 sentence of the passages verbatim".to_owned(),
+            n => format!("the answer quotes {n} sentences of the passages verbatim"),
+        };
+        if !self.uncopied.is_empty() {
+            line.push_str(&format!(
+                "; {} sentences of the reply copy none and are left out",
+                self.uncopied.len()
+            ));
+        }
+        line
+    }
+}
+
+/// Quote-first: each statement of the model's `reply` is matched to the
+/// sentence of the passages it copies (its words found there to the share
+/// `min_support`, the most specific weighing most; among the passages it
+/// cites, or all; a sentence that says none of the question's words, nor
+/// continues one that does, or lacks a number the question states, or
+/// stands in a passage that never names what the question names, answers
+/// something else and is never chosen),
+/// and the answer is those sentences, verbatim, at most
+/// [`MAX_QUOTED`]. The model only chooses: a number or a name in the answer
+/// is one the passages state. A reply sentence that copies one but states a
+/// number or name it does not (an "improved" copy) makes the reply
+/// unservable.
+pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32) -> Quoted {
+    let evidence: Vec<Evidence> = passages.iter().map(Evidence::new).collect();
+    let asked_tokens = tokens(question);
+    let asked: HashSet<String> = asked_tokens.iter().filter_map(|t| t.stem.clone()).collect();
+    let numbers: Vec<String> = asked_tokens.iter().filter_map(|t| t.number.clone()).collect();
+    let strong_names: Vec<&Token> = asked_tokens.iter().filter(|t| t.strong_name).collect();
+    let mut chosen: Vec<(usize, usize)> = Vec::new();
+    let mut quoted = Quoted::default();
+    for sentence in sentences(reply) {
+        let markers: Vec<usize> =
+            citation_markers(sentence).into_iter().filter(|&n| n >= 1 && n <= passages.len()).collect();
+        let plain = strip_markers(without_list_marker(sentence));
+        let claim = Claim::new(&plain, &asked_tokens);
+        if claim.words.is_empty() || !claim.words.iter().any(|(stem, _)| !asked.contains(stem)) {
+            continue;
+        }
+        let candidates: Vec<usize> =
+            if markers.is_empty() { (1..=passages.len()).collect() } else { markers };
+        let mut best: Option<(f32, usize, usize)> = None;
+        for n in candidates {
+            let evidence = &evidence[n - 1];
+            // A passage that never names what the question names (an
+            // identifier, `PostgreSQL`) is about something else.
+            if !strong_names.iter().all(|name| evidence.mentions(name)) {
+                continue;
+            }
+            for i in 1..evidence.sentences.len() {
+                // A number of the question ("guide 5") is in the sentence,
+                // the one it continues, or the page's title or heading.
+                let holds = |j: usize, number: &String| {
+                    evidence.sentences[j].iter().any(|t| t.number.as_ref() == Some(number))
+                };
+                let numbered = numbers.iter().all(|number| {
+                    holds(i, number)
+                        || holds(0, number)
+                        || (i > 1 && evidence.continues[i] && holds(i - 1, number))
+                });
+                if !numbered {
+                    continue;
+                }
+                // A sentence that says none of the question's words (itself,
+                // or the sentence it continues) answers something else.
+                let speaks_of = |j: usize| {
+                    evidence.sentences[j].iter().any(|t| t.stem.as_ref().is_some_and(|s| asked.contains(s)))
+                };
+                if !(speaks_of(i) || (i > 1 && evidence.continues[i] && speaks_of(i - 1))) {
+                    continue;
+                }
+                let stems: HashSet<&String> =
+                    evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
+                let found: Vec<&String> =
+                    claim.words.iter().map(|(stem, _)| stem).filter(|stem| stems.contains(stem)).collect();
+                if share(found.len(), claim.words.len()) < min_support {
+                    continue;
+                }
+                let score: f32 = found.iter().map(|stem| evidence.weight(stem)).sum();
+                if best.is_none_or(|(top, _, _)| score > top) {
+                    best = Some((score, n, i));
+                }
+            }
+        }
+        let Some((_, n, i)) = best else {
+            quoted.uncopied.push(sentence.trim().to_owned());
+            continue;
+        };
+        // Its numbers and unmistakable names (identifiers, inner capitals)
+        // are the copied sentence's, the question's or the page's title's.
+        let same = |a: &Token, b: &Token| match &a.number {
+            Some(number) => b.number.as_ref() == Some(number),
+            None => a.lower == b.lower,
+        };
+        let copied = &evidence[n - 1].sentences[i];
+        let title = &evidence[n - 1].sentences[0];
+        let altered =
+            tokens(&plain).into_iter().filter(|t| t.number.is_some() || t.strong_name).any(|fact| {
+                ![copied, title, &asked_tokens]
+                    .iter()
+                    .any(|known| known.iter().any(|token| same(&fact, token)))
+            });
+        if altered {
+            return Quoted { altered: Some(sentence.trim().to_owned()), ..Quoted::default() };
+        }
+        if !chosen.contains(&(n, i)) && chosen.len() < MAX_QUOTED {
+            chosen.push((n, i));
+        }
+    }
+    let cited: Vec<String> = chosen
+        .iter()
+        .filter_map(|&(n, i)| {
+            let evidence = &evidence[n - 1];
+            let text = evidence.text.get(evidence.ranges[i].clone())?.trim();
+            // The marker goes before the sentence's closing stop.
+            Some(match text.char_indices().next_back() {
+                Some((at, '.' | '!' | '?' | ':')) => {
+                    format!("{} [{n}]{}", text[..at].trim_end(), &text[at..])
+                }
+                _ => format!("{text} [{n}]"),
+            })
+        })
+        .collect();
+    quoted.sentences = cited.len();
+    // One a line: a passage's list item has no stop to end it.
+    quoted.text = cited.join("\n");
+    quoted
+}
+
+/// A statement of an answer as a reader sees it apart: without its list
+/// marker and its citation markers, spaces collapsed.
+pub fn plain_statement(statement: &str) -> String {
+    strip_markers(without_list_marker(statement)).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The sentence of `passage`'s text closest to `question` (its most
+/// specific words weighing most), with the question's words marked; the
+/// first sentence when none shares a word with it. What a refusal shows of
+/// a passage that may be related.
+pub fn closest_sentence(question: &str, passage: &Passage) -> Option<Support> {
+    let evidence = Evidence::new(passage);
+    let asked = Claim::new(question, &[]);
+    // The most specific of the question's words, then the most words: a
+    // heading line ("Maximum Number Of Rows In A Table.") says less than the
+    // sentence under it.
+    let mut best: Option<((f32, usize), usize)> = None;
+    for i in 1..evidence.sentences.len() {
+        let stems: HashSet<&String> = evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
+        let score: f32 = asked
+            .words
+            .iter()
+            .filter(|(stem, _)| stems.contains(stem))
+            .map(|(stem, _)| evidence.weight(stem))
+            .sum();
+        let key = (score, stems.len());
+        if score > 0.0 && best.is_none_or(|((top, words), _)| key.0 > top || (key.0 == top && key.1 > words))
+        {
+            best = Some((key, i));
+        }
+    }
+    let at = best.map(|(_, i)| i).or_else(|| (evidence.sentences.len() > 1).then_some(1))?;
+    evidence.quote(at, at, &asked)
+}
+
 /// One word of a text, as the check sees it.
 #[derive(Clone, Debug, Default)]
 struct Token {
@@ -516,6 +737,11 @@ struct Token {
 /// each stem (its title and heading are sentence 0).
 struct Evidence {
     sentences: Vec<Vec<Token>>,
+    /// Where each sentence is in the passage's text, in bytes (the title's,
+    /// sentence 0, is empty).
+    ranges: Vec<Range<usize>>,
+    /// The passage's text, which spans quote.
+    text: String,
     /// Sentences that continue the one before.
     continues: Vec<bool>,
     /// Stems of the strong names of the title and heading.
@@ -533,7 +759,12 @@ impl Evidence {
         let topic_names = context.iter().filter(|t| t.name).map(|t| t.lower.clone()).collect();
         let mut sentences = vec![context];
         let mut continues = vec![false];
+        // The title's is empty.
+        let mut ranges: Vec<Range<usize>> = Vec::new();
+        ranges.push(0..0);
         for sentence in self::sentences(&passage.text) {
+            let at = offset_in(&passage.text, sentence);
+            ranges.push(at..at + sentence.len());
             let opening: Vec<String> = sentence
                 .split_whitespace()
                 .take(5)
@@ -554,7 +785,7 @@ impl Evidence {
                 *spread.entry(stem.clone()).or_default() += 1;
             }
         }
-        Self { sentences, continues, topic, topic_names, spread }
+        Self { sentences, ranges, text: passage.text.clone(), continues, topic, topic_names, spread }
     }
 
     /// How specific `stem` is to the sentences that hold it: rare words weigh
@@ -587,6 +818,24 @@ impl Evidence {
         by_stem
             || self.topic_names.contains(&name.lower)
             || self.sentences.iter().flatten().any(|token| token.lower == name.lower)
+    }
+
+    /// Sentences `from` to `to` of the text, verbatim, with `claim`'s words
+    /// and facts marked.
+    fn quote(&self, from: usize, to: usize, claim: &Claim) -> Option<Support> {
+        let range = self.ranges.get(from)?.start..self.ranges.get(to)?.end;
+        let raw = self.text.get(range.clone())?;
+        let quote = raw.trim();
+        if quote.is_empty() {
+            return None;
+        }
+        let start = self.text[..range.start + offset_in(raw, quote)].chars().count();
+        Some(Support {
+            quote: quote.to_owned(),
+            start,
+            end: start + quote.chars().count(),
+            marks: claim.marks(quote),
+        })
     }
 
     /// Sentences `i - 1` to `i + 1` of the text (not the title).
@@ -732,11 +981,17 @@ impl Claim {
 
         // 2. Each fact, near the subject.
         let mut bound_in: Option<(f32, usize)> = None;
+        // For each fact bound in the text, the sentences it is bound in (a
+        // fact may be stated twice): its span holds one of each.
+        let mut anchors: Vec<Vec<usize>> = Vec::new();
         for fact in &self.facts {
             match self.binding(fact, evidence) {
                 Some((coverage, sentence)) => {
                     if coverage >= min_support {
                         matched.push(fact.shown().to_owned());
+                        if sentence > 0 {
+                            anchors.push(self.bound_sentences(fact, evidence, min_support));
+                        }
                     } else {
                         missing.push(format!("{} (not near the statement's other words)", fact.shown()));
                     }
@@ -814,6 +1069,18 @@ impl Claim {
             }
         }
 
+        // 4. A span to quote: one sentence, or two neighbouring ones, that
+        //    hold its facts and its words.
+        let support = if margin >= 0.0 { self.span(evidence, &anchors, min_support) } else { None };
+        if margin >= 0.0 && support.is_none() {
+            notes.push(if anchors.len() > 1 {
+                "its facts are stated in sentences of the passage too far apart to quote together".to_owned()
+            } else {
+                "no sentence of the passage, nor two neighbouring ones, says it".to_owned()
+            });
+            margin = margin.min(-0.0001);
+        }
+
         Judgement {
             statement: String::new(),
             passage: None,
@@ -822,7 +1089,106 @@ impl Claim {
             matched,
             missing,
             notes,
+            support,
         }
+    }
+
+    /// The span of `evidence` that supports the claim: one sentence, or else
+    /// two neighbouring sentences, holding a sentence each of its facts is
+    /// bound in (`anchors`, per fact) and its words to the share
+    /// `min_support`, and fewer than [`ELSEWHERE_SHARE`] of them among the
+    /// words it adds to the question that the passage says only outside it;
+    /// of those, the one saying its most specific words. `None` when no such
+    /// span exists.
+    fn span(&self, evidence: &Evidence, anchors: &[Vec<usize>], min_support: f32) -> Option<Support> {
+        let last = evidence.sentences.len().checked_sub(1).filter(|&last| last > 0)?;
+        (0..=1).find_map(|extra| self.best_span(evidence, anchors, min_support, last, extra))
+    }
+
+    /// [`Claim::span`] among the spans of `extra + 1` sentences.
+    fn best_span(
+        &self,
+        evidence: &Evidence,
+        anchors: &[Vec<usize>],
+        min_support: f32,
+        last: usize,
+        extra: usize,
+    ) -> Option<Support> {
+        let mut best: Option<(f32, usize, usize)> = None;
+        for from in 1..=last {
+            let to = from + extra;
+            if to > last {
+                break;
+            }
+            if !anchors.iter().all(|bound| bound.iter().any(|&a| (from..=to).contains(&a))) {
+                continue;
+            }
+            let stems: HashSet<&String> =
+                evidence.sentences[from..=to].iter().flatten().filter_map(|t| t.stem.as_ref()).collect();
+            let held: Vec<&String> = self
+                .words
+                .iter()
+                .map(|(stem, _)| stem)
+                .filter(|stem| stems.contains(stem) || evidence.topic.contains(*stem))
+                .collect();
+            if share(held.len(), self.words.len()) < min_support {
+                continue;
+            }
+            // Words it adds to the question that the passage says only
+            // elsewhere (and says rarely): when they are a good part of what
+            // it says, the claim joins this span to another part of the
+            // passage, which no quote shows.
+            let elsewhere = self
+                .words
+                .iter()
+                .filter(|(stem, _)| {
+                    !stems.contains(stem)
+                        && !self.asked.contains(stem)
+                        && !evidence.sentences[0].iter().any(|t| t.stem.as_ref() == Some(stem))
+                        && evidence.spread.get(stem).is_some_and(|&n| 2 * n < evidence.sentences.len())
+                })
+                .count();
+            if share(elsewhere, self.words.len()) >= ELSEWHERE_SHARE {
+                continue;
+            }
+            // Words the span itself says (not only its title).
+            let said: f32 =
+                held.iter().filter(|stem| stems.contains(*stem)).map(|stem| evidence.weight(stem)).sum();
+            if said <= 0.0 && anchors.is_empty() {
+                continue;
+            }
+            if best.is_none_or(|(top, _, _)| said > top) {
+                best = Some((said, from, to));
+            }
+        }
+        let (_, from, to) = best?;
+        evidence.quote(from, to, self)
+    }
+
+    /// The character ranges of `quote` that say one of the claim's words or
+    /// facts.
+    fn marks(&self, quote: &str) -> Vec<[usize; 2]> {
+        let stems: HashSet<&str> = self.words.iter().map(|(stem, _)| stem.as_str()).collect();
+        let mut marks = Vec::new();
+        for chunk in quote.split_whitespace() {
+            let word = trim_word(chunk);
+            if word.is_empty() {
+                continue;
+            }
+            // An identifier is marked when it is one of the facts, not for
+            // the words it is made of (`SQLITE_MAX_ATTACHED` for "attached").
+            let identifier = is_identifier(word);
+            let says = tokens(word).iter().any(|token| {
+                (!identifier && token.stem.as_deref().is_some_and(|stem| stems.contains(stem)))
+                    || self.facts.iter().any(|fact| fact.is_in(token))
+            });
+            if says {
+                let at = offset_in(quote, word);
+                let start = quote[..at].chars().count();
+                marks.push([start, start + word.chars().count()]);
+            }
+        }
+        marks
     }
 
     /// The best weighted share of the subject near an occurrence of `fact`,
@@ -832,11 +1198,23 @@ impl Claim {
         if matches!(fact, Fact::Name(name) if evidence.topic_names.contains(name)) {
             return Some((1.0, 0));
         }
+        let mut best: Option<(f32, usize)> = None;
+        for (coverage, i) in self.occurrences(fact, evidence) {
+            if best.is_none_or(|(top, _)| coverage > top) {
+                best = Some((coverage, i));
+            }
+        }
+        best
+    }
+
+    /// Each occurrence of `fact` in the passage, in order: the weighted
+    /// share of the subject near it, and its sentence.
+    fn occurrences(&self, fact: &Fact, evidence: &Evidence) -> Vec<(f32, usize)> {
         let own = fact_words(fact);
         let subject: Vec<&(String, String)> =
             self.subject.iter().filter(|(stem, word)| !own.contains(stem) && !own.contains(word)).collect();
         let total: f32 = subject.iter().map(|(stem, _)| evidence.weight(stem)).sum();
-        let mut best: Option<(f32, usize)> = None;
+        let mut found_at = Vec::new();
         for (i, sentence) in evidence.sentences.iter().enumerate() {
             for (at, token) in sentence.iter().enumerate() {
                 if !fact.is_in(token) {
@@ -853,12 +1231,23 @@ impl Claim {
                     .map(|(stem, _)| evidence.weight(stem))
                     .sum();
                 let coverage = if total > 0.0 { found / total } else { 1.0 };
-                if best.is_none_or(|(top, _)| coverage > top) {
-                    best = Some((coverage, i));
-                }
+                found_at.push((coverage, i));
             }
         }
-        best
+        found_at
+    }
+
+    /// Every sentence of the text in which `fact` is bound to the subject
+    /// (the weighted share `min_support` of it near the fact).
+    fn bound_sentences(&self, fact: &Fact, evidence: &Evidence, min_support: f32) -> Vec<usize> {
+        let mut bound: Vec<usize> = self
+            .occurrences(fact, evidence)
+            .into_iter()
+            .filter(|&(coverage, i)| i > 0 && coverage >= min_support)
+            .map(|(_, i)| i)
+            .collect();
+        bound.dedup();
+        bound
     }
 
     /// The sentence of the passage's text that best matches the claim,
@@ -1101,6 +1490,11 @@ fn list(items: &[String]) -> String {
     } else {
         items.join(", ")
     }
+}
+
+/// Where `part`, a slice of `text`, starts in it, in bytes.
+fn offset_in(text: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len())
 }
 
 /// Splits on sentence ends and line breaks (list items are sentences).
@@ -1409,6 +1803,222 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "misjudged:\n{}", wrong.join("\n\n"));
+    }
+
+    /// The span a statement is quoted with, checked against its passage:
+    /// the quote is the passage's text at the offsets, and holds its facts.
+    fn quoted(question: &str, answer: &str, passages: &[Passage]) -> Option<Support> {
+        let verdict = check(question, answer, passages, 0.5);
+        let judged = verdict.judged.first()?;
+        let support = judged.support.clone();
+        assert_eq!(
+            support.is_some(),
+            judged.supported,
+            "a statement is supported exactly when it has a span"
+        );
+        if let Some(support) = &support {
+            let passage = &passages[judged.passage? - 1].text;
+            let at: String = passage.chars().skip(support.start).take(support.end - support.start).collect();
+            assert_eq!(at, support.quote, "the offsets point at the quote");
+            let chars: Vec<char> = support.quote.chars().collect();
+            for [start, end] in &support.marks {
+                assert!(start < end && *end <= chars.len(), "{:?} in {:?}", support.marks, support.quote);
+            }
+        }
+        support
+    }
+
+    #[test]
+    fn each_statement_is_quoted_with_the_sentence_that_says_it() {
+        let limits = sqlite_limits();
+        let vacuum = sqlite_vacuum();
+        let attached = "What is the maximum number of attached databases?";
+        // (question, answer, passages, the quote, or None: no span, not served)
+        let cases: [(&str, &str, &[Passage], Option<&str>); 9] = [
+            (
+                attached,
+                "The maximum number of attached databases is 10 by default [1].",
+                &limits,
+                Some("The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by default."),
+            ),
+            (
+                attached,
+                "By default, at most ten databases can be attached at once [1].",
+                &limits,
+                Some("The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by default."),
+            ),
+            (
+                attached,
+                "The attached database limit cannot be raised above 125 [1].",
+                &limits,
+                Some("The maximum number of attached databases cannot be increased above 125."),
+            ),
+            (
+                "How large can an SQLite database get?",
+                "With the maximum page size of 65536, an SQLite database can reach about 281 terabytes [2].",
+                &limits,
+                Some("When used with the maximum page size of 65536, this gives a maximum SQLite database size of about 281 terabytes."),
+            ),
+            (
+                "Which pragma is an alternative to running VACUUM to erase deleted content?",
+                "Setting PRAGMA secure_delete=ON is the alternative [2].",
+                &vacuum,
+                Some("Using VACUUM in this way is an alternative to setting PRAGMA secure_delete=ON ."),
+            ),
+            // A wrong number, a flipped negation, a fact from another sentence.
+            (attached, "The maximum number of attached databases is 20 by default [1].", &limits, None),
+            (attached, "The maximum number of attached databases can be increased above 125 [1].", &limits, None),
+            (attached, "SQLITE_MAX_ATTACHED can be lowered at run-time to 10 [1].", &limits, None),
+            (
+                "How large can an SQLite database get?",
+                "An SQLite database can hold 1073741823 pages of 65536 bytes [2].",
+                &limits,
+                None,
+            ),
+        ];
+        let mut wrong = Vec::new();
+        // Words of sentences 1 and 3, true of each, but no one or two
+        // sentences say it: nothing to quote, not served.
+        let nightly = [Passage::plain(
+            "Backups run every night at 2 am. The archive is written to the bucket named nightly-dumps. \
+             Old archives are deleted after a month. Restores take about ten minutes.",
+        )];
+        let joined = "Backups run every night and old archives are deleted [1].";
+        if let Some(support) = quoted("What happens to backups?", joined, &nightly) {
+            wrong.push(format!("{joined}\n  quoted {:?}\n  wanted None", support.quote));
+        }
+        let single = "Old archives are deleted after a month [1].";
+        if quoted("What happens to old backups?", single, &nightly).map(|s| s.quote).as_deref()
+            != Some("Old archives are deleted after a month.")
+        {
+            wrong.push(format!("{single}: not quoted with its own sentence"));
+        }
+        for (question, answer, passages, want) in cases {
+            let got = quoted(question, answer, passages);
+            if got.as_ref().map(|s| s.quote.as_str()) != want {
+                let why = check(question, answer, passages, 0.5).detail;
+                wrong.push(format!(
+                    "{answer}\n  quoted {:?}\n  wanted {want:?}\n  {why}",
+                    got.map(|s| s.quote)
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "misquoted:\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_quote_marks_the_statement_s_words_and_facts() {
+        let support = quoted(
+            "What is the maximum number of attached databases?",
+            "The maximum number of attached databases is 10 by default [1].",
+            &sqlite_limits(),
+        )
+        .expect("supported");
+        let chars: Vec<char> = support.quote.chars().collect();
+        let marked: Vec<String> =
+            support.marks.iter().map(|[start, end]| chars[*start..*end].iter().collect()).collect();
+        for word in ["number", "attached", "databases", "10", "default"] {
+            assert!(marked.iter().any(|m| m == word), "{word} is marked: {marked:?}");
+        }
+        assert!(!marked.iter().any(|m| m == "SQLITE_MAX_ATTACHED" || m == "simultaneously"), "{marked:?}");
+    }
+
+    #[test]
+    fn a_refusal_shows_the_sentence_closest_to_the_question() {
+        let limits = sqlite_limits();
+        let closest = closest_sentence("How many rows can a table hold?", &limits[1]).expect("a sentence");
+        assert_eq!(
+            closest.quote,
+            "The theoretical maximum number of rows in a table is 2 64 (18446744073709551616 or about 1.8e+19)."
+        );
+        let text: String =
+            limits[1].text.chars().skip(closest.start).take(closest.end - closest.start).collect();
+        assert_eq!(text, closest.quote);
+        // Nothing in common: the passage's first sentence.
+        let first = closest_sentence("Who wrote it?", &limits[0]).expect("a sentence");
+        assert!(first.quote.starts_with("The ATTACH statement") && first.start == 0, "{first:?}");
+    }
+
+    #[test]
+    fn quote_first_serves_the_sentences_the_reply_copies_verbatim() {
+        let limits = sqlite_limits();
+        let question = "What is the maximum number of attached databases?";
+        // A copy in the model's words still chooses the passage's sentence,
+        // which is served as the passage says it, marker before its stop.
+        let quoted = quote(
+            question,
+            "Sure! The number of attached databases is limited to 10 by default [1].",
+            &limits,
+            0.5,
+        );
+        assert_eq!(
+            quoted.text,
+            "The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by default [1]."
+        );
+        assert_eq!((quoted.sentences, quoted.altered.as_deref()), (1, None));
+        assert!(check(question, &quoted.text, &limits, 0.5).grounded, "what is quoted passes the check");
+        // Two sentences copied, one twice, and chatter that copies nothing.
+        let quoted = quote(
+            question,
+            "SQLITE_MAX_ATTACHED is set to 10 by default.\nIt cannot be increased above 125 [1].\nSQLITE_MAX_ATTACHED is set to 10 by default.\nI hope this helps you with your project today.",
+            &limits,
+            0.5,
+        );
+        assert_eq!(quoted.sentences, 2, "{quoted:?}");
+        assert!(quoted
+            .text
+            .ends_with("The maximum number of attached databases cannot be increased above 125 [1]."));
+        assert_eq!(quoted.uncopied, vec!["I hope this helps you with your project today.".to_owned()]);
+        for sentence in sentences(&quoted.text) {
+            let plain = strip_markers(sentence);
+            let plain = plain.trim().trim_end_matches('.').trim_end();
+            assert!(limits[0].text.contains(plain), "{plain:?} is the passage's own");
+        }
+    }
+
+    #[test]
+    fn a_reply_that_improves_a_copied_sentence_with_an_invented_fact_is_not_served() {
+        let limits = sqlite_limits();
+        let question = "What is the maximum number of attached databases?";
+        for improved in [
+            "The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 12 by default [1].",
+            "The maximum number of attached databases cannot be increased above 125, or 250 with SQLITE_ENABLE_ATTACH [1].",
+        ] {
+            let quoted = quote(question, improved, &limits, 0.5);
+            assert_eq!((quoted.sentences, quoted.text.as_str()), (0, ""), "{improved}");
+            assert_eq!(quoted.altered.as_deref(), Some(improved));
+            assert!(quoted.explain().contains("changes its facts"), "{}", quoted.explain());
+        }
+        // A sentence of another guide, copied word for word.
+        let guides = [
+            Passage::new("Guide 2", "Guide number 2 explains backing up the database and restoring it."),
+            Passage::new("Guide 5", "Guide number 5 explains rotating the keys of the cluster."),
+        ];
+        let other = quote(
+            "What does guide 5 explain?",
+            "Guide number 2 explains backing up the database [1].",
+            &guides,
+            0.5,
+        );
+        assert_eq!((other.sentences, other.uncopied.len()), (0, 1), "{other:?}");
+        let right = quote(
+            "What does guide 5 explain?",
+            "Guide number 5 explains rotating the keys [2].",
+            &guides,
+            0.5,
+        );
+        assert_eq!(right.text, "Guide number 5 explains rotating the keys of the cluster [2].");
+        // A sentence copied word for word that answers another question.
+        let elsewhere = quote(
+            "How do I back up the database?",
+            "The theoretical maximum number of rows in a table is 2 64 (18446744073709551616 or about 1.8e+19) [2].",
+            &limits,
+            0.5,
+        );
+        assert_eq!((elsewhere.sentences, elsewhere.uncopied.len()), (0, 1), "{elsewhere:?}");
+        // Nothing copied at all: nothing to serve.
+        let nothing = quote(question, "Databases are great for storing your data safely.", &limits, 0.5);
+        assert_eq!((nothing.sentences, nothing.uncopied.len()), (0, 1));
     }
 
     /// Two passages of SQLite's `lang_vacuum.html` (Debian's sqlite3-doc).

@@ -208,9 +208,85 @@ pub struct Answer {
     #[serde(default)]
     pub pinned: bool,
     pub citations: Vec<Citation>,
+    /// Each statement of a generated answer with the span of its passage
+    /// that says it (none for a refusal or a pinned answer).
+    #[serde(default)]
+    pub statements: Vec<Statement>,
+    /// For a refusal: the closest passages found, which may be related
+    /// though they do not answer. Never an answer's citations.
+    #[serde(default)]
+    pub related: Vec<Related>,
     pub cache: CacheOutcome,
     pub profile_version: i32,
     pub trace: Trace,
+}
+
+/// One statement of a served answer: what it says, the passage it cites
+/// (as its citation's `index`) and the sentence or two there that say it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    pub text: String,
+    pub citation: usize,
+    pub support: grounding::Support,
+}
+
+/// A passage a refusal lists as maybe related: its page and the sentence of
+/// it closest to the question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Related {
+    pub chunk_id: String,
+    pub source_id: String,
+    pub document_id: String,
+    pub title: String,
+    pub url: Option<String>,
+    pub sentence: grounding::Support,
+}
+
+/// How many passages a refusal lists as maybe related.
+pub const RELATED_PASSAGES: usize = 3;
+
+/// The statements of a grounded verdict, each with its support.
+fn statements(verdict: &grounding::Verdict) -> Vec<Statement> {
+    verdict
+        .judged
+        .iter()
+        .filter(|j| j.supported)
+        .filter_map(|j| {
+            Some(Statement {
+                text: grounding::plain_statement(&j.statement),
+                citation: j.passage?,
+                support: j.support.clone()?,
+            })
+        })
+        .collect()
+}
+
+/// The passages a refusal of `question` lists: the best of `found`, one per
+/// document, each with its sentence closest to the question.
+fn related(question: &str, found: &[Retrieved]) -> Vec<Related> {
+    let mut listed: Vec<Related> = Vec::new();
+    for passage in found {
+        if listed.len() == RELATED_PASSAGES {
+            break;
+        }
+        let chunk = &passage.chunk;
+        if listed.iter().any(|r| r.document_id == chunk.document_id) {
+            continue;
+        }
+        let context = format!("{} {}", chunk.title, chunk.heading.as_deref().unwrap_or_default());
+        let text = grounding::Passage::new(context, chunk.text.clone());
+        if let Some(sentence) = grounding::closest_sentence(question, &text) {
+            listed.push(Related {
+                chunk_id: chunk.id.clone(),
+                source_id: chunk.source_id.clone(),
+                document_id: chunk.document_id.clone(),
+                title: chunk.title.clone(),
+                url: chunk.url.clone(),
+                sentence,
+            });
+        }
+    }
+    listed
 }
 
 /// A run past its readiness gate (see [`start`]).
@@ -330,6 +406,9 @@ pub fn estimate_cost(completion: &Completion, target: &Resolved) -> f64 {
 struct CachedPayload {
     answer: String,
     citations: Vec<Citation>,
+    /// Entries cached before statements were kept have none.
+    #[serde(default)]
+    statements: Vec<Statement>,
     model: Option<String>,
     /// What writing the answer cost: what each hit on it saves.
     #[serde(default)]
@@ -394,6 +473,21 @@ pub fn prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Ve
     }
     user.push_str(&format!("\nQuestion: {question}"));
     vec![Message::system(system), Message::user(user)]
+}
+
+/// The quote-first prompt: the model is asked to copy, word for word, the
+/// sentences of the numbered passages that answer the question (see
+/// [`grounding::quote`]).
+pub fn quote_prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Vec<Message> {
+    let mut messages = prompt(snapshot, question, passages);
+    if let Some(system) = messages.first_mut() {
+        system.content = format!(
+            "{}\n\nAnswer by copying, word for word, the one to three sentences of the passages that answer the question, each followed by its passage number as [n]. Add nothing of your own. If the passages do not answer the question, reply exactly: {}",
+            snapshot.prompt.trim(),
+            snapshot.behavior.refusal.trim()
+        );
+    }
+    messages
 }
 
 fn trace_passage(i: usize, r: &Retrieved) -> TracePassage {

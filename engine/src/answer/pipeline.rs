@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::index::Scope;
+use crate::providers::client::Follow;
 use crate::shadow::Shadow;
 
 /// The one pipeline: serving the active version (`candidate` is `None`) or
@@ -95,22 +96,36 @@ pub(super) async fn pipeline(
             "refused",
             "nothing retrievable answers the question; no model was called",
         );
-        return run.refuse(trace, found.trace_passages, cache_outcome, None, Usage::default(), started).await;
+        let related = related(&question.text, &found.nearest);
+        return run
+            .refuse(trace, found.trace_passages, related, cache_outcome, None, Usage::default(), started)
+            .await;
     }
 
     let trial = Trial::of(lore, candidate).await?;
-    let messages = prompt(&version.snapshot, &question.text, &found.passages);
-    trace.stage(
-        StageName::Prompt,
-        "built",
-        format!("{} passages, profile version {}", found.passages.len(), version.version),
-    );
-
     // The target the readiness gate passed, not a second read of the binding.
     let generation = trial
         .for_role(Role::Generation)
         .or(assessment.generation())
         .ok_or_else(|| Error::NotAnswerable(vec!["provider: No generation target is bound.".to_owned()]))?;
+    let on_node = generation.account.placement == providers::Placement::OnNode;
+    let embedded = generation.account.kind == providers::embedded::KIND;
+    let quotes = version.snapshot.behavior.composition.quotes(&generation.target.model, on_node, embedded);
+    let messages = if quotes {
+        quote_prompt(&version.snapshot, &question.text, &found.passages)
+    } else {
+        prompt(&version.snapshot, &question.text, &found.passages)
+    };
+    trace.stage(
+        StageName::Prompt,
+        "built",
+        format!(
+            "{} passages, profile version {}{}",
+            found.passages.len(),
+            version.version,
+            if quotes { "; the model chooses sentences to quote" } else { "" }
+        ),
+    );
     let mut usage = Usage { estimated_cost_usd: found.rerank_cost, ..Usage::default() };
     let first = match run.generation(generation, &messages, &mut usage, &mut trace).await {
         Ok(first) => first,
@@ -122,15 +137,21 @@ pub(super) async fn pipeline(
     };
     let passages = grounding_passages(&found.passages);
     let mut served = Served { model: generation.target.model.clone(), text: first };
-    let on_node = generation.account.placement == providers::Placement::OnNode;
-    let (mut verdict, declined) = run.grounding(&served.text, &passages, on_node, &mut trace);
+    let (mut verdict, declined) = if quotes {
+        run.quoting(&mut served, &passages, on_node, &mut trace)
+    } else {
+        run.grounding(&served.text, &passages, on_node, &mut trace)
+    };
     let escalation = run.escalation_target(&trial, &verdict, declined).await?;
     if verdict.grounded && !declined {
         run.verification(escalation.as_ref(), &mut verdict, &passages, &mut usage, &mut trace).await;
     }
     if !verdict.grounded && !declined {
         let tried = Tried { served: &mut served, verdict: &mut verdict, usage: &mut usage };
-        run.escalation(escalation, &messages, &passages, tried, &mut trace).await?;
+        // A tier is the stronger model: it writes in its own words.
+        let written =
+            if quotes { prompt(&version.snapshot, &question.text, &found.passages) } else { messages };
+        run.escalation(escalation, &written, &passages, tried, &mut trace).await?;
     }
 
     if !servable(&served.text, &verdict, &version.snapshot.behavior.refusal) {
@@ -140,8 +161,9 @@ pub(super) async fn pipeline(
             "no grounded answer; the profile's refusal is served"
         };
         trace.stage(StageName::Answer, "refused", reason);
+        let related = related(&question.text, &found.passages);
         return run
-            .refuse(trace, found.trace_passages, cache_outcome, Some(served.model), usage, started)
+            .refuse(trace, found.trace_passages, related, cache_outcome, Some(served.model), usage, started)
             .await;
     }
     let citations: Vec<Citation> =
@@ -152,6 +174,8 @@ pub(super) async fn pipeline(
         grounded: true,
         pinned: false,
         citations,
+        statements: statements(&verdict),
+        related: Vec::new(),
         cache: cache_outcome,
         profile_version: version.version,
         trace: Trace {
@@ -250,6 +274,8 @@ enum Semantic {
 /// them, and what reranking them cost.
 struct Found {
     passages: Vec<Retrieved>,
+    /// When none passed the cutoff, the nearest it dropped.
+    nearest: Vec<Retrieved>,
     trace_passages: Vec<TracePassage>,
     rerank_cost: f64,
 }
@@ -340,6 +366,15 @@ struct Generated {
 impl Generated {
     fn cost(&self, target: &Resolved) -> f64 {
         estimate_cost(&self.completion, target)
+    }
+
+    /// What the trace says of a reply cut where it began to repeat itself.
+    fn stopped(&self) -> &'static str {
+        if self.completion.repeated {
+            "; it began to repeat itself and was stopped there: what came before is judged"
+        } else {
+            ""
+        }
     }
 }
 
@@ -500,7 +535,7 @@ impl Run<'_> {
             ),
             _ => None,
         };
-        let passages = retrieval.results;
+        let (passages, nearest) = (retrieval.results, retrieval.nearest_below);
         let trace_passages = passages.iter().enumerate().map(|(i, r)| trace_passage(i, r)).collect();
         if passages.is_empty() {
             trace.stage(
@@ -527,7 +562,7 @@ impl Run<'_> {
         if let Some(reranked) = reranked {
             trace.stage_costing(StageName::Rerank, reranked.decision, reranked.reason, reranked.cost_usd);
         }
-        Ok(Found { passages, trace_passages, rerank_cost })
+        Ok(Found { passages, nearest, trace_passages, rerank_cost })
     }
 
     /// The first tier: the generation role writes the reply.
@@ -562,7 +597,12 @@ impl Run<'_> {
         trace.stage_costing(
             StageName::Generation,
             decision,
-            format!("{} ({place}) wrote {} tokens", generation.target.model, first.completion.output_tokens),
+            format!(
+                "{} ({place}) wrote {} tokens{}",
+                generation.target.model,
+                first.completion.output_tokens,
+                first.stopped()
+            ),
             Some(cost),
         );
         Ok(first.completion.text)
@@ -601,6 +641,49 @@ impl Run<'_> {
             );
         }
         (verdict, declined)
+    }
+
+    /// Quote-first: the sentences of the passages the model's reply copies
+    /// become the answer, verbatim, and the check judges them; a reply that
+    /// copies none, or alters a fact of one it copies, is not served.
+    fn quoting(
+        &self,
+        served: &mut Served,
+        passages: &[grounding::Passage],
+        on_node: bool,
+        trace: &mut Tracer,
+    ) -> (grounding::Verdict, bool) {
+        let min_support = self.lore.settings.answer.grounding_min_support;
+        let question = &self.question.text;
+        if self.declined(&served.text) {
+            trace.stage(
+                StageName::Grounding,
+                "declined",
+                "the model said the passages do not answer the question",
+            );
+            return (grounding::check(question, "", passages, min_support), true);
+        }
+        let quoted = grounding::quote(question, &served.text, passages, min_support);
+        let copied = quoted.sentences > 0 && quoted.altered.is_none();
+        if copied {
+            served.text = quoted.text.clone();
+        }
+        let verdict =
+            grounding::check(question, if copied { &quoted.text } else { "" }, passages, min_support);
+        let decision = match (verdict.grounded, on_node) {
+            (true, _) => "quoted",
+            (false, true) => "ungrounded_on_node",
+            (false, false) => "ungrounded",
+        };
+        let explained = quoted.explain();
+        trace.stage_detailed(
+            StageName::Grounding,
+            decision,
+            format!("{explained}; {}", verdict.reason),
+            None,
+            Some(format!("{explained}; {}", verdict.detail)),
+        );
+        (verdict, false)
     }
 
     /// The escalation target, read only when the run may need it: to
@@ -685,7 +768,7 @@ impl Run<'_> {
                     trace.stage_detailed(
                         StageName::Escalation,
                         &format!("tier{n}_{outcome}"),
-                        format!("tier {n}: {}: {}", tier.target.model, again.reason),
+                        format!("tier {n}: {}{}: {}", tier.target.model, next.stopped(), again.reason),
                         Some(cost),
                         Some(again.detail.clone()),
                     );
@@ -727,7 +810,7 @@ impl Run<'_> {
             messages,
             max_tokens,
             0.0,
-            None,
+            Follow::stopping_repetition(),
         )
         .await
         .map_err(providers::ProviderError::from)?;
@@ -809,6 +892,8 @@ impl Run<'_> {
             grounded: entry.grounded,
             pinned: false,
             citations: cached.citations,
+            statements: cached.statements,
+            related: Vec::new(),
             cache: CacheOutcome {
                 status: CacheStatus::Hit,
                 kind: Some(kind.to_owned()),
@@ -835,6 +920,8 @@ impl Run<'_> {
             grounded: true,
             pinned: true,
             citations: pin.citations.into_iter().map(|c| c.citation).collect(),
+            statements: Vec::new(),
+            related: Vec::new(),
             cache: CacheOutcome { status: CacheStatus::Bypass, kind: None, similarity: None },
             profile_version: self.version,
             trace: Trace {
@@ -848,10 +935,12 @@ impl Run<'_> {
         self.record(answer, trace, started, 0.0, None).await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn refuse(
         &self,
         trace: Tracer,
         retrieval: Vec<TracePassage>,
+        related: Vec<Related>,
         cache: CacheOutcome,
         model: Option<String>,
         usage: Usage,
@@ -863,6 +952,8 @@ impl Run<'_> {
             grounded: false,
             pinned: false,
             citations: Vec::new(),
+            statements: Vec::new(),
+            related,
             cache,
             profile_version: self.version,
             trace: Trace { id: String::new(), stages: Vec::new(), retrieval, model, usage },
@@ -889,6 +980,8 @@ impl Run<'_> {
             grounded: false,
             pinned: false,
             citations: Vec::new(),
+            statements: Vec::new(),
+            related: Vec::new(),
             cache,
             profile_version: self.version,
             trace: Trace {
@@ -932,6 +1025,7 @@ impl Run<'_> {
         let payload = serde_json::to_value(CachedPayload {
             answer: answer.answer.clone(),
             citations: answer.citations.clone(),
+            statements: answer.statements.clone(),
             model: answer.trace.model.clone(),
             estimated_cost_usd: answer.trace.usage.estimated_cost_usd,
         })

@@ -7,7 +7,7 @@
 
 use super::grounding::{Passage, Verdict};
 use super::{estimate_cost, Usage};
-use crate::providers::client::Message;
+use crate::providers::client::{Follow, Message};
 use crate::providers::Resolved;
 use crate::Lore;
 
@@ -46,7 +46,8 @@ pub async fn second_opinion(
         let judged = &verdict.judged[*i];
         let Some(passage) = judged.passage.and_then(|n| passages.get(n - 1)) else { continue };
         let messages = question(&passage.full_text(), &judged.statement);
-        let reply = crate::providers::chat(lore, &judge.endpoint, model, &messages, 4, 0.0, None).await;
+        let reply =
+            crate::providers::chat(lore, &judge.endpoint, model, &messages, 4, 0.0, Follow::default()).await;
         let judged = &mut verdict.judged[*i];
         match reply {
             Ok(completion) => {

@@ -60,7 +60,7 @@ impl Resource for LoreResource {
             CustomTool {
                 name: "answer".into(),
                 method: "answer".into(),
-                description: "Answers a question from the indexed content, with citations; refuses when nothing retrievable answers it. Needs a key with the `answer` scope, or an OAuth sign-in.".into(),
+                description: "Answers a question from the indexed content, with citations and, for each statement, the sentence of its passage that says it; refuses when nothing retrievable answers it, listing the passages that may be related. Needs a key with the `answer` scope, or an OAuth sign-in.".into(),
                 input_schema: tool_schema::<AnswerToolArgs>(),
             },
             CustomTool {

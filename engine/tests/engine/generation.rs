@@ -116,7 +116,10 @@ fn the_decoder_replies_as_candle_does_up_to_the_first_near_tie() {
     let far = Instant::now() + Duration::from_secs(600);
     let mut pieces = Vec::new();
     let generated = model
-        .generate(&messages(), 24, far, &AtomicBool::new(false), &mut |piece| pieces.push(piece.to_owned()))
+        .generate(&messages(), 24, far, &AtomicBool::new(false), &mut |piece| {
+            pieces.push(piece.to_owned());
+            std::ops::ControlFlow::Continue(())
+        })
         .unwrap();
     assert_eq!(generated.input_tokens as usize, prompt.len());
     assert!(generated.output_tokens > clear.len() as u64);

@@ -106,6 +106,23 @@ async fn nothing_passes_the_cutoff_for_an_unrelated_question() {
     .unwrap();
     assert!(retrieval.results.is_empty(), "{:?}", retrieval.results);
     assert!(retrieval.candidates > 0 && retrieval.below_cutoff == retrieval.candidates);
+    // What a refusal may list: only candidates near the cutoff.
+    let cutoff = RetrievalSettings::default().score_cutoff;
+    assert!(retrieval.nearest_below.iter().all(|r| r.score >= cutoff / 2.0 && r.score < cutoff));
+
+    // Just above the best candidate's score: nothing passes, and the
+    // nearest ones are kept, best first, at most three.
+    let open = RetrievalSettings { score_cutoff: 0.0, ..RetrievalSettings::default() };
+    let all =
+        hybrid(&store, &embedder, "How can I change my password?", &all_sources(), &open).await.unwrap();
+    let best = all.results[0].score;
+    let closed = RetrievalSettings { score_cutoff: best + 0.001, ..RetrievalSettings::default() };
+    let near =
+        hybrid(&store, &embedder, "How can I change my password?", &all_sources(), &closed).await.unwrap();
+    assert!(near.results.is_empty());
+    assert!((1..=engine::retrieve::NEAREST_BELOW).contains(&near.nearest_below.len()), "{near:?}");
+    assert_eq!(near.nearest_below[0].chunk.id, all.results[0].chunk.id);
+    assert!(near.nearest_below.windows(2).all(|w| w[0].score >= w[1].score));
 }
 
 #[tokio::test]

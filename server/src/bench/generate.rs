@@ -117,7 +117,7 @@ pub async fn generate(settings: Settings, options: GenerateOptions) -> anyhow::R
         let run = |messages: &[Message], max: u32| -> anyhow::Result<(gguf::Generated, f64)> {
             let started = Instant::now();
             let generated = loaded
-                .generate(messages, max, far, &never, &mut |_| {})
+                .generate(messages, max, far, &never, &mut |_| std::ops::ControlFlow::Continue(()))
                 .map_err(|err| anyhow::anyhow!("{err}"))?;
             Ok((generated, started.elapsed().as_secs_f64() * 1000.0))
         };

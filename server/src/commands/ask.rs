@@ -89,15 +89,21 @@ fn ask_rating(trace_id: &str, rate: Rate) -> anyhow::Result<Option<Rating>> {
 
 fn print_answer(answered: &app::wire::AnswerResponse) {
     println!("{}", answered.answer);
+    let link = |url: Option<&str>| url.map(|u| format!(" <{u}>")).unwrap_or_default();
     if !answered.citations.is_empty() {
         println!();
         for c in &answered.citations {
-            println!(
-                "[{}] {}{}",
-                c.index,
-                c.title,
-                c.url.as_deref().map(|u| format!(" <{u}>")).unwrap_or_default()
-            );
+            println!("[{}] {}{}", c.index, c.title, link(c.url.as_deref()));
+            // The sentences of this passage the answer's statements rest on.
+            for statement in answered.statements.iter().filter(|s| s.citation == c.index) {
+                println!("    \u{201c}{}\u{201d}", statement.support.quote);
+            }
+        }
+    }
+    if !answered.related.is_empty() {
+        println!("\nThese passages may be related:");
+        for r in &answered.related {
+            println!("- {}{}\n    \u{201c}{}\u{201d}", r.title, link(r.url.as_deref()), r.sentence.quote);
         }
     }
     let outcome = if answered.refused { "refused" } else { "answered" };

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::helpers::{finished, spawn_app_with, Options, TestApp};
 use super::site::Site;
-use engine::providers::client::{Endpoint, Message};
-use engine::providers::embedded;
+use engine::providers::client::{Endpoint, Follow, Message};
+use engine::providers::{embedded, repetition};
 
 fn crawls_loopback(settings: &mut engine::Settings) {
     settings.ingest.allow_private_addresses = true;
@@ -59,7 +59,8 @@ async fn the_embedded_model_answers_with_citations_on_node_at_no_cost() {
         answered["citations"].as_array().unwrap().iter().any(|c| c["url"] == page_4.as_str()),
         "{answered:#}"
     );
-    assert_eq!(stage(&answered, "grounding").unwrap()["decision"], "grounded", "{answered:#}");
+    // The embedded model answers in quotes: the passage's own sentences.
+    assert_eq!(stage(&answered, "grounding").unwrap()["decision"], "quoted", "{answered:#}");
     // The funnel tells on-node answers apart, and they cost nothing.
     let generation = stage(&answered, "generation").unwrap();
     assert_eq!(generation["decision"], "answered_on_node", "{answered:#}");
@@ -80,7 +81,7 @@ async fn the_embedded_model_streams_its_reply_token_by_token() {
         &messages,
         24,
         0.0,
-        Some(tokens),
+        Follow { tokens: Some(tokens), stop_repeating: false },
     )
     .await
     .unwrap();
@@ -93,11 +94,48 @@ async fn the_embedded_model_streams_its_reply_token_by_token() {
     assert!(completion.input_tokens > 5);
 
     // The maximum of new tokens holds.
-    let short =
-        engine::providers::chat(&app.lore, &endpoint, embedded::DEFAULT_MODEL, &messages, 3, 0.0, None)
-            .await
-            .unwrap();
+    let short = engine::providers::chat(
+        &app.lore,
+        &endpoint,
+        embedded::DEFAULT_MODEL,
+        &messages,
+        3,
+        0.0,
+        Follow::default(),
+    )
+    .await
+    .unwrap();
     assert!(short.output_tokens <= 3, "{short:?}");
+}
+
+/// A reply that repeats itself ends where it began to, long before its
+/// token budget: on the embedded model, and on llama-server (streamed, the
+/// connection closed at the cut). What is kept is the reply up to there.
+#[tokio::test]
+async fn a_reply_that_repeats_itself_stops_at_its_second_copy() {
+    let app = spawn_app_with(Options::default()).await;
+    let llama = super::llama::LlamaServer::start().await;
+    // SmolLM2 writes one stanza of this poem again and again.
+    let messages = [Message::user("Write a poem where every line is: The red fox jumps over the old fence.")];
+    let targets = [
+        (Endpoint::openai(embedded::ENDPOINT, None), embedded::DEFAULT_MODEL),
+        (Endpoint::openai(llama.endpoint.clone(), None), "smollm2-135m-instruct"),
+    ];
+    for (endpoint, model) in &targets {
+        let chat =
+            |follow: Follow| engine::providers::chat(&app.lore, endpoint, model, &messages, 120, 0.0, follow);
+        let whole = chat(Follow::default()).await.unwrap();
+        let cut = chat(Follow::stopping_repetition()).await.unwrap();
+        assert!(!whole.repeated && cut.repeated, "{}: {whole:?} / {cut:?}", endpoint.base);
+        assert!(
+            cut.output_tokens < whole.output_tokens && !cut.text.is_empty(),
+            "{}: stopped early: {cut:?} / {whole:?}",
+            endpoint.base
+        );
+        assert!(whole.text.starts_with(&cut.text), "{}: the reply up to the cut: {cut:?}", endpoint.base);
+        assert_eq!(repetition::repeats(&cut.text), None, "{}: {cut:?}", endpoint.base);
+        assert!(repetition::repeats(&whole.text).is_some(), "{}: {whole:?}", endpoint.base);
+    }
 }
 
 #[tokio::test]
