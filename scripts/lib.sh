@@ -201,6 +201,14 @@ ensure_sqlite_docs() {
   fi
 }
 
+ensure_postgresql_docs() {
+  if [ ! -f /usr/share/doc/postgresql-doc-15/html/limits.html ]; then
+    step "Installing PostgreSQL 15's documentation (postgresql-doc-15) for the quality benchmark"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-doc-15 >/dev/null
+  fi
+}
+
 # LanceDB's crates generate code with protoc at build time.
 ensure_protoc() {
   if ! command -v protoc >/dev/null 2>&1; then

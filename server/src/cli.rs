@@ -378,15 +378,24 @@ pub enum BenchCommand {
     /// Wrong answers served and right answers lost by the grounding check,
     /// over SQLite's documentation (`scripts/bench-quality`).
     Quality {
-        /// An OpenAI-compatible endpoint (`http://127.0.0.1:PORT/v1`) that answers.
+        /// The question set: six pages of SQLite's documentation, or 110 of
+        /// PostgreSQL 15's.
+        #[arg(long, value_enum, default_value = "sqlite")]
+        set: crate::bench::QualitySet,
+        /// An OpenAI-compatible endpoint (`http://127.0.0.1:PORT/v1`) that
+        /// answers; without it, the embedded model.
         #[arg(long)]
-        llm_endpoint: String,
+        llm_endpoint: Option<String>,
         /// The model name to ask the endpoint for.
         #[arg(long, default_value = "smollm2-135m-instruct")]
         llm_model: String,
-        /// Where SQLite's documentation pages are (Debian's sqlite3-doc).
-        #[arg(long, default_value = "/usr/share/doc/sqlite3")]
-        docs: PathBuf,
+        /// Where the set's pages are (default: where Debian's sqlite3-doc
+        /// or postgresql-doc-15 puts them).
+        #[arg(long)]
+        docs: Option<PathBuf>,
+        /// At most this many answerable and this many unanswerable questions.
+        #[arg(long)]
+        limit: Option<usize>,
         /// Where the JSON record goes (default bench-results/quality.json).
         #[arg(long)]
         out: Option<PathBuf>,

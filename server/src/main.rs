@@ -129,8 +129,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             bench::replicas(settings, options).await
         }
-        Command::Bench { command: BenchCommand::Quality { llm_endpoint, llm_model, docs, out } } => {
-            let options = bench::QualityOptions { docs, llm_endpoint, llm_model, out };
+        Command::Bench {
+            command: BenchCommand::Quality { set, llm_endpoint, llm_model, docs, limit, out },
+        } => {
+            let docs = docs.unwrap_or_else(|| set.default_docs());
+            let options = bench::QualityOptions { set, docs, llm_endpoint, llm_model, limit, out };
             bench::quality(settings, options).await
         }
         Command::Bench {

@@ -40,7 +40,7 @@ pub use dashboard::dashboard;
 pub use generate::{generate, GenerateOptions};
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
-pub use quality::{quality, QualityOptions};
+pub use quality::{quality, QualityOptions, QualitySet};
 pub use replicas::{replicas, ReplicasOptions};
 pub use rerank::{rerank, RerankOptions};
 pub use table::{table, TableOptions};
@@ -502,6 +502,18 @@ async fn bind_generation(lore: &Lore, endpoint: &str, model: &str) -> anyhow::Re
     )
     .await
     .context("binding the generation role to --llm-endpoint")?;
+    Ok(())
+}
+
+/// The generation role bound to the embedded model (its default file).
+async fn bind_embedded(lore: &Lore) -> anyhow::Result<()> {
+    engine::profile::quick_add(
+        lore,
+        &engine::audit::Actor::System,
+        engine::providers::QuickAdd { kind: "embedded".into(), ..engine::providers::QuickAdd::default() },
+    )
+    .await
+    .context("binding the generation role to the embedded model")?;
     Ok(())
 }
 
