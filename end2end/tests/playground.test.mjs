@@ -209,7 +209,7 @@ test('the Dashboard shows the questions asked, from the rollups', async () => {
   // The Playground asked twice (a miss, then a hit) and the widget once.
   assert.equal(await tiles.getAttribute('data-queries'), '3');
   await page.locator('.top-queries li', { hasText: 'what does guide 4 explain' }).waitFor();
-  assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="grounding"][data-decision="grounded"]').count(), 1);
+  assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="grounding"][data-decision="quoted"]').count(), 1);
   assert.equal(await page.locator('.funnel tr.funnel-stage[data-stage="exact_cache"][data-decision="hit"]').count(), 1);
   assert.equal(await page.locator('.key-usage tr.key[data-key="Partner widget"]').count(), 1);
   assert.equal(await page.locator('.charts svg').count(), 5);

@@ -534,20 +534,15 @@ pub struct Quoted {
     pub sentences: usize,
     /// The reply's sentences that copy none of the passages' (left out).
     pub uncopied: Vec<String>,
-    /// A reply sentence that copies a passage's sentence but states a number
-    /// or name that sentence does not: the reply is not served.
-    pub altered: Option<String>,
+    /// The reply's sentences that copy a passage's sentence but state a
+    /// number or name it does not (left out: the model's choice of them is
+    /// not to be trusted).
+    pub altered: Vec<String>,
 }
 
 impl Quoted {
     /// One line for the trace.
     pub fn explain(&self) -> String {
-        if let Some(altered) = &self.altered {
-            return format!(
-                "the reply copies a sentence of the passages but changes its facts: \u{ab}{}\u{bb}",
-                shorten(altered, 90)
-            );
-        }
         let mut line = match self.sentences {
             0 => "the reply copies no sentence of the passages".to_owned(),
             1 => "the answer quotes 1 sentence of the passages verbatim".to_owned(),
@@ -557,6 +552,12 @@ impl Quoted {
             line.push_str(&format!(
                 "; {} sentences of the reply copy none and are left out",
                 self.uncopied.len()
+            ));
+        }
+        for altered in &self.altered {
+            line.push_str(&format!(
+                "; left out, as it changes the facts of the sentence it copies: \u{ab}{}\u{bb}",
+                shorten(altered, 90)
             ));
         }
         line
@@ -573,8 +574,8 @@ impl Quoted {
 /// and the answer is those sentences, verbatim, at most
 /// [`MAX_QUOTED`]. The model only chooses: a number or a name in the answer
 /// is one the passages state. A reply sentence that copies one but states a
-/// number or name it does not (an "improved" copy) makes the reply
-/// unservable.
+/// number or name it does not (an "improved" copy) is left out, so a reply
+/// whose answer is an improved copy has nothing to serve.
 pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32) -> Quoted {
     let evidence: Vec<Evidence> = passages.iter().map(Evidence::new).collect();
     let asked_tokens = tokens(question);
@@ -655,7 +656,8 @@ pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32
                     .any(|known| known.iter().any(|token| same(&fact, token)))
             });
         if altered {
-            return Quoted { altered: Some(sentence.trim().to_owned()), ..Quoted::default() };
+            quoted.altered.push(sentence.trim().to_owned());
+            continue;
         }
         if !chosen.contains(&(n, i)) && chosen.len() < MAX_QUOTED {
             chosen.push((n, i));
@@ -1955,7 +1957,7 @@ mod tests {
             quoted.text,
             "The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by default [1]."
         );
-        assert_eq!((quoted.sentences, quoted.altered.as_deref()), (1, None));
+        assert_eq!((quoted.sentences, quoted.altered.len()), (1, 0));
         assert!(check(question, &quoted.text, &limits, 0.5).grounded, "what is quoted passes the check");
         // Two sentences copied, one twice, and chatter that copies nothing.
         let quoted = quote(
@@ -1986,9 +1988,18 @@ mod tests {
         ] {
             let quoted = quote(question, improved, &limits, 0.5);
             assert_eq!((quoted.sentences, quoted.text.as_str()), (0, ""), "{improved}");
-            assert_eq!(quoted.altered.as_deref(), Some(improved));
-            assert!(quoted.explain().contains("changes its facts"), "{}", quoted.explain());
+            assert_eq!(quoted.altered, vec![improved.to_owned()]);
+            assert!(quoted.explain().contains("changes the facts"), "{}", quoted.explain());
         }
+        // A faithful copy beside an altered one: only the faithful one is served.
+        let steps = quote(
+            question,
+            "SQLITE_MAX_ATTACHED is set to 10 by default [1].\n2. It cannot be increased above 250 [1].",
+            &limits,
+            0.5,
+        );
+        assert_eq!((steps.sentences, steps.altered.len()), (1, 1), "{steps:?}");
+        assert!(steps.text.ends_with("set to 10 by default [1]."), "{steps:?}");
         // A sentence of another guide, copied word for word.
         let guides = [
             Passage::new("Guide 2", "Guide number 2 explains backing up the database and restoring it."),

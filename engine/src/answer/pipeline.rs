@@ -664,7 +664,7 @@ impl Run<'_> {
             return (grounding::check(question, "", passages, min_support), true);
         }
         let quoted = grounding::quote(question, &served.text, passages, min_support);
-        let copied = quoted.sentences > 0 && quoted.altered.is_none();
+        let copied = quoted.sentences > 0;
         if copied {
             served.text = quoted.text.clone();
         }

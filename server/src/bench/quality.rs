@@ -399,7 +399,7 @@ async fn measure(
         let messages = engine::answer::quote_prompt(snapshot, &question.question, &passages);
         let asked = ask(lore, &generation, &messages, Follow::stopping_repetition(), retrieval_ms).await?;
         let copied = grounding::quote(&question.question, &asked.text, &texts, min_support);
-        let composed = if copied.altered.is_none() { copied.text.as_str() } else { "" };
+        let composed = copied.text.as_str();
         let quote_verdict = grounding::check(&question.question, composed, &texts, min_support);
         let quote_serves = !engine::answer::says_refusal(&asked.text, refusal) && quote_verdict.grounded;
         let quote_right = !question.refuse && question.holds_fact(&asked.text);
