@@ -344,25 +344,11 @@ impl Client {
                     .header(reqwest::header::CONNECTION, "close")
                     .json(&body);
                 let mut streamed = Streamed::default();
-                let sent = self
-                    .stream(endpoint, request, |event| {
-                        let piece = streamed.openai(&event.data).map_err(|failure| failure.0)?;
-                        Ok(next(piece))
-                    })
-                    .await;
-                match sent {
-                    // A server that takes no streamed completion (or not its
-                    // usage option) answers whole, unwatched.
-                    Err(CallError::Status { status: 400 | 422, .. }) if streamed.pieces == 0 => {
-                        let completion =
-                            self.openai_chat(endpoint, model, messages, max_tokens, temperature).await?;
-                        if let Some(tokens) = tokens {
-                            let _ = tokens.send(completion.text.clone());
-                        }
-                        return Ok(completion);
-                    }
-                    sent => sent?,
-                }
+                self.stream(endpoint, request, |event| {
+                    let piece = streamed.openai(&event.data).map_err(|failure| failure.0)?;
+                    Ok(next(piece))
+                })
+                .await?;
                 streamed
             }
             Protocol::Anthropic => {

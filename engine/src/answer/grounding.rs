@@ -701,14 +701,8 @@ pub fn closest_sentence(question: &str, passage: &Passage) -> Option<Support> {
     // sentence under it.
     let mut best: Option<((f32, usize), usize)> = None;
     for i in 1..evidence.sentences.len() {
-        let stems: HashSet<&String> = evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
-        let score: f32 = asked
-            .words
-            .iter()
-            .filter(|(stem, _)| stems.contains(stem))
-            .map(|(stem, _)| evidence.weight(stem))
-            .sum();
-        let key = (score, stems.len());
+        let score = asked.weighed_in(&evidence, i);
+        let key = (score, evidence.sentences[i].iter().filter(|t| t.stem.is_some()).count());
         if score > 0.0 && best.is_none_or(|((top, words), _)| key.0 > top || (key.0 == top && key.1 > words))
         {
             best = Some((key, i));
@@ -1257,19 +1251,23 @@ impl Claim {
     fn anchor(&self, evidence: &Evidence) -> Option<usize> {
         let mut best = None::<(usize, f32)>;
         for i in 1..evidence.sentences.len() {
-            let stems: HashSet<&String> =
-                evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
-            let score: f32 = self
-                .words
-                .iter()
-                .filter(|(stem, _)| stems.contains(stem))
-                .map(|(stem, _)| evidence.weight(stem))
-                .sum();
+            let score = self.weighed_in(evidence, i);
             if score > 0.0 && best.is_none_or(|(_, top)| score > top) {
                 best = Some((i, score));
             }
         }
         best.map(|(i, _)| i)
+    }
+
+    /// How much of the claim sentence `i` of `evidence` says: the weights of
+    /// its words found there.
+    fn weighed_in(&self, evidence: &Evidence, i: usize) -> f32 {
+        let stems: HashSet<&String> = evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
+        self.words
+            .iter()
+            .filter(|(stem, _)| stems.contains(stem))
+            .map(|(stem, _)| evidence.weight(stem))
+            .sum()
     }
 }
 

@@ -273,9 +273,7 @@ fn related(question: &str, found: &[Retrieved]) -> Vec<Related> {
         if listed.iter().any(|r| r.document_id == chunk.document_id) {
             continue;
         }
-        let context = format!("{} {}", chunk.title, chunk.heading.as_deref().unwrap_or_default());
-        let text = grounding::Passage::new(context, chunk.text.clone());
-        if let Some(sentence) = grounding::closest_sentence(question, &text) {
+        if let Some(sentence) = grounding::closest_sentence(question, &grounding_passage(passage)) {
             listed.push(Related {
                 chunk_id: chunk.id.clone(),
                 source_id: chunk.source_id.clone(),
@@ -287,6 +285,14 @@ fn related(question: &str, found: &[Retrieved]) -> Vec<Related> {
         }
     }
     listed
+}
+
+/// A retrieved passage as the grounding check reads it: the model saw its
+/// page's title and heading too.
+pub fn grounding_passage(passage: &Retrieved) -> grounding::Passage {
+    let chunk = &passage.chunk;
+    let context = format!("{} {}", chunk.title, chunk.heading.as_deref().unwrap_or_default());
+    grounding::Passage::new(context, chunk.text.clone())
 }
 
 /// A run past its readiness gate (see [`start`]).

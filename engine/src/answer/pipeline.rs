@@ -135,7 +135,7 @@ pub(super) async fn pipeline(
             return Err(err);
         }
     };
-    let passages = grounding_passages(&found.passages);
+    let passages: Vec<grounding::Passage> = found.passages.iter().map(grounding_passage).collect();
     let mut served = Served { model: generation.target.model.clone(), text: first };
     let (mut verdict, declined) = if quotes {
         run.quoting(&mut served, &passages, on_node, &mut trace)
@@ -311,18 +311,6 @@ struct Tried<'a> {
     served: &'a mut Served,
     verdict: &'a mut grounding::Verdict,
     usage: &'a mut Usage,
-}
-
-/// The passages as the grounding check reads them: the model saw each
-/// passage's title and heading too.
-fn grounding_passages(passages: &[Retrieved]) -> Vec<grounding::Passage> {
-    passages
-        .iter()
-        .map(|p| {
-            let context = format!("{} {}", p.chunk.title, p.chunk.heading.as_deref().unwrap_or_default());
-            grounding::Passage::new(context, p.chunk.text.clone())
-        })
-        .collect()
 }
 
 /// What one question's run needs at hand.

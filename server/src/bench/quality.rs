@@ -353,13 +353,7 @@ async fn measure(
             rows.push(json!({"question": question.question, "retrieved": 0}));
             continue;
         }
-        let texts: Vec<grounding::Passage> = passages
-            .iter()
-            .map(|p| {
-                let context = format!("{} {}", p.chunk.title, p.chunk.heading.as_deref().unwrap_or_default());
-                grounding::Passage::new(context, p.chunk.text.clone())
-            })
-            .collect();
+        let texts: Vec<grounding::Passage> = passages.iter().map(engine::answer::grounding_passage).collect();
 
         // In its own words: the whole reply, then (if it repeats itself)
         // the reply the pipeline now keeps.

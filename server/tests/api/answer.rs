@@ -220,16 +220,24 @@ impl Setup {
     /// node, quotes by default), judged by the grounding check statement by
     /// statement; `auto` to quote again.
     async fn compose(&self, composition: &str) {
+        self.save_version(composition, |snapshot| {
+            assert_ne!(snapshot["behavior"]["composition"], composition, "{snapshot:#}");
+            snapshot["behavior"]["composition"] = composition.into();
+        })
+        .await;
+    }
+
+    /// A new active profile version: the active one as `change` leaves it.
+    async fn save_version(&self, note: &str, change: impl FnOnce(&mut Value)) {
         let overview: Value = self.app.get("/admin/profile").await.json().await.unwrap();
         let mut snapshot = overview["active"]["snapshot"].clone();
-        assert_ne!(snapshot["behavior"]["composition"], composition, "{snapshot:#}");
-        snapshot["behavior"]["composition"] = composition.into();
+        change(&mut snapshot);
         let base = overview["active"]["version"].clone();
         let saved = self
             .app
             .post_json(
                 "/admin/profile/versions",
-                json!({"base_version": base, "snapshot": snapshot, "note": composition}),
+                json!({"base_version": base, "snapshot": snapshot, "note": note}),
             )
             .await;
         assert_eq!(saved.status(), 201, "{:?}", saved.text().await);
@@ -312,18 +320,10 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     // that says it: the passage's own text at the offsets given.
     let statements = answered["statements"].as_array().unwrap();
     assert!(!statements.is_empty(), "{answered:#}");
-    let retrieved: Value = s
-        .app
-        .client
-        .post(s.app.url("/retrieve"))
-        .header("x-api-key", &s.key)
-        .json(&json!({"query": "What does guide 4 explain?", "top_k": 50}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let query = json!({"query": "What does guide 4 explain?", "top_k": 50});
+    let (status, retrieved) = keyed(&s.app, &s.key, "/retrieve", query, "application/json").await;
+    assert_eq!(status, 200, "{retrieved}");
+    let retrieved: Value = serde_json::from_str(&retrieved).unwrap();
     for statement in statements {
         let citation =
             answered["citations"].as_array().unwrap().iter().find(|c| c["index"] == statement["citation"]);
@@ -505,6 +505,20 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
         !scope.is_empty() && hits.iter().all(|hit| scope.contains(&hit["source_id"].as_str().unwrap())),
         "every hit is of a source in the scope: {profile:#}"
     );
+
+    // A cutoff just above the best passage's score: refused before any
+    // model call, and the refusal still lists the nearest pages it dropped.
+    let best = answered["trace"]["retrieval"][0]["score"].as_f64().unwrap();
+    s.save_version("a cutoff nothing passes", |snapshot| {
+        snapshot["retrieval"]["score_cutoff"] = (best + 0.01).into();
+    })
+    .await;
+    let below = s.answer("What does guide 4 explain?").await;
+    assert_eq!(below["refused"], true, "{below:#}");
+    assert!(stage(&below, "generation").is_none(), "{below:#}");
+    let listed: Vec<&str> =
+        below["related"].as_array().unwrap().iter().filter_map(|r| r["url"].as_str()).collect();
+    assert!(listed.contains(&page_4.as_str()), "{below:#}");
 
     // Retrieval failing closed → 503 retrieval_failing_closed.
     // A stamp from another embedding model (its name is the admin's to read).
