@@ -716,6 +716,13 @@ pub struct AnswerSettings {
     /// turns the second opinion off.
     #[serde(default = "default_verification_margin")]
     pub verification_margin: f32,
+    /// A statement whose words the grounding check refused is still
+    /// supported by a span that keeps its facts, negation and named subject
+    /// when the embedding model finds the two at least this similar in
+    /// meaning (cosine, 0 to 1). 0, the default, turns it off: MiniLM finds
+    /// some wrong statements as close as right ones (`docs/decisions.md`).
+    #[serde(default = "default_paraphrase_min_similarity")]
+    pub paraphrase_min_similarity: f32,
 }
 
 impl Default for AnswerSettings {
@@ -723,6 +730,7 @@ impl Default for AnswerSettings {
         Self {
             grounding_min_support: default_grounding_min_support(),
             verification_margin: default_verification_margin(),
+            paraphrase_min_similarity: default_paraphrase_min_similarity(),
         }
     }
 }
@@ -733,6 +741,10 @@ fn default_grounding_min_support() -> f32 {
 
 fn default_verification_margin() -> f32 {
     0.2
+}
+
+fn default_paraphrase_min_similarity() -> f32 {
+    0.0
 }
 
 impl IngestSettings {

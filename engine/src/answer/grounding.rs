@@ -223,6 +223,9 @@ const ELSEWHERE_SHARE: f32 = 0.25;
 /// How many words either side of a fact count as near it.
 const FACT_REACH: usize = 12;
 
+/// The most spans a refused statement offers as saying it in other words.
+pub const MAX_REPHRASINGS: usize = 3;
+
 /// A passage as the model saw it: its page's title and heading (the topic of
 /// all of it) and its text.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -294,6 +297,22 @@ pub struct Judgement {
     /// The sentence (or two) of its passage that says it: what a reader
     /// checks it against. A claim without one is not supported.
     pub support: Option<Support>,
+    /// When its words failed the check: the spans that keep its facts,
+    /// negation and named subject, best first, which may say it in other
+    /// words (see [`Verdict::weigh_rephrasings`]).
+    pub rephrasings: Vec<Rephrasing>,
+}
+
+/// A span that may say an unsupported statement in other words: it holds
+/// each of the statement's facts, negates as the statement does, says most
+/// of its words (the most specific weighing most), in a passage naming
+/// what the question names. Whether it does is a question of meaning,
+/// which the embedder's similarity of the two answers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rephrasing {
+    /// The passage's number (1-based).
+    pub passage: usize,
+    pub support: Support,
 }
 
 /// The span of a passage's text that supports a statement: one sentence, or
@@ -356,6 +375,65 @@ impl Verdict {
             .filter(|(_, j)| j.supported && j.margin < margin)
             .map(|(i, _)| i)
             .collect()
+    }
+
+    /// The statements the words test refused that a span may say in other
+    /// words: each one's index in `judged`, its text as a reader sees it,
+    /// and the quotes of its rephrasings, best first.
+    pub fn rephrasings(&self) -> Vec<(usize, String, Vec<String>)> {
+        self.judged
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| !j.supported && !j.rephrasings.is_empty())
+            .map(|(i, j)| {
+                let quotes = j.rephrasings.iter().map(|r| r.support.quote.clone()).collect();
+                (i, plain_statement(&j.statement), quotes)
+            })
+            .collect()
+    }
+
+    /// Settles the rephrasings offered ([`Verdict::rephrasings`]): for each
+    /// statement in `similarities` (its index in `judged`, then how similar
+    /// in meaning it is to each of its rephrasings, in order), the closest
+    /// span at `min_similarity` or above supports it, by a margin of how far
+    /// above; the judgement says which way it went and why. Then the
+    /// verdict is recomputed.
+    pub fn weigh_rephrasings(&mut self, similarities: &[(usize, Vec<f32>)], min_similarity: f32) {
+        for (i, scores) in similarities {
+            let Some(judged) = self.judged.get_mut(*i) else { continue };
+            let closest = scores
+                .iter()
+                .copied()
+                .enumerate()
+                .take(judged.rephrasings.len())
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let offered = std::mem::take(&mut judged.rephrasings);
+            let Some((k, similarity)) = closest else { continue };
+            let rephrasing = &offered[k];
+            if similarity < min_similarity {
+                judged.notes.push(format!(
+                    "in other words, the closest span that keeps its facts ([{}]) is {similarity:.2} similar in \
+                     meaning, below {min_similarity:.2}",
+                    rephrasing.passage
+                ));
+                continue;
+            }
+            judged.notes.push(format!(
+                "said in other words: [{}] \u{ab}{}\u{bb} keeps its facts and is {similarity:.2} similar in meaning \
+                 (at least {min_similarity:.2})",
+                rephrasing.passage,
+                shorten(&rephrasing.support.quote, 90)
+            ));
+            judged.supported = true;
+            judged.margin = similarity - min_similarity;
+            judged.passage = Some(rephrasing.passage);
+            judged.support = Some(rephrasing.support.clone());
+            if !self.cited.contains(&rephrasing.passage) {
+                self.cited.push(rephrasing.passage);
+                self.cited.sort_unstable();
+            }
+        }
+        self.settle();
     }
 
     /// Recomputes the verdict after judgements changed (a second opinion).
@@ -476,7 +554,7 @@ pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f3
         *said.entry(claim.words.iter().map(|(stem, _)| stem.clone()).collect()).or_default() += 1;
         let candidates: Vec<usize> = if valid.is_empty() { (1..=passages.len()).collect() } else { valid };
         let mut best: Option<Judgement> = None;
-        for n in candidates {
+        for &n in &candidates {
             let mut judgement = claim.judge(&evidence[n - 1], min_support);
             judgement.passage = Some(n);
             let better = match &best {
@@ -496,10 +574,13 @@ pub fn check(question: &str, answer: &str, passages: &[Passage], min_support: f3
             missing: Vec::new(),
             notes: vec!["there are no passages".into()],
             support: None,
+            rephrasings: Vec::new(),
         });
         judgement.statement = sentence.trim().to_owned();
         if judgement.supported {
             cited.extend(judgement.passage);
+        } else {
+            judgement.rephrasings = rephrasings(&claim, &evidence, &candidates, min_support);
         }
         judged.push(judgement);
     }
@@ -582,6 +663,7 @@ pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32
     let asked: HashSet<String> = asked_tokens.iter().filter_map(|t| t.stem.clone()).collect();
     let numbers: Vec<String> = asked_tokens.iter().filter_map(|t| t.number.clone()).collect();
     let strong_names: Vec<&Token> = asked_tokens.iter().filter(|t| t.strong_name).collect();
+    let question_terms = Asked { stems: &asked, numbers: &numbers, strong_names: &strong_names };
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut quoted = Quoted::default();
     for sentence in sentences(reply) {
@@ -589,54 +671,22 @@ pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32
             citation_markers(sentence).into_iter().filter(|&n| n >= 1 && n <= passages.len()).collect();
         let plain = strip_markers(without_list_marker(sentence));
         let claim = Claim::new(&plain, &asked_tokens);
-        if claim.words.is_empty() || !claim.words.iter().any(|(stem, _)| !asked.contains(stem)) {
+        // What it states beyond the question: the question's words around a
+        // figure ("The default maximum is 10.") state the figure.
+        let stated: Vec<&Fact> =
+            claim.facts.iter().filter(|f| !claim.asked_facts.contains(f.shown())).collect();
+        if !claim.words.iter().any(|(stem, _)| !asked.contains(stem)) && stated.is_empty() {
             continue;
         }
+        // A bare figure ("The answer is: 8.") is matched by the question's words.
+        let words = if claim.words.is_empty() { &claim.subject } else { &claim.words };
         let candidates: Vec<usize> =
             if markers.is_empty() { (1..=passages.len()).collect() } else { markers };
-        let mut best: Option<(f32, usize, usize)> = None;
-        for n in candidates {
-            let evidence = &evidence[n - 1];
-            // A passage that never names what the question names (an
-            // identifier, `PostgreSQL`) is about something else.
-            if !strong_names.iter().all(|name| evidence.mentions(name)) {
-                continue;
-            }
-            for i in 1..evidence.sentences.len() {
-                // A number of the question ("guide 5") is in the sentence,
-                // the one it continues, or the page's title or heading.
-                let holds = |j: usize, number: &String| {
-                    evidence.sentences[j].iter().any(|t| t.number.as_ref() == Some(number))
-                };
-                let numbered = numbers.iter().all(|number| {
-                    holds(i, number)
-                        || holds(0, number)
-                        || (i > 1 && evidence.continues[i] && holds(i - 1, number))
-                });
-                if !numbered {
-                    continue;
-                }
-                // A sentence that says none of the question's words (itself,
-                // or the sentence it continues) answers something else.
-                let speaks_of = |j: usize| {
-                    evidence.sentences[j].iter().any(|t| t.stem.as_ref().is_some_and(|s| asked.contains(s)))
-                };
-                if !(speaks_of(i) || (i > 1 && evidence.continues[i] && speaks_of(i - 1))) {
-                    continue;
-                }
-                let stems: HashSet<&String> =
-                    evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
-                let found: Vec<&String> =
-                    claim.words.iter().map(|(stem, _)| stem).filter(|stem| stems.contains(stem)).collect();
-                if share(found.len(), claim.words.len()) < min_support {
-                    continue;
-                }
-                let score: f32 = found.iter().map(|stem| evidence.weight(stem)).sum();
-                if best.is_none_or(|(top, _, _)| score > top) {
-                    best = Some((score, n, i));
-                }
-            }
-        }
+        // The sentence holding what it states, if one is copied; else the
+        // one its words copy, whose facts it then changed.
+        let best = [true, false].into_iter().find_map(|holding| {
+            copied_sentence(&evidence, &candidates, words, &stated, holding, min_support, &question_terms)
+        });
         let Some((_, n, i)) = best else {
             quoted.uncopied.push(sentence.trim().to_owned());
             continue;
@@ -683,6 +733,88 @@ pub fn quote(question: &str, reply: &str, passages: &[Passage], min_support: f32
     quoted
 }
 
+/// What a question asks, as quote-first matches sentences to it.
+struct Asked<'a> {
+    /// Stems of its content words.
+    stems: &'a HashSet<String>,
+    /// The numbers it states ("guide 5").
+    numbers: &'a [String],
+    /// The identifiers and products it names.
+    strong_names: &'a [&'a Token],
+}
+
+/// The passage sentence a reply sentence copies, as (score, passage number,
+/// sentence): of the `candidates` passages' sentences that answer what is
+/// `asked`, the one holding the most of its `words` (to the share
+/// `min_support`, the most specific weighing most); when `holding`, only
+/// among those stating each of its `stated` facts.
+fn copied_sentence(
+    evidence: &[Evidence],
+    candidates: &[usize],
+    words: &[(String, String)],
+    stated: &[&Fact],
+    holding: bool,
+    min_support: f32,
+    asked: &Asked,
+) -> Option<(f32, usize, usize)> {
+    let mut best: Option<(f32, usize, usize)> = None;
+    for &n in candidates {
+        let evidence = &evidence[n - 1];
+        // A passage that never names what the question names (an
+        // identifier, `PostgreSQL`) is about something else.
+        if !asked.strong_names.iter().all(|name| evidence.mentions(name)) {
+            continue;
+        }
+        for i in 1..evidence.sentences.len() {
+            let continued = i > 1 && evidence.continues[i];
+            // A number of the question ("guide 5") is in the sentence,
+            // the one it continues, or the page's title or heading.
+            let holds = |j: usize, number: &String| {
+                evidence.sentences[j].iter().any(|t| t.number.as_ref() == Some(number))
+            };
+            let numbered = asked
+                .numbers
+                .iter()
+                .all(|number| holds(i, number) || holds(0, number) || (continued && holds(i - 1, number)));
+            if !numbered {
+                continue;
+            }
+            // What it serves is this sentence: it must say the facts itself,
+            // in a passage that speaks of all the question asks about (a
+            // figure of another subject is not the answer).
+            if holding
+                && (!stated.iter().all(|fact| evidence.sentences[i].iter().any(|t| fact.is_in(t)))
+                    || !asked
+                        .stems
+                        .iter()
+                        .all(|stem| evidence.spread.contains_key(stem) || evidence.topic.contains(stem)))
+            {
+                continue;
+            }
+            // A sentence that says none of the question's words (itself,
+            // or the sentence it continues) answers something else.
+            let speaks_of = |j: usize| {
+                evidence.sentences[j].iter().any(|t| t.stem.as_ref().is_some_and(|s| asked.stems.contains(s)))
+            };
+            if !(speaks_of(i) || (continued && speaks_of(i - 1))) {
+                continue;
+            }
+            let stems: HashSet<&String> =
+                evidence.sentences[i].iter().filter_map(|t| t.stem.as_ref()).collect();
+            let found: Vec<&String> =
+                words.iter().map(|(stem, _)| stem).filter(|stem| stems.contains(stem)).collect();
+            if share(found.len(), words.len()) < min_support {
+                continue;
+            }
+            let score: f32 = found.iter().map(|stem| evidence.weight(stem)).sum();
+            if best.is_none_or(|(top, _, _)| score > top) {
+                best = Some((score, n, i));
+            }
+        }
+    }
+    best
+}
+
 /// A statement of an answer as a reader sees it apart: without its list
 /// marker and its citation markers, spaces collapsed.
 pub fn plain_statement(statement: &str) -> String {
@@ -710,6 +842,49 @@ pub fn closest_sentence(question: &str, passage: &Passage) -> Option<Support> {
     }
     let at = best.map(|(_, i)| i).or_else(|| (evidence.sentences.len() > 1).then_some(1))?;
     evidence.quote(at, at, &asked)
+}
+
+/// The sentences of `passage`'s text a small model reads to choose its
+/// quotes from: the `max` that say the most of `question`'s words (the most
+/// specific weighing most; none that says none of them), each with the
+/// sentence it continues and the one continuing it ("The default value of
+/// this macro is …"), in the passage's order, with "…" where sentences
+/// were left out. Quote-first only ever serves a sentence that says the
+/// question's words or continues one that does, so the model reads less
+/// and loses little it could quote.
+pub fn quotable(question: &str, passage: &Passage, max: usize) -> String {
+    let evidence = Evidence::new(passage);
+    let asked = Claim::new(question, &[]);
+    let last = evidence.sentences.len().saturating_sub(1);
+    let mut scored: Vec<(f32, usize)> =
+        (1..=last).map(|i| (asked.weighed_in(&evidence, i), i)).filter(|(score, _)| *score > 0.0).collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut kept = BTreeSet::new();
+    for &(_, i) in scored.iter().take(max) {
+        kept.insert(i);
+        if i > 1 && evidence.continues[i] {
+            kept.insert(i - 1);
+        }
+        if i < last && evidence.continues[i + 1] {
+            kept.insert(i + 1);
+        }
+    }
+    let mut text = String::new();
+    let mut previous = 0;
+    for i in kept {
+        let Some(sentence) = evidence.text.get(evidence.ranges[i].clone()) else { continue };
+        if previous + 1 != i {
+            text.push_str(if text.is_empty() { "… " } else { " … " });
+        } else if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(sentence.trim());
+        previous = i;
+    }
+    if previous > 0 && previous < last {
+        text.push_str(" …");
+    }
+    text
 }
 
 /// One word of a text, as the check sees it.
@@ -1086,7 +1261,73 @@ impl Claim {
             missing,
             notes,
             support,
+            rephrasings: Vec::new(),
         }
+    }
+
+    /// The spans of `evidence` that may say the claim in other words, as
+    /// (the weight of its words they say, first sentence, last sentence),
+    /// best first: one sentence each, or a sentence with the one it
+    /// continues ("This limit is 10."). Each holds every fact of the claim (a name
+    /// may be the title's), one of its own facts in its text, negates in
+    /// the sentences stating those as the claim does, and says its words,
+    /// and those it shares with the question, to the share `min_support`. None for a claim without words or
+    /// without a fact beyond the question's (closeness of meaning alone
+    /// would then decide), or in a passage that never names what the
+    /// question names.
+    fn rephrased_spans(&self, evidence: &Evidence, min_support: f32) -> Vec<(f32, usize, usize)> {
+        let own: Vec<&Fact> = self.facts.iter().filter(|f| !self.asked_facts.contains(f.shown())).collect();
+        let Some(last) = evidence.sentences.len().checked_sub(1).filter(|&last| last > 0) else {
+            return Vec::new();
+        };
+        if self.words.is_empty() || own.is_empty() || !self.asked_names.iter().all(|n| evidence.mentions(n)) {
+            return Vec::new();
+        }
+        // Each sentence, and each with the one before when it continues it.
+        let candidates = (1..=last).flat_map(|i| {
+            let joined = (i > 1 && evidence.continues[i]).then_some((i - 1, i));
+            std::iter::once((i, i)).chain(joined)
+        });
+        let mut spans = Vec::new();
+        for (from, to) in candidates {
+            let span = &evidence.sentences[from..=to];
+            let in_span = |fact: &Fact| span.iter().flatten().any(|t| fact.is_in(t));
+            let in_title = |fact: &Fact| matches!(fact, Fact::Name(n) if evidence.topic_names.contains(n));
+            if !self.facts.iter().all(|f| in_span(f) || in_title(f)) || !own.iter().any(|f| in_span(f)) {
+                continue;
+            }
+            // A negation near one of its own facts ("WITHOUT ROWID" a
+            // clause away is a name, not a denial).
+            let negates = span.iter().any(|sentence| {
+                sentence.iter().enumerate().filter(|(_, t)| t.negation).any(|(j, _)| {
+                    sentence
+                        .iter()
+                        .enumerate()
+                        .any(|(k, t)| k.abs_diff(j) <= FACT_REACH && own.iter().any(|f| f.is_in(t)))
+                })
+            });
+            if negates != self.negated {
+                continue;
+            }
+            let stems: HashSet<&String> = span.iter().flatten().filter_map(|t| t.stem.as_ref()).collect();
+            let held: Vec<&String> = self
+                .words
+                .iter()
+                .map(|(stem, _)| stem)
+                .filter(|stem| stems.contains(*stem) || evidence.topic.contains(*stem))
+                .collect();
+            // Of what it shares with the question (its subject), the span
+            // says as much.
+            let asked = self.words.iter().filter(|(stem, _)| self.asked.contains(stem)).count();
+            let asked_held = held.iter().filter(|stem| self.asked.contains(**stem)).count();
+            if share(held.len(), self.words.len()) >= min_support && share(asked_held, asked) >= min_support {
+                let said: f32 = held.iter().map(|stem| evidence.weight(stem)).sum();
+                spans.push((said, from, to));
+            }
+        }
+        // The most said first; of equals, the shorter.
+        spans.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.2 - a.1).cmp(&(b.2 - b.1))));
+        spans
     }
 
     /// The span of `evidence` that supports the claim: one sentence, or else
@@ -1269,6 +1510,33 @@ impl Claim {
             .map(|(stem, _)| evidence.weight(stem))
             .sum()
     }
+}
+
+/// The spans of the candidate passages that may say `claim` in other words
+/// (see [`Claim::rephrased_spans`]), the best [`MAX_REPHRASINGS`] of all.
+fn rephrasings(
+    claim: &Claim,
+    evidence: &[Evidence],
+    candidates: &[usize],
+    min_support: f32,
+) -> Vec<Rephrasing> {
+    let mut spans: Vec<(f32, usize, usize, usize)> = candidates
+        .iter()
+        .flat_map(|&n| {
+            claim
+                .rephrased_spans(&evidence[n - 1], min_support)
+                .into_iter()
+                .map(move |(said, from, to)| (said, n, from, to))
+        })
+        .collect();
+    spans.sort_by(|a, b| b.0.total_cmp(&a.0));
+    spans
+        .into_iter()
+        .take(MAX_REPHRASINGS)
+        .filter_map(|(_, n, from, to)| {
+            Some(Rephrasing { passage: n, support: evidence[n - 1].quote(from, to, claim)? })
+        })
+        .collect()
 }
 
 /// The words a fact is written with (an identifier's parts too), which do
@@ -1977,6 +2245,53 @@ mod tests {
     }
 
     #[test]
+    fn quote_first_serves_the_sentence_stating_the_figure_a_reply_gives() {
+        // SmolLM2 mostly restates the question around a figure: the figure
+        // chooses the sentence, among those saying the question's words.
+        let limits = sqlite_limits();
+        let question = "What is the maximum number of attached databases?";
+        let chosen = |reply: &str| quote(question, reply, &limits, 0.5);
+        let ten = chosen("The maximum number of attached databases is 10.");
+        assert_eq!(
+            ten.text,
+            "The number of simultaneously attached databases is limited to SQLITE_MAX_ATTACHED which is set to 10 by default [1]."
+        );
+        let most = chosen("The maximum number of attached databases is 125.");
+        assert_eq!(most.text, "The maximum number of attached databases cannot be increased above 125 [1].");
+        // A figure no sentence of its words states is an improved copy.
+        let invented = chosen("The maximum number of attached databases is 64.");
+        assert_eq!((invented.sentences, invented.altered.len()), (0, 1), "{invented:?}");
+        // A bare figure is matched by the question's words.
+        let bare = chosen("The answer is: 125");
+        assert_eq!(bare.text, most.text);
+        // The question alone states nothing.
+        let restated = chosen("The maximum number of attached databases.");
+        assert_eq!((restated.sentences, restated.uncopied.len()), (0, 0), "{restated:?}");
+    }
+
+    #[test]
+    fn a_small_model_reads_the_sentences_closest_to_the_question_and_their_continuations() {
+        let passage = Passage::new(
+            "Limits",
+            "SQLite has many limits. The default page size is 4096 bytes. This value can be changed at \
+             compile time. Cats are not related to databases at all. The maximum page size is 65536 bytes.",
+        );
+        let question = "What is the default page size?";
+        assert_eq!(
+            quotable(question, &passage, 1),
+            "… The default page size is 4096 bytes. This value can be changed at compile time. …"
+        );
+        assert_eq!(
+            quotable(question, &passage, 2),
+            "… The default page size is 4096 bytes. This value can be changed at compile time. … The maximum \
+             page size is 65536 bytes."
+        );
+        // Every sentence saying the question's words, and nothing else.
+        assert_eq!(quotable("Which limits does SQLite have?", &passage, 10), "SQLite has many limits. …");
+        assert_eq!(quotable("Where do penguins live?", &passage, 4), "");
+    }
+
+    #[test]
     fn a_reply_that_improves_a_copied_sentence_with_an_invented_fact_is_not_served() {
         let limits = sqlite_limits();
         let question = "What is the maximum number of attached databases?";
@@ -2243,5 +2558,88 @@ mod tests {
         assert!(Claim::new("It doesn't work.", &[]).negated);
         assert!(Claim::new("It never stops.", &[]).negated);
         assert!(!Claim::new("Note that it works.", &[]).negated);
+    }
+
+    /// The paraphrase cases shared with the engine's test of them on the
+    /// real embedding model (`engine/tests/engine/paraphrase.rs`).
+    pub(crate) fn paraphrase_cases() -> (Vec<Passage>, Vec<serde_json::Value>) {
+        let fixture: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/paraphrases.json")).unwrap();
+        let passages = fixture["passages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| Passage::new(p["context"].as_str().unwrap(), p["text"].as_str().unwrap()))
+            .collect();
+        (passages, fixture["cases"].as_array().unwrap().clone())
+    }
+
+    #[test]
+    fn a_statement_refused_for_its_words_offers_the_spans_that_keep_its_facts() {
+        let (passages, cases) = paraphrase_cases();
+        let mut wrong = Vec::new();
+        for case in &cases {
+            let (question, answer) = (case["question"].as_str().unwrap(), case["answer"].as_str().unwrap());
+            let verdict = check(question, answer, &passages, 0.5);
+            assert!(!verdict.grounded, "its words alone pass: {answer}\n{}", verdict.reason);
+            let offered = verdict.rephrasings();
+            if let Some(expected) = case["offered"].as_bool() {
+                if offered.is_empty() == expected {
+                    wrong.push(format!("{}: {answer}\n{}", case["why"], verdict.detail));
+                }
+            }
+            let claim = Claim::new(&plain_statement(answer), &tokens(question));
+            for rephrasing in verdict.judged.iter().flat_map(|j| &j.rephrasings) {
+                let passage = &passages[rephrasing.passage - 1];
+                let quote = &rephrasing.support.quote;
+                let at: String = passage
+                    .text
+                    .chars()
+                    .skip(rephrasing.support.start)
+                    .take(rephrasing.support.end - rephrasing.support.start)
+                    .collect();
+                assert_eq!(&at, quote, "the offsets point at the quote");
+                let said = tokens(&format!("{} {quote}", passage.context));
+                for fact in &claim.facts {
+                    assert!(said.iter().any(|t| fact.is_in(t)), "{quote:?} lacks {}", fact.shown());
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "misjudged:\n{}", wrong.join("\n\n"));
+    }
+
+    #[test]
+    fn a_rephrasing_close_enough_in_meaning_supports_its_statement_and_says_so() {
+        let (passages, _) = paraphrase_cases();
+        let question = "What ROWID does the first row of an empty table get?";
+        let answer = "The first row of an empty table gets a ROWID of 1.";
+        let refused = check(question, answer, &passages, 0.5);
+        let offered = refused.rephrasings();
+        assert_eq!(offered.len(), 1, "{}", refused.detail);
+        let (i, statement, quotes) = &offered[0];
+        assert_eq!(statement, answer);
+        assert!(quotes[0].contains("a ROWID of 1 is used"), "{quotes:?}");
+
+        let mut close = refused.clone();
+        close.weigh_rephrasings(&[(*i, vec![0.81; quotes.len()])], 0.7);
+        assert!(close.grounded, "{}", close.reason);
+        let judged = &close.judged[*i];
+        assert!(
+            (judged.margin - 0.11).abs() < 1e-4,
+            "the margin is how far above the bar: {}",
+            judged.margin
+        );
+        assert_eq!(judged.support.as_ref().map(|s| &s.quote), Some(&quotes[0]));
+        assert_eq!(close.cited, vec![1]);
+        assert!(close.reason.contains("said in other words"), "{}", close.reason);
+        assert!(close.reason.contains("0.81 similar in meaning (at least 0.70)"), "{}", close.reason);
+        assert!(close.rephrasings().is_empty(), "weighed once");
+        assert_eq!(close.narrow_passes(0.2), vec![*i], "a narrow pass, for the second opinion");
+
+        let mut far = refused.clone();
+        far.weigh_rephrasings(&[(*i, vec![0.55; quotes.len()])], 0.7);
+        assert!(!far.grounded);
+        assert!(far.judged[*i].support.is_none());
+        assert!(far.reason.contains("0.55 similar in meaning, below 0.70"), "{}", far.reason);
     }
 }

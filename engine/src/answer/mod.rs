@@ -471,29 +471,52 @@ pub fn prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Ve
         snapshot.prompt.trim(),
         snapshot.behavior.refusal.trim()
     );
+    let user = numbered(question, passages, |passage| passage.chunk.text.trim().to_owned());
+    vec![Message::system(system), Message::user(user)]
+}
+
+/// The user message: the numbered passages, each under its title and
+/// heading, as `text` gives it, then the question.
+fn numbered(question: &str, passages: &[Retrieved], text: impl Fn(&Retrieved) -> String) -> String {
     let mut user = String::from("Passages:\n");
     for (i, passage) in passages.iter().enumerate() {
         let chunk = &passage.chunk;
         let heading = chunk.heading.as_deref().map(|h| format!(" — {h}")).unwrap_or_default();
-        user.push_str(&format!("\n[{}] {}{}\n{}\n", i + 1, chunk.title, heading, chunk.text.trim()));
+        user.push_str(&format!("\n[{}] {}{}\n{}\n", i + 1, chunk.title, heading, text(passage)));
     }
     user.push_str(&format!("\nQuestion: {question}"));
-    vec![Message::system(system), Message::user(user)]
+    user
 }
+
+/// The token budget of a quote-first reply: up to three copied sentences
+/// with their markers, whatever the answer length.
+pub const QUOTE_TOKENS: u32 = 200;
+
+/// How many sentences of each passage (with those they continue and that
+/// continue them) a quote-first prompt shows: see [`grounding::quotable`].
+pub const QUOTABLE_SENTENCES: usize = 4;
 
 /// The quote-first prompt: the model is asked to copy, word for word, the
 /// sentences of the numbered passages that answer the question (see
-/// [`grounding::quote`]).
+/// [`grounding::quote`]). Each passage shows only the sentences closest to
+/// the question ([`grounding::quotable`]): reading the prompt is most of a
+/// small model's time, and quote-first serves only sentences that say the
+/// question's words.
 pub fn quote_prompt(snapshot: &Snapshot, question: &str, passages: &[Retrieved]) -> Vec<Message> {
-    let mut messages = prompt(snapshot, question, passages);
-    if let Some(system) = messages.first_mut() {
-        system.content = format!(
-            "{}\n\nAnswer by copying, word for word, the one to three sentences of the passages that answer the question, each followed by its passage number as [n]. Add nothing of your own. If the passages do not answer the question, reply exactly: {}",
-            snapshot.prompt.trim(),
-            snapshot.behavior.refusal.trim()
-        );
-    }
-    messages
+    let system = format!(
+        "{}\n\nAnswer by copying, word for word, the one to three sentences of the passages that answer the question, each followed by its passage number as [n]. Add nothing of your own. If the passages do not answer the question, reply exactly: {}",
+        snapshot.prompt.trim(),
+        snapshot.behavior.refusal.trim()
+    );
+    let user = numbered(question, passages, |passage| {
+        let text = grounding::quotable(question, &grounding_passage(passage), QUOTABLE_SENTENCES);
+        if text.is_empty() {
+            "…".to_owned()
+        } else {
+            text
+        }
+    });
+    vec![Message::system(system), Message::user(user)]
 }
 
 fn trace_passage(i: usize, r: &Retrieved) -> TracePassage {

@@ -127,7 +127,9 @@ pub(super) async fn pipeline(
         ),
     );
     let mut usage = Usage { estimated_cost_usd: found.rerank_cost, ..Usage::default() };
-    let first = match run.generation(generation, &messages, &mut usage, &mut trace).await {
+    // A quoted reply is at most a few copied sentences.
+    let budget = if quotes { run.budget().min(QUOTE_TOKENS) } else { run.budget() };
+    let first = match run.generation(generation, &messages, budget, &mut usage, &mut trace).await {
         Ok(first) => first,
         Err(err) => {
             let model = generation.target.model.clone();
@@ -140,7 +142,7 @@ pub(super) async fn pipeline(
     let (mut verdict, declined) = if quotes {
         run.quoting(&mut served, &passages, on_node, &mut trace)
     } else {
-        run.grounding(&served.text, &passages, on_node, &mut trace)
+        run.grounding(&served.text, &passages, on_node, &mut trace).await
     };
     let escalation = run.escalation_target(&trial, &verdict, declined).await?;
     if verdict.grounded && !declined {
@@ -558,10 +560,11 @@ impl Run<'_> {
         &self,
         generation: &Resolved,
         messages: &[Message],
+        max_tokens: u32,
         usage: &mut Usage,
         trace: &mut Tracer,
     ) -> Result<String> {
-        let first = match self.generate(generation, messages).await {
+        let first = match self.generate(generation, messages, max_tokens).await {
             Ok(first) => first,
             Err(err) => {
                 // The provider's reply and address stay in the log: the trace
@@ -599,15 +602,14 @@ impl Run<'_> {
     /// The grounding check of a reply; whether the model declined. An
     /// ungrounded reply of an on-node model is its own funnel row
     /// (`ungrounded_on_node`), as its answers are (`answered_on_node`).
-    fn grounding(
+    async fn grounding(
         &self,
         reply: &str,
         passages: &[grounding::Passage],
         on_node: bool,
         trace: &mut Tracer,
     ) -> (grounding::Verdict, bool) {
-        let min_support = self.lore.settings.answer.grounding_min_support;
-        let verdict = grounding::check(&self.question.text, reply, passages, min_support);
+        let verdict = self.check(reply, passages).await;
         let declined = self.declined(reply);
         if declined {
             trace.stage(
@@ -629,6 +631,25 @@ impl Run<'_> {
             );
         }
         (verdict, declined)
+    }
+
+    /// The grounding check of `reply`, with the statements it refused for
+    /// their words weighed as paraphrases of the spans that keep their
+    /// facts (by the embedding model's similarity in meaning).
+    async fn check(&self, reply: &str, passages: &[grounding::Passage]) -> grounding::Verdict {
+        let settings = &self.lore.settings.answer;
+        let mut verdict =
+            grounding::check(&self.question.text, reply, passages, settings.grounding_min_support);
+        if !verdict.rephrasings().is_empty() {
+            match self.lore.embedder().await {
+                Ok(embedder) => {
+                    verify::rephrasings(embedder.as_ref(), &mut verdict, settings.paraphrase_min_similarity)
+                        .await
+                }
+                Err(err) => tracing::warn!(error = %err, "paraphrases were not weighed: no embedder"),
+            }
+        }
+        verdict
     }
 
     /// Quote-first: the sentences of the passages the model's reply copies
@@ -732,7 +753,6 @@ impl Run<'_> {
             trace.stage(StageName::Escalation, "unbound", "no escalation target is bound");
             return Ok(());
         };
-        let min_support = self.lore.settings.answer.grounding_min_support;
         let margin = self.lore.settings.answer.verification_margin;
         let mut tiers = vec![first];
         tiers.extend(providers::resolve_further_tiers(self.lore).await?);
@@ -746,12 +766,11 @@ impl Run<'_> {
                 );
                 continue;
             }
-            match self.generate(tier, messages).await {
+            match self.generate(tier, messages, self.budget()).await {
                 Ok(next) => {
                     let cost = next.cost(tier);
                     tried.usage.add(&next.completion, cost);
-                    let mut again =
-                        grounding::check(&self.question.text, &next.completion.text, passages, min_support);
+                    let mut again = self.check(&next.completion.text, passages).await;
                     let outcome = if again.grounded { "grounded" } else { "ungrounded" };
                     trace.stage_detailed(
                         StageName::Escalation,
@@ -785,12 +804,17 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn generate(&self, target: &Resolved, messages: &[Message]) -> Result<Generated> {
-        let max_tokens = match self.snapshot.behavior.length {
+    /// The token budget of a reply in the model's own words, by the
+    /// profile's answer length.
+    fn budget(&self) -> u32 {
+        match self.snapshot.behavior.length {
             Length::Brief => 160,
             Length::Standard => 320,
             Length::Detailed => 640,
-        };
+        }
+    }
+
+    async fn generate(&self, target: &Resolved, messages: &[Message], max_tokens: u32) -> Result<Generated> {
         let completion = providers::chat(
             self.lore,
             &target.endpoint,

@@ -4,9 +4,15 @@
 //! does the passage state it? A "no" overrules the pass; no answer, or a
 //! failed call, leaves the lexical judgement standing and says so. What the
 //! calls cost goes into the trace's Verification stage and the run's usage.
+//!
+//! Before it, a statement the check refused because its words differ from
+//! the passage's may still be said there in other words: the check offers
+//! the spans that keep its facts, and [`rephrasings`] weighs them by the
+//! embedder's similarity in meaning.
 
 use super::grounding::{Passage, Verdict};
 use super::{estimate_cost, Usage};
+use crate::embed::{cosine, Embedder};
 use crate::providers::client::{Follow, Message};
 use crate::providers::Resolved;
 use crate::Lore;
@@ -121,6 +127,46 @@ fn yes_or_no(reply: &str) -> Option<bool> {
         "no" | "false" | "unsupported" => Some(false),
         _ => None,
     }
+}
+
+/// Weighs the rephrasings the check offered (statements whose words failed
+/// it, with spans that keep their facts, negation and named subject) by how
+/// similar in meaning `embedder` finds each statement and its spans, and
+/// settles the verdict: a span at `min_similarity` or above supports its
+/// statement. `min_similarity` of 0, or nothing offered, changes nothing.
+/// A failed embedding leaves the check's verdict as it was: it is logged,
+/// and the verdict names no similarity it did not compute.
+pub async fn rephrasings(embedder: &dyn Embedder, verdict: &mut Verdict, min_similarity: f32) {
+    let offered = verdict.rephrasings();
+    if offered.is_empty() || min_similarity <= 0.0 {
+        return;
+    }
+    // One batch: each statement, then its spans.
+    let texts: Vec<String> = offered
+        .iter()
+        .flat_map(|(_, statement, quotes)| std::iter::once(statement).chain(quotes))
+        .cloned()
+        .collect();
+    let vectors = match embedder.embed(&texts).await {
+        Ok(vectors) if vectors.len() == texts.len() => vectors,
+        Ok(_) => {
+            tracing::warn!("the embedder returned too few vectors to weigh rephrasings");
+            return;
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "rephrasings were not weighed: the embedding failed");
+            return;
+        }
+    };
+    let mut at = 0;
+    let mut similarities = Vec::new();
+    for (i, _, quotes) in &offered {
+        let statement = &vectors[at];
+        let scores = vectors[at + 1..=at + quotes.len()].iter().map(|span| cosine(statement, span)).collect();
+        similarities.push((*i, scores));
+        at += 1 + quotes.len();
+    }
+    verdict.weigh_rephrasings(&similarities, min_similarity);
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod generation;
 mod ingest;
 mod keys;
 mod model_files;
+mod paraphrase;
 mod profile;
 mod provider_redaction;
 mod replicas;

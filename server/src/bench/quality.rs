@@ -13,9 +13,11 @@
 //!    pipeline builds: once in its own words, as before (its whole reply,
 //!    timed), and, where that reply repeats itself, again stopped at the
 //!    repetition as the pipeline now stops it; and once asked to quote.
-//! 3. The generated reply is judged three ways: served unchecked (what the
+//! 3. The generated reply is judged four ways: served unchecked (what the
 //!    model says), by the grounding check (statements with their spans),
-//!    and by the check with the second opinion on narrow passes; the quoted
+//!    with the statements it refused for their words weighed as paraphrases
+//!    (the embedding model's similarity to a span that keeps their facts),
+//!    and with the second opinion on narrow passes after that; the quoted
 //!    reply as the pipeline serves it (the sentences it copies, verbatim,
 //!    then the check). For each: right answers served (holding an expected
 //!    fact), wrong answers served (not holding one, or answering an
@@ -256,7 +258,7 @@ async fn ask(
     lore: &Lore,
     generation: &Resolved,
     messages: &[Message],
-    follow: Follow,
+    (max_tokens, follow): (u32, Follow),
     retrieval_ms: f64,
 ) -> anyhow::Result<Reply> {
     let started = Instant::now();
@@ -265,7 +267,7 @@ async fn ask(
         &generation.endpoint,
         &generation.target.model,
         messages,
-        MAX_TOKENS,
+        max_tokens,
         0.0,
         follow,
     )
@@ -314,12 +316,13 @@ async fn measure(
     let scope = Scope::only(vec![source.id.clone()]);
     let min_support = lore.settings.answer.grounding_min_support;
     let margin = lore.settings.answer.verification_margin.max(0.2);
+    let min_similarity = lore.settings.answer.paraphrase_min_similarity;
 
     // 2. and 3. The replies of each question, judged.
     let answerable = set.questions.iter().filter(|q| !q.refuse).count();
     let unanswerable = set.questions.len() - answerable;
-    let (mut unchecked, mut lexical, mut second, mut quoted) =
-        (Tally::default(), Tally::default(), Tally::default(), Tally::default());
+    let (mut unchecked, mut lexical, mut paraphrase, mut second, mut quoted) =
+        (Tally::default(), Tally::default(), Tally::default(), Tally::default(), Tally::default());
     // Before the early stop: how long each refusal of the check took with
     // the whole reply written.
     let mut refusal_before_ms = Vec::new();
@@ -345,7 +348,7 @@ async fn measure(
         if passages.is_empty() {
             // The pipeline refuses before any model call.
             nothing_retrieved += 1;
-            for tally in [&mut unchecked, &mut lexical, &mut second, &mut quoted] {
+            for tally in [&mut unchecked, &mut lexical, &mut paraphrase, &mut second, &mut quoted] {
                 tally.count(question, "", false, false);
                 tally.refusal_ms.push(retrieval_ms);
             }
@@ -358,10 +361,11 @@ async fn measure(
         // In its own words: the whole reply, then (if it repeats itself)
         // the reply the pipeline now keeps.
         let messages = engine::answer::prompt(snapshot, &question.question, &passages);
-        let whole = ask(lore, &generation, &messages, Follow::default(), retrieval_ms).await?;
+        let whole = ask(lore, &generation, &messages, (MAX_TOKENS, Follow::default()), retrieval_ms).await?;
         let reply = if repetition::repeats(&whole.text).is_some() {
             repeating += 1;
-            ask(lore, &generation, &messages, Follow::stopping_repetition(), retrieval_ms).await?
+            ask(lore, &generation, &messages, (MAX_TOKENS, Follow::stopping_repetition()), retrieval_ms)
+                .await?
         } else {
             Reply { text: whole.text.clone(), ms: whole.ms }
         };
@@ -379,6 +383,17 @@ async fn measure(
             lexical.refusal_ms.push(reply.ms);
             refusal_before_ms.push(whole.ms);
         }
+        // Statements refused for their words, weighed as paraphrases.
+        let lexical_reason = verdict.reason.clone();
+        verify::rephrasings(embedder.as_ref(), &mut verdict, min_similarity).await;
+        let paraphrase_serves = engine::answer::servable(&reply.text, &verdict, refusal);
+        paraphrase.count(question, &reply.text, paraphrase_serves, right);
+        if paraphrase_serves {
+            paraphrase.spans(question, &verdict);
+        } else {
+            paraphrase.refusal_ms.push(reply.ms);
+        }
+        let paraphrase_reason = verdict.reason.clone();
         let mut usage = engine::answer::Usage::default();
         if verdict.grounded {
             verify::second_opinion(lore, &generation, &mut verdict, &texts, margin, &mut usage).await;
@@ -391,7 +406,9 @@ async fn measure(
 
         // Quoted: the sentences the reply copies, verbatim, then the check.
         let messages = engine::answer::quote_prompt(snapshot, &question.question, &passages);
-        let asked = ask(lore, &generation, &messages, Follow::stopping_repetition(), retrieval_ms).await?;
+        let budget = MAX_TOKENS.min(engine::answer::QUOTE_TOKENS);
+        let asked =
+            ask(lore, &generation, &messages, (budget, Follow::stopping_repetition()), retrieval_ms).await?;
         let copied = grounding::quote(&question.question, &asked.text, &texts, min_support);
         let composed = copied.text.as_str();
         let quote_verdict = grounding::check(&question.question, composed, &texts, min_support);
@@ -427,8 +444,10 @@ async fn measure(
             "right": right,
             "in_top_5": in_top_5,
             "lexical": lexical_serves,
+            "paraphrase": paraphrase_serves,
             "second_opinion": second_serves,
-            "verdict": verdict.reason,
+            "verdict": lexical_reason,
+            "paraphrase_verdict": paraphrase_reason,
             "quote_reply": asked.text,
             "quoted": composed,
             "quoted_served": quote_serves,
@@ -464,6 +483,7 @@ async fn measure(
     for (name, tally) in [
         ("unchecked", &unchecked),
         ("checked", &lexical),
+        ("with paraphrases", &paraphrase),
         ("with second opinion", &second),
         ("quoted", &quoted),
     ] {
@@ -486,10 +506,11 @@ async fn measure(
         ratio(quoted.right, answerable) >= QUOTED_RIGHT_GOAL && quoted.wrong_rate() <= WRONG_GOAL;
     let fast = |t: &Tally| t.refusal_p50_ms().is_none_or(|p50| p50 < REFUSAL_P50_GOAL_MS);
     println!(
-        "  goals: checked (wrong ≤ {:.0}% of served, right lost ≤ {:.0}%) {}; quoted (right ≥ {:.0}% of answerable, wrong ≤ {:.0}%) {}; refusal p50 < {:.0} s: checked {}, quoted {}",
+        "  goals: checked (wrong ≤ {:.0}% of served, right lost ≤ {:.0}%) {}, with paraphrases {}; quoted (right ≥ {:.0}% of answerable, wrong ≤ {:.0}%) {}; refusal p50 < {:.0} s: checked {}, quoted {}",
         WRONG_GOAL * 100.0,
         LOST_GOAL * 100.0,
         if met(&lexical) { "met" } else { "not met" },
+        if met(&paraphrase) { "met" } else { "not met" },
         QUOTED_RIGHT_GOAL * 100.0,
         WRONG_GOAL * 100.0,
         if quoted_met { "met" } else { "not met" },
@@ -513,6 +534,8 @@ async fn measure(
         "replies_that_repeated": repeating,
         "unchecked": unchecked.record(answerable, unanswerable),
         "lexical": lexical.record(answerable, unanswerable),
+        "paraphrase": paraphrase.record(answerable, unanswerable),
+        "paraphrase_min_similarity": min_similarity,
         "second_opinion": second.record(answerable, unanswerable),
         "quoted": quoted.record(answerable, unanswerable),
         "refusal_p50_ms_before_the_early_stop": before_p50,
@@ -523,6 +546,7 @@ async fn measure(
             "quoted_right_share_of_answerable_at_least": QUOTED_RIGHT_GOAL,
             "refusal_p50_ms_below": REFUSAL_P50_GOAL_MS,
             "lexical_met": met(&lexical),
+            "paraphrase_met": met(&paraphrase),
             "second_opinion_met": met(&second),
             "quoted_met": quoted_met,
             "refusal_p50_met": fast(&lexical) && fast(&quoted),

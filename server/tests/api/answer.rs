@@ -352,8 +352,10 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     let _ = s.answer("Zyxwv  qrstu plokm").await;
     assert!(gaps(&s.app).await.contains(&("zyxwv qrstu plokm".to_owned(), 2)), "{:?}", gaps(&s.app).await);
 
-    // SmolLM2 makes up an answer: the grounding check catches it; with no
+    // In its own words SmolLM2 makes up an answer (quoting, it copies guide
+    // 2's sentence about backups): the grounding check catches it; with no
     // escalation target the question is refused, and the trace says why.
+    s.compose("generated").await;
     let made_up = s.answer("How do I back up the database?").await;
     assert_eq!(made_up["refused"], true, "{made_up:#}");
     // SmolLM2 runs on this node: its ungrounded reply is its own funnel row.
@@ -382,10 +384,8 @@ async fn answers_cite_the_right_page_refusals_are_gaps_and_ungrounded_output_is_
     assert_eq!(again["related"], made_up["related"], "{again:#}");
 
     // With an escalation target bound, an ungrounded answer is escalated
-    // (SmolLM2 again: the stage shows it ran and what it cost). In its own
-    // words SmolLM2 makes this one up; quoting, it would copy guide 2's
-    // sentence about backups.
-    s.compose("generated").await;
+    // (SmolLM2 again, in its own words: the stage shows it ran and what it
+    // cost).
     s.bind_escalation().await;
     let escalated = s.answer("How do I back up the database, step by step?").await;
     let escalation = stage(&escalated, "escalation").unwrap();
