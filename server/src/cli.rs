@@ -396,6 +396,11 @@ pub enum BenchCommand {
         /// At most this many answerable and this many unanswerable questions.
         #[arg(long)]
         limit: Option<usize>,
+        /// The similarity in meaning at which the "with paraphrases" row
+        /// serves a statement said in other words (the value MiniLM was
+        /// measured at; `answer.paraphrase_min_similarity` is off by default).
+        #[arg(long, default_value_t = 0.6)]
+        paraphrase_similarity: f32,
         /// Where the JSON record goes (default bench-results/quality.json).
         #[arg(long)]
         out: Option<PathBuf>,

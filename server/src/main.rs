@@ -130,10 +130,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bench::replicas(settings, options).await
         }
         Command::Bench {
-            command: BenchCommand::Quality { set, llm_endpoint, llm_model, docs, limit, out },
+            command:
+                BenchCommand::Quality { set, llm_endpoint, llm_model, docs, limit, paraphrase_similarity, out },
         } => {
             let docs = docs.unwrap_or_else(|| set.default_docs());
-            let options = bench::QualityOptions { set, docs, llm_endpoint, llm_model, limit, out };
+            let options = bench::QualityOptions {
+                set,
+                docs,
+                llm_endpoint,
+                llm_model,
+                limit,
+                paraphrase_similarity,
+                out,
+            };
             bench::quality(settings, options).await
         }
         Command::Bench {

@@ -224,7 +224,7 @@ const ELSEWHERE_SHARE: f32 = 0.25;
 const FACT_REACH: usize = 12;
 
 /// The most spans a refused statement offers as saying it in other words.
-pub const MAX_REPHRASINGS: usize = 3;
+const MAX_REPHRASINGS: usize = 3;
 
 /// A passage as the model saw it: its page's title and heading (the topic of
 /// all of it) and its text.

@@ -558,6 +558,48 @@ mod tests {
     }
 
     #[test]
+    fn a_quote_first_prompt_shows_each_passage_s_sentences_closest_to_the_question() {
+        let snapshot =
+            crate::profile::default_snapshot("documentation_assistant", Default::default()).unwrap();
+        let chunk = crate::index::ChunkRow {
+            id: "d:0".into(),
+            source_id: "s".into(),
+            view: None,
+            document_id: "d".into(),
+            title: "Limits".into(),
+            url: None,
+            heading: Some("Pages".into()),
+            position: 0,
+            text: "SQLite limits many things. The default page size is 4096 bytes. Cats are not related to \
+                   databases at all."
+                .into(),
+            content_hash: String::new(),
+            vector: Vec::new(),
+        };
+        let passages = [Retrieved {
+            chunk,
+            score: 1.0,
+            vector_score: 1.0,
+            text_score: None,
+            vector_rank: None,
+            text_rank: None,
+            rerank_score: None,
+        }];
+        let question = "What is the default page size?";
+        let whole = prompt(&snapshot, question, &passages);
+        assert!(whole[1].content.contains("Cats are not related"), "{}", whole[1].content);
+        let quoting = quote_prompt(&snapshot, question, &passages);
+        let user = &quoting[1].content;
+        assert!(user.contains("[1] Limits — Pages\n… The default page size is 4096 bytes. …\n"), "{user}");
+        assert!(!user.contains("Cats"), "{user}");
+        assert!(user.ends_with("Question: What is the default page size?"), "{user}");
+        assert!(quoting[0].content.contains("copying, word for word"), "{}", quoting[0].content);
+        // A passage saying none of the question's words shows as "…".
+        let nothing = quote_prompt(&snapshot, "Where do penguins live?", &passages);
+        assert!(nothing[1].content.contains("[1] Limits — Pages\n…\n"), "{}", nothing[1].content);
+    }
+
+    #[test]
     fn volatility_scales_the_maximum_age() {
         use sources::Volatility::*;
         assert_eq!(scaled_max_age(3600, High), 900);

@@ -640,7 +640,8 @@ impl Run<'_> {
         let settings = &self.lore.settings.answer;
         let mut verdict =
             grounding::check(&self.question.text, reply, passages, settings.grounding_min_support);
-        if !verdict.rephrasings().is_empty() {
+        // Off (the default), no embedding is asked for.
+        if settings.paraphrase_min_similarity > 0.0 && !verdict.rephrasings().is_empty() {
             match self.lore.embedder().await {
                 Ok(embedder) => {
                     verify::rephrasings(embedder.as_ref(), &mut verdict, settings.paraphrase_min_similarity)

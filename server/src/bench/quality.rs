@@ -102,7 +102,18 @@ pub struct QualityOptions {
     pub llm_model: String,
     /// At most this many answerable and this many unanswerable questions.
     pub limit: Option<usize>,
+    /// The similarity at which the "with paraphrases" row serves a
+    /// statement said in other words (`answer.paraphrase_min_similarity`).
+    pub paraphrase_similarity: f32,
     pub out: Option<PathBuf>,
+}
+
+/// One way of judging a reply: what it serves, and whether the model's
+/// reply held an expected fact.
+struct Judged<'a> {
+    text: &'a str,
+    served: bool,
+    model_was_right: bool,
 }
 
 #[derive(Deserialize)]
@@ -173,6 +184,17 @@ impl Tally {
                     self.lost += 1;
                 }
             }
+        }
+    }
+
+    /// [`Tally::count`], then the spans of what was served, or the time
+    /// the refusal took.
+    fn judge(&mut self, question: &Question, reply: &Reply, verdict: &grounding::Verdict, judged: Judged) {
+        self.count(question, judged.text, judged.served, judged.model_was_right);
+        if judged.served {
+            self.spans(question, verdict);
+        } else {
+            self.refusal_ms.push(reply.ms);
         }
     }
 
@@ -316,7 +338,6 @@ async fn measure(
     let scope = Scope::only(vec![source.id.clone()]);
     let min_support = lore.settings.answer.grounding_min_support;
     let margin = lore.settings.answer.verification_margin.max(0.2);
-    let min_similarity = lore.settings.answer.paraphrase_min_similarity;
 
     // 2. and 3. The replies of each question, judged.
     let answerable = set.questions.iter().filter(|q| !q.refuse).count();
@@ -374,35 +395,29 @@ async fn measure(
         // Unchecked, only the model's own refusal refuses.
         let unchecked_serves = !engine::answer::says_refusal(&whole.text, refusal);
         unchecked.count(question, &whole.text, unchecked_serves, right);
+        let judged = |verdict: &grounding::Verdict| Judged {
+            text: &reply.text,
+            served: engine::answer::servable(&reply.text, verdict, refusal),
+            model_was_right: right,
+        };
         let mut verdict = grounding::check(&question.question, &reply.text, &texts, min_support);
-        let lexical_serves = engine::answer::servable(&reply.text, &verdict, refusal);
-        lexical.count(question, &reply.text, lexical_serves, right);
-        if lexical_serves {
-            lexical.spans(question, &verdict);
-        } else {
-            lexical.refusal_ms.push(reply.ms);
+        let lexical_serves = judged(&verdict).served;
+        lexical.judge(question, &reply, &verdict, judged(&verdict));
+        if !lexical_serves {
             refusal_before_ms.push(whole.ms);
         }
         // Statements refused for their words, weighed as paraphrases.
         let lexical_reason = verdict.reason.clone();
-        verify::rephrasings(embedder.as_ref(), &mut verdict, min_similarity).await;
-        let paraphrase_serves = engine::answer::servable(&reply.text, &verdict, refusal);
-        paraphrase.count(question, &reply.text, paraphrase_serves, right);
-        if paraphrase_serves {
-            paraphrase.spans(question, &verdict);
-        } else {
-            paraphrase.refusal_ms.push(reply.ms);
-        }
+        verify::rephrasings(embedder.as_ref(), &mut verdict, options.paraphrase_similarity).await;
+        let paraphrase_serves = judged(&verdict).served;
+        paraphrase.judge(question, &reply, &verdict, judged(&verdict));
         let paraphrase_reason = verdict.reason.clone();
         let mut usage = engine::answer::Usage::default();
         if verdict.grounded {
             verify::second_opinion(lore, &generation, &mut verdict, &texts, margin, &mut usage).await;
         }
-        let second_serves = engine::answer::servable(&reply.text, &verdict, refusal);
-        second.count(question, &reply.text, second_serves, right);
-        if second_serves {
-            second.spans(question, &verdict);
-        }
+        let second_serves = judged(&verdict).served;
+        second.judge(question, &reply, &verdict, judged(&verdict));
 
         // Quoted: the sentences the reply copies, verbatim, then the check.
         let messages = engine::answer::quote_prompt(snapshot, &question.question, &passages);
@@ -414,12 +429,8 @@ async fn measure(
         let quote_verdict = grounding::check(&question.question, composed, &texts, min_support);
         let quote_serves = !engine::answer::says_refusal(&asked.text, refusal) && quote_verdict.grounded;
         let quote_right = !question.refuse && question.holds_fact(&asked.text);
-        quoted.count(question, composed, quote_serves, quote_right);
-        if quote_serves {
-            quoted.spans(question, &quote_verdict);
-        } else {
-            quoted.refusal_ms.push(asked.ms);
-        }
+        let judged = Judged { text: composed, served: quote_serves, model_was_right: quote_right };
+        quoted.judge(question, &asked, &quote_verdict, judged);
 
         let shown = |serves: bool| if serves { "served" } else { "refused" };
         println!(
@@ -535,7 +546,7 @@ async fn measure(
         "unchecked": unchecked.record(answerable, unanswerable),
         "lexical": lexical.record(answerable, unanswerable),
         "paraphrase": paraphrase.record(answerable, unanswerable),
-        "paraphrase_min_similarity": min_similarity,
+        "paraphrase_min_similarity": options.paraphrase_similarity,
         "second_opinion": second.record(answerable, unanswerable),
         "quoted": quoted.record(answerable, unanswerable),
         "refusal_p50_ms_before_the_early_stop": before_p50,
