@@ -272,21 +272,8 @@ async fn a_corpus_past_the_threshold_gets_a_vector_index_that_still_finds_the_ne
     let dir = tempfile::tempdir().unwrap();
     let store =
         LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
-    let rows: Vec<ChunkRow> = (0..VECTOR_INDEX_MIN_ROWS)
-        .map(|i| ChunkRow {
-            id: format!("doc{}:{}", i / 100, i % 100),
-            source_id: "help".into(),
-            view: None,
-            document_id: format!("doc{}", i / 100),
-            title: format!("Document {}", i / 100),
-            url: None,
-            heading: None,
-            position: (i % 100) as u32,
-            text: format!("passage number {i}"),
-            content_hash: format!("hash-{i}"),
-            vector: unit_vector(i as u64, 384),
-        })
-        .collect();
+    let rows: Vec<ChunkRow> =
+        (0..VECTOR_INDEX_MIN_ROWS).map(|i| numbered_row(i, unit_vector(i as u64, 384))).collect();
     store.append(rows[..VECTOR_INDEX_MIN_ROWS - 1].to_vec()).await.unwrap();
     store.optimize().await.unwrap();
     assert!(!store.has_vector_index().await.unwrap(), "below the threshold the scan stays flat");
@@ -301,4 +288,131 @@ async fn a_corpus_past_the_threshold_gets_a_vector_index_that_still_finds_the_ne
         assert_eq!(hits[0].chunk.id, rows[i].id, "the indexed search finds the row itself first");
         assert!((hits[0].score - 1.0).abs() < 1e-3, "{}", hits[0].score);
     }
+}
+
+/// `count` rows from `first` on whose vectors fall in clusters, as
+/// embeddings do: each is one of 40 centres blended with another vector
+/// and renormalised.
+fn clustered_rows(first: usize, count: usize) -> Vec<ChunkRow> {
+    (first..first + count)
+        .map(|i| {
+            let centre = unit_vector(1_000_000 + (i % 40) as u64, 384);
+            let own = unit_vector(i as u64, 384);
+            let mut vector: Vec<f32> = centre.iter().zip(&own).map(|(c, o)| 0.8 * c + 0.6 * o).collect();
+            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            vector.iter_mut().for_each(|x| *x /= norm);
+            numbered_row(i, vector)
+        })
+        .collect()
+}
+
+/// Row `i` of source `help`, a hundred to a document.
+fn numbered_row(i: usize, vector: Vec<f32>) -> ChunkRow {
+    ChunkRow {
+        id: format!("doc{}:{}", i / 100, i % 100),
+        source_id: "help".into(),
+        view: None,
+        document_id: format!("doc{}", i / 100),
+        title: format!("Document {}", i / 100),
+        url: None,
+        heading: None,
+        position: (i % 100) as u32,
+        text: format!("passage number {i}"),
+        content_hash: format!("hash-{i}"),
+        vector,
+    }
+}
+
+/// A store past the vector index's threshold, indexed.
+async fn indexed_store(dir: &tempfile::TempDir) -> (LanceChunkStore, Vec<ChunkRow>) {
+    use engine::index::lance::VECTOR_INDEX_MIN_ROWS;
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
+    let rows = clustered_rows(0, VECTOR_INDEX_MIN_ROWS + 1_000);
+    store.append(rows.clone()).await.unwrap();
+    store.optimize().await.unwrap();
+    assert!(store.has_vector_index().await.unwrap());
+    (store, rows)
+}
+
+fn ids(hits: &[engine::index::Hit]) -> Vec<String> {
+    hits.iter().map(|hit| hit.chunk.id.clone()).collect()
+}
+
+#[tokio::test]
+async fn the_indexed_search_finds_what_the_exact_search_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, rows) = indexed_store(&dir).await;
+    let exact = store.exact();
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    // Queries that are not rows: new blends of the same centres.
+    let queries: Vec<Vec<f32>> = clustered_rows(50_000, 50).into_iter().map(|row| row.vector).collect();
+    let mut kept = 0;
+    for query in &queries {
+        let truth = exact.vector_search(query, &scope, 10).await.unwrap();
+        // The exact search is exact: its first hit is the row closest by a
+        // plain dot product over every row.
+        let closest = rows
+            .iter()
+            .max_by(|a, b| {
+                let dot = |row: &ChunkRow| row.vector.iter().zip(query).map(|(x, y)| x * y).sum::<f32>();
+                dot(a).total_cmp(&dot(b))
+            })
+            .unwrap();
+        assert_eq!(truth[0].chunk.id, closest.id);
+        let found = store.vector_search(query, &scope, 10).await.unwrap();
+        kept += ids(&truth).iter().filter(|id| ids(&found).contains(id)).count();
+    }
+    // IVF_PQ re-ranking ten candidates per result promises recall close to
+    // exact; on these clusters it is at least 0.95.
+    let recall = kept as f64 / (queries.len() * 10) as f64;
+    assert!(recall >= 0.95, "recall@10 against the exact search: {recall:.3}");
+}
+
+#[tokio::test]
+async fn chunks_written_after_the_index_was_built_are_found_before_and_after_it_takes_them_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = indexed_store(&dir).await;
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    let added = clustered_rows(100_000, 100);
+    store.append(added.clone()).await.unwrap();
+    for row in added.iter().step_by(10) {
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id, "a row written after the index is found at once");
+    }
+    store.optimize().await.unwrap();
+    for row in added.iter().step_by(10) {
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id, "and still once the index holds it");
+    }
+}
+
+#[tokio::test]
+async fn a_rebuilt_index_swapped_in_mid_query_never_fails_a_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, rows) = indexed_store(&dir).await;
+    let store = std::sync::Arc::new(store);
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let searching = tokio::spawn({
+        let (store, done, scope) = (store.clone(), done.clone(), scope.clone());
+        let probes: Vec<ChunkRow> = rows.iter().step_by(97).cloned().collect();
+        async move {
+            let mut searches = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) || searches < 20 {
+                let row = &probes[searches % probes.len()];
+                let hits = store.vector_search(&row.vector, &scope, 5).await.expect("a search mid-swap");
+                assert_eq!(hits[0].chunk.id, row.id, "old index or new, the row itself comes first");
+                searches += 1;
+            }
+            searches
+        }
+    });
+    for _ in 0..2 {
+        store.build_vector_index().await.unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let searches = searching.await.unwrap();
+    assert!(searches >= 20, "{searches}");
+    assert!(store.has_vector_index().await.unwrap());
 }
