@@ -453,6 +453,40 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Retrieval from 10,000 to a million chunks: `/retrieve` at 1, 8 and 32
+    /// clients, recall@10 against exact search, build time, memory, disk and
+    /// 1% changed chunks, beside FAISS and hnswlib on the same vectors
+    /// (`scripts/bench-retrieval`).
+    Retrieval {
+        /// Corpus sizes (comma list).
+        #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000, 1_000_000])]
+        sizes: Vec<usize>,
+        /// Directories of documentation pages for the real chunks (comma list).
+        #[arg(long, value_delimiter = ',', required = true)]
+        docs: Vec<PathBuf>,
+        /// At most this many real chunks (read, chunked and embedded once,
+        /// then kept in --cache); past them chunks are blends of real ones.
+        #[arg(long, default_value_t = 20_000)]
+        real: usize,
+        /// Queries, each a sentence of a real chunk.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// `/retrieve` requests per single-client measurement.
+        #[arg(long, default_value_t = 400)]
+        requests: usize,
+        /// Where the embedded real chunks are kept between runs.
+        #[arg(long)]
+        cache: PathBuf,
+        /// The peers' Python (with faiss, hnswlib and lancedb).
+        #[arg(long)]
+        peers_python: Option<PathBuf>,
+        /// scripts/bench/retrieval_peers.py.
+        #[arg(long)]
+        peers_script: Option<PathBuf>,
+        /// Where the JSON record goes (default bench-results/retrieval.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The embedded model's prompt and generation speed and its time to the
     /// first token for a 1,500-token prompt, side by side with llama.cpp's
     /// `llama-server` on the same GGUF file and the same number of threads

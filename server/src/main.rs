@@ -151,6 +151,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let options = bench::RerankOptions { docs, rerank_endpoint, rerank_model, candidates, out };
             bench::rerank(settings, options).await
         }
+        Command::Bench {
+            command:
+                BenchCommand::Retrieval {
+                    sizes,
+                    docs,
+                    real,
+                    queries,
+                    requests,
+                    cache,
+                    peers_python,
+                    peers_script,
+                    out,
+                },
+        } => {
+            let peers = peers_python.zip(peers_script);
+            let options = bench::RetrievalOptions { sizes, docs, real, queries, requests, cache, peers, out };
+            bench::retrieval(settings, options).await
+        }
         Command::Bench { command: BenchCommand::Generate { model, llama_server, tokens, runs, out } } => {
             bench::generate(settings, bench::GenerateOptions { model, llama_server, tokens, runs, out }).await
         }

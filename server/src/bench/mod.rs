@@ -22,6 +22,9 @@
 //!   by the grounding check, over SQLite's documentation and a real model.
 //! - rerank ([`rerank`]): retrieval recall with and without a reranker,
 //!   over all of SQLite's documentation.
+//! - retrieval ([`retrieval`]): `/retrieve`, recall and index upkeep from
+//!   10,000 to a million chunks, beside FAISS, hnswlib and LanceDB's
+//!   Python client on the same vectors.
 //! - mcp ([`mcp`]): the tool server against the same calls made directly,
 //!   `tools/list` with many tables, and push channels of many sessions.
 
@@ -33,6 +36,7 @@ mod operations;
 mod quality;
 mod replicas;
 mod rerank;
+mod retrieval;
 mod scoped;
 mod table;
 pub use answer::{answer, AnswerOptions};
@@ -43,6 +47,7 @@ pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions, QualitySet};
 pub use replicas::{replicas, ReplicasOptions};
 pub use rerank::{rerank, RerankOptions};
+pub use retrieval::{retrieval, RetrievalOptions};
 pub use table::{table, TableOptions};
 
 use std::path::PathBuf;
