@@ -51,15 +51,7 @@ fn spread(mut samples: Vec<f64>) -> Value {
 
 /// This process's resident memory, in KiB.
 fn resident_kib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
+    super::process_kib("VmRSS:")
 }
 
 struct Client {

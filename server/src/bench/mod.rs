@@ -337,6 +337,21 @@ fn build_profile() -> String {
     }
 }
 
+/// A memory figure of this process from `/proc/self/status`, in KiB
+/// (`field` with its colon: `VmRSS:` now, `VmHWM:` at its peak); 0 where
+/// there is none.
+fn process_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(field))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+}
+
 fn tempfile_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
 }

@@ -43,8 +43,8 @@ use serde_json::{json, Value};
 
 use super::answer::{concurrent, Api, Spread};
 use super::{
-    answer_key, bench_site, build_profile, index_site, load_embedder, millis, tempfile_dir, write_record,
-    Serving,
+    answer_key, bench_site, build_profile, index_site, load_embedder, millis, process_kib, tempfile_dir,
+    write_record, Serving,
 };
 
 /// How many nearest chunks recall compares.
@@ -87,6 +87,10 @@ struct RealChunk {
     title: String,
     heading: Option<String>,
     text: String,
+    /// What ingestion embeds (heading and text); needed only until the
+    /// chunk is embedded, so not cached.
+    #[serde(skip)]
+    embed_text: String,
 }
 
 /// The real chunks and their vectors.
@@ -97,10 +101,16 @@ struct Real {
 
 impl Real {
     /// The cached chunks, or reads, chunks and embeds `--docs` (and caches
-    /// the result) when the cache holds another selection.
-    async fn load_or_build(embedder: &LocalEmbedder, options: &RetrievalOptions) -> anyhow::Result<Self> {
-        let key = format!("{}-{}", options.real, embedder.dimensions());
-        let dir = options.cache.join(format!("retrieval-corpus-{key}"));
+    /// the result) when the cache holds another selection: the cache is
+    /// named by the directories, the count and the embedding model.
+    async fn load_or_build(
+        embedder: &LocalEmbedder,
+        model: &str,
+        options: &RetrievalOptions,
+    ) -> anyhow::Result<Self> {
+        let selection = format!("{model}\n{}\n{:?}", options.real, options.docs);
+        let key = engine::ingest::bytes_hash(selection.as_bytes());
+        let dir = options.cache.join(format!("retrieval-corpus-{}", &key[..16]));
         if let Some(real) = Self::read(&dir)? {
             println!("Real chunks: {} from the cache ({}).", real.chunks.len(), dir.display());
             return Ok(real);
@@ -115,13 +125,7 @@ impl Real {
         let bar = bar(chunks.len() as u64, "embedding the real chunks");
         let mut vectors = Vec::with_capacity(chunks.len());
         for batch in chunks.chunks(64) {
-            let texts: Vec<String> = batch
-                .iter()
-                .map(|c| match &c.heading {
-                    Some(heading) => format!("{heading}\n\n{}", c.text),
-                    None => c.text.clone(),
-                })
-                .collect();
+            let texts: Vec<String> = batch.iter().map(|c| c.embed_text.clone()).collect();
             vectors.extend(embedder.embed(&texts).await?);
             bar.inc(batch.len() as u64);
         }
@@ -201,7 +205,12 @@ async fn read_docs(
                 if chunk.text.split_whitespace().count() < 8 {
                     continue; // a heading or a menu, not a passage
                 }
-                chunks.push(RealChunk { title: title.clone(), heading: chunk.heading, text: chunk.text });
+                chunks.push(RealChunk {
+                    title: title.clone(),
+                    heading: chunk.heading,
+                    text: chunk.text,
+                    embed_text: chunk.embed_text,
+                });
                 bar.inc(1);
             }
             if chunks.len() >= limit {
@@ -342,16 +351,7 @@ fn recall(found: &[Vec<String>], exact: &[Vec<String>]) -> f64 {
 
 /// Resident memory now and at its peak, in MB.
 fn memory_mb() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (process_kib("VmRSS:") / 1024.0, process_kib("VmHWM:") / 1024.0)
 }
 
 fn disk_mb(dir: &Path) -> f64 {
@@ -391,7 +391,7 @@ fn read_f32(path: &Path) -> anyhow::Result<Vec<f32>> {
 pub async fn retrieval(mut settings: Settings, options: RetrievalOptions) -> anyhow::Result<()> {
     anyhow::ensure!(options.queries >= 1, "--queries must be at least 1");
     let embedder = load_embedder(&settings).await?;
-    let real = Real::load_or_build(&embedder, &options).await?;
+    let real = Real::load_or_build(&embedder, &settings.models.embedding, &options).await?;
     let queries = queries(&embedder, &real, options.queries).await?;
     println!("{} real chunks, {} queries.", real.chunks.len(), queries.len());
     let site = bench_site::start(10).await?;
