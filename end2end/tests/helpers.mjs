@@ -90,14 +90,29 @@ export async function launchBrowser() {
   });
 }
 
-/** Signs in through the identity provider's login page as `account`. */
+/**
+ * Signs in through the identity provider's login page as `account`. Done
+ * when the browser is back at Lore with its session: the page it lands on
+ * need not finish loading (the caller goes where it tests). A timeout says
+ * where the browser was stuck.
+ */
 export async function signIn(page, baseUrl, account) {
+  const step = async (what, wait) => {
+    try {
+      await wait();
+    } catch (err) {
+      throw new Error(`signing in, ${what}: stuck at ${page.url()} (${await page.title().catch(() => '?')}): ${err.message}`);
+    }
+  };
   await page.goto(`${baseUrl}/`);
-  await page.waitForURL(/\/signin/);
+  await step('the sign-in page', () => page.waitForURL(/\/signin/));
   await page.getByRole('link', { name: 'Sign in with your identity provider' }).click();
-  await page.waitForURL(/\/interaction\//);
+  await step('the provider\'s login', () => page.waitForURL(/\/interaction\//));
   await page.getByRole('button', { name: `Sign in as ${account.name}` }).click();
-  await page.waitForURL((url) => url.href.startsWith(baseUrl) && !url.pathname.startsWith('/auth/'));
+  await step('back at Lore', () => page.waitForURL(
+    (url) => url.href.startsWith(baseUrl) && !url.pathname.startsWith('/auth/'),
+    { waitUntil: 'commit' },
+  ));
 }
 
 /** Waits until the WASM has hydrated the page (clicks before that do nothing). */
