@@ -20,17 +20,23 @@ use std::time::{Duration, Instant};
 
 mod html;
 mod markdown;
+mod markup;
 mod pdf;
 mod sitemap;
 
 pub use html::links;
 pub use markdown::markdown_sections;
+pub use markup::heading_anchor;
 pub use sitemap::{parse_sitemap, Sitemap};
 
 /// Formats Lore can extract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Markdown,
+    /// Markdown with JSX components and `import`/`export` lines.
+    Mdx,
+    ReStructuredText,
+    AsciiDoc,
     PlainText,
     Html,
     Pdf,
@@ -138,7 +144,10 @@ impl Deadline {
 pub fn detect(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Result<Format, ExtractError> {
     let extension = file_name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase());
     match extension.as_deref() {
-        Some("md" | "markdown" | "mdx") => return Ok(Format::Markdown),
+        Some("md" | "markdown") => return Ok(Format::Markdown),
+        Some("mdx") => return Ok(Format::Mdx),
+        Some("rst" | "rest") => return Ok(Format::ReStructuredText),
+        Some("adoc" | "asciidoc" | "asc") => return Ok(Format::AsciiDoc),
         Some("txt" | "text") => return Ok(Format::PlainText),
         Some("html" | "htm" | "xhtml") => return Ok(Format::Html),
         Some("pdf") => return Ok(Format::Pdf),
@@ -147,6 +156,8 @@ pub fn detect(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Resu
     let mime = content_type.map(|ct| ct.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
     match mime.as_deref() {
         Some("text/markdown" | "text/x-markdown") => return Ok(Format::Markdown),
+        Some("text/x-rst") => return Ok(Format::ReStructuredText),
+        Some("text/asciidoc") => return Ok(Format::AsciiDoc),
         Some("text/html" | "application/xhtml+xml") => return Ok(Format::Html),
         Some("text/plain") => return Ok(Format::PlainText),
         Some("application/pdf") => return Ok(Format::Pdf),
@@ -159,7 +170,7 @@ pub fn detect(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Resu
         let what =
             extension.map(|ext| format!(".{ext} file")).or(mime).unwrap_or_else(|| "binary data".into());
         return Err(ExtractError::Unsupported(format!(
-            "{what}; Lore reads Markdown, plain text, HTML and PDF"
+            "{what}; Lore reads Markdown, MDX, reStructuredText, AsciiDoc, plain text, HTML and PDF"
         )));
     }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
@@ -195,9 +206,22 @@ pub fn extract_within(
         std::str::from_utf8(bytes).map_err(|_| ExtractError::Corrupt("it is not valid UTF-8 text".into()))?;
     let extracted = match format {
         Format::Markdown => {
-            let sections = markdown_sections(text);
-            let title = text.lines().find_map(|line| line.strip_prefix("# ")).map(|t| t.trim().to_owned());
+            let (title, sections) = markup::markdown_document(text);
             Extracted { title, canonical_url: None, sections }
+        }
+        Format::Mdx => {
+            let (front_title, body) = markup::front_matter(text);
+            let (title, sections) = markup::markdown_document(&markup::mdx_to_markdown(body));
+            Extracted { title: front_title.or(title), canonical_url: None, sections }
+        }
+        Format::ReStructuredText => {
+            let (title, sections) = markup::rst_sections(text);
+            Extracted { title, canonical_url: None, sections }
+        }
+        Format::AsciiDoc => {
+            let (front_title, body) = markup::front_matter(text);
+            let (title, sections) = markup::asciidoc_sections(body);
+            Extracted { title: front_title.or(title), canonical_url: None, sections }
         }
         Format::PlainText => Extracted {
             title: None,
