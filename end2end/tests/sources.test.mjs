@@ -1,10 +1,15 @@
 // The Sources screen in a real browser: an admin creates a website source
 // for a small documentation site served on 127.0.0.1, watches the indexing
-// progress advance without reloading, and sees the source ready.
+// progress advance without reloading, and sees the source ready; makes a
+// table source; follows a git repository and sees the commit it indexed.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { ADMIN, hydrated, launchBrowser, openPage, signIn, startLore } from './helpers.mjs';
 
 const PAGES = 24;
@@ -154,4 +159,47 @@ test('an admin makes a table source, is told who can read its rows, and finds a 
   await page.locator('li.hit', { hasText: 'Who waters the ferns?' }).waitFor();
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+test('an admin follows a git repository and sees the commit it indexed', async () => {
+  // A repository on the server's disk, made with the real git.
+  const repo = mkdtempSync(path.join(os.tmpdir(), 'lore-e2e-repo-'));
+  const env = {
+    ...process.env, GIT_AUTHOR_NAME: 'Docs', GIT_AUTHOR_EMAIL: 'docs@acme.test',
+    GIT_COMMITTER_NAME: 'Docs', GIT_COMMITTER_EMAIL: 'docs@acme.test', GIT_CONFIG_NOSYSTEM: '1',
+  };
+  const git = (...args) => execFileSync('git', args, { cwd: repo, env, encoding: 'utf8' }).trim();
+  git('init', '--quiet', '-b', 'main');
+  mkdirSync(path.join(repo, 'docs'));
+  writeFileSync(path.join(repo, 'docs', 'boiler.md'), '# Boiler\n\n## Pressure\n\nThe boiler runs at 1.4 bar when warm.\n');
+  writeFileSync(path.join(repo, 'docs', 'vents.rst'), 'Vents\n=====\n\nBleed the radiators every October.\n');
+  git('add', '--all');
+  git('commit', '--quiet', '-m', 'Docs');
+  const head = git('rev-parse', 'HEAD');
+
+  const { context, page, errors } = await openPage(browser, lore.baseUrl);
+  try {
+    await signIn(page, lore.baseUrl, ADMIN);
+    await page.goto(`${lore.baseUrl}/sources`);
+    await hydrated(page);
+    await page.selectOption('select[name=kind]', 'git');
+    await page.fill('input[name=name]', 'House repo');
+    await page.fill('input[name=url]', repo);
+    await page.getByRole('button', { name: 'Add source' }).click();
+    const card = page.locator('li.source[data-source="House repo"]');
+    await card.waitFor();
+    await page.waitForSelector('li.source[data-source="House repo"][data-status="ready"]', { timeout: 60_000 });
+    await card.locator('[data-documents="2"]').waitFor();
+    const summary = card.locator('p.sync-summary');
+    await summary.waitFor();
+    assert.match(await summary.textContent(), new RegExp(`^Commit ${head.slice(0, 12)} of main: all 2 files compared`));
+
+    await page.fill('input[name=query]', 'boiler pressure');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.locator('li.hit', { hasText: '1.4 bar' }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    rmSync(repo, { recursive: true, force: true });
+  }
 });

@@ -395,6 +395,7 @@ mod tests {
             last_synced_at: last_synced.then_some(at),
             next_sync_at: None,
             audience: crate::sources::Audience::Everyone,
+            sync_state: None,
         }
     }
 

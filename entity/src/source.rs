@@ -31,6 +31,9 @@ pub struct Model {
     /// Who may read it through answers and retrieval: `"everyone"`,
     /// `"table"` or an array of role names; `None`: the kind's default.
     pub audience: Option<Json>,
+    /// Where the kind's last completed sync left off (a git source's
+    /// indexed commit), as only that kind reads it; `None`: no state yet.
+    pub sync_state: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

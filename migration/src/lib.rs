@@ -26,6 +26,7 @@ mod m20261202_000017_oauth;
 mod m20261203_000018_client_documents;
 mod m20261204_000019_system_sessions;
 mod m20261205_000020_feedback;
+mod m20261206_000021_sync_state;
 
 pub struct Migrator;
 
@@ -53,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000018_client_documents::Migration),
             Box::new(m20261204_000019_system_sessions::Migration),
             Box::new(m20261205_000020_feedback::Migration),
+            Box::new(m20261206_000021_sync_state::Migration),
         ]
     }
 }

@@ -53,7 +53,8 @@ pub enum Command {
     /// Index a file, a directory of files, or a website (creating or reusing
     /// its source), with a progress bar.
     Ingest {
-        /// A file or directory path, or an http(s) URL.
+        /// A file or directory path, an http(s) URL, or a git repository
+        /// (a `git://` or `ssh://` URL, or a URL or path ending in `.git`).
         target: String,
         /// The source's name (default: the directory, file or host name).
         #[arg(long)]
@@ -274,7 +275,9 @@ pub enum BenchCommand {
     /// Crawl + index pages/s of a generated site, and retrieval latency at
     /// several corpus sizes, flat and with the vector index; with --table,
     /// a table source's first sync against the embedder alone and the time
-    /// from a row's update to its retrieval instead.
+    /// from a row's update to its retrieval instead; with --git, a git
+    /// repository's first sync against the embedder alone and the time from
+    /// a one-file commit, announced by the webhook, to its retrieval.
     Index {
         #[arg(long, default_value_t = 200)]
         pages: usize,
@@ -287,10 +290,18 @@ pub enum BenchCommand {
         /// With --table: rows in the table.
         #[arg(long, default_value_t = 100_000)]
         rows: usize,
-        /// With --table: rows updated one at a time for the update-to-retrievable latency.
+        /// With --table: rows updated one at a time for the update-to-retrievable
+        /// latency; with --git: one-file commits.
         #[arg(long, default_value_t = 40)]
         updates: usize,
-        /// Where the JSON record goes (default bench-results/index.json, or index-table.json).
+        /// Measure a git repository source instead of a website.
+        #[arg(long, conflicts_with = "table")]
+        git: bool,
+        /// With --git: Markdown files in the repository.
+        #[arg(long, default_value_t = 2_000)]
+        files: usize,
+        /// Where the JSON record goes (default bench-results/index.json,
+        /// index-table.json or index-git.json).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -680,19 +691,27 @@ pub enum SourcesCommand {
     Add {
         #[arg(long)]
         name: String,
-        /// upload, website or table (page_bank is announced, not yet available).
+        /// upload, website, git or table (page_bank is announced, not yet available).
         #[arg(long)]
         kind: String,
-        /// Website: the start URL.
+        /// Website: the start URL. Git: the repository's URL or path.
         #[arg(long)]
         url: Option<String>,
+        /// Git: the branch to follow (default: the remote's default branch).
+        #[arg(long)]
+        branch: Option<String>,
+        /// Git: where citations link, a template over {branch}, {path} (and
+        /// a final #{anchor}), or github, gitlab, gitea, bitbucket.
+        #[arg(long)]
+        citation_url: Option<String>,
         /// Website: sitemap (default) or crawl.
         #[arg(long)]
         discovery: Option<String>,
-        /// Website: glob patterns on the URL path to keep (repeatable).
+        /// Website: glob patterns on the URL path to keep; git: on the file's
+        /// path in the repository (repeatable).
         #[arg(long)]
         include: Vec<String>,
-        /// Website: glob patterns on the URL path to leave out (repeatable).
+        /// Website, git: glob patterns of what to leave out (repeatable).
         #[arg(long)]
         exclude: Vec<String>,
         #[arg(long)]

@@ -60,6 +60,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             bench::embed(settings, chunks, peers, out).await
         }
+        Command::Bench { command: BenchCommand::Index { git: true, files, updates, out, .. } } => {
+            bench::git_source(settings, bench::GitOptions { files, commits: updates, out }).await
+        }
         Command::Bench { command: BenchCommand::Index { table: true, rows, updates, out, .. } } => {
             bench::table(settings, bench::TableOptions { rows, updates, out }).await
         }

@@ -344,7 +344,7 @@ fn IndexStep(view: SetupWizardView, wizard: Wizard, notice: Notice) -> impl Into
         };
         return view! {
             <div class="wizard-form upload-step">
-                <p class="hint">"Upload the first files to " <strong>{source.name}</strong> " (Markdown, text, HTML or PDF): uploading starts their indexing."</p>
+                <p class="hint">"Upload the first files to " <strong>{source.name}</strong> " (Markdown, reStructuredText, AsciiDoc, text, HTML or PDF): uploading starts their indexing."</p>
                 <label>"Files" <input id="setup-files" name="files" type="file" multiple/></label>
                 <p class="uploaded" aria-live="polite">{move || format!("{} file(s) uploaded.", uploaded.get())}</p>
                 <div class="form-actions">

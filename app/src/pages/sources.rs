@@ -335,11 +335,12 @@ fn SourceCard(source: SourceView) -> impl IntoView {
             {publishes_table.then(|| view! {
                 <p class="warning audience-warning">"This table's indexed attributes are published to every caller, the widget and keys without a user included, whatever the table's permissions."</p>
             })}
+            {source.sync_summary.clone().map(|s| view! { <p class="sync-summary">{s}</p> })}
             {source.last_error.clone().map(|e| view! { <p class="error">{e}</p> })}
             {source.latest_job.clone().map(|job| view! { <JobProgress job/> })}
             <div class="actions">
                 {is_upload.then(|| view! {
-                    <input type="file" id=input_id.clone() multiple accept=".md,.markdown,.txt,.html,.htm,.pdf"/>
+                    <input type="file" id=input_id.clone() multiple accept=".md,.markdown,.mdx,.rst,.adoc,.asciidoc,.txt,.html,.htm,.pdf"/>
                     <button class="upload" on:click=upload.clone()>"Upload"</button>
                 })}
                 <button class="toggle" on:click=move |_| act_toggle(if enabled { "disable" } else { "enable" })>

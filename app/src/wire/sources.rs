@@ -26,6 +26,14 @@ pub struct SourceView {
     /// RFC 3339, UTC.
     pub created_at: String,
     pub last_synced_at: Option<String>,
+    /// Where the last completed sync left off, in a line (a git source's
+    /// commit, and the files it changed); `None` for kinds that keep no state.
+    #[serde(default)]
+    pub sync_summary: Option<String>,
+    /// The state itself, as the kind recorded it (a git source's `commit`,
+    /// `branch`, `compared`, `changed`, `removed`, `files`, `skipped`).
+    #[serde(default)]
+    pub sync_state: Option<serde_json::Value>,
     pub next_sync_at: Option<String>,
     /// Within its volatility's re-sync interval (`None`: never synced).
     pub fresh: Option<bool>,
@@ -332,6 +340,7 @@ mod from_engine {
     impl From<engine::ingest::lifecycle::Overview> for SourceView {
         fn from(overview: engine::ingest::lifecycle::Overview) -> Self {
             let source = overview.source;
+            let sync_summary = source.sync_summary();
             Self {
                 fresh: overview.fresh,
                 id: source.id,
@@ -347,6 +356,8 @@ mod from_engine {
                 last_error: source.last_error,
                 created_at: time(source.created_at),
                 last_synced_at: source.last_synced_at.map(time),
+                sync_summary,
+                sync_state: source.sync_state,
                 next_sync_at: source.next_sync_at.map(time),
                 latest_job: overview.latest_job.map(JobView::from),
             }

@@ -520,6 +520,34 @@ impl ChunkStore for LanceChunkStore {
         Ok(found)
     }
 
+    async fn stored_vectors(&self, documents: &[String]) -> Result<HashMap<String, Vec<f32>>, IndexError> {
+        let mut vectors = HashMap::new();
+        for part in documents.chunks(500) {
+            let stream = self
+                .table
+                .query()
+                .only_if(documents_filter(part))
+                .select(lancedb::query::Select::columns(&["content_hash", "vector"]))
+                .execute()
+                .await
+                .map_err(store_error)?;
+            let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(store_error)?;
+            for batch in &batches {
+                let hashes = column::<StringArray>(batch, "content_hash")?;
+                let stored = column::<FixedSizeListArray>(batch, "vector")?;
+                for i in 0..batch.num_rows() {
+                    let vector = stored.value(i);
+                    let values = vector
+                        .as_any()
+                        .downcast_ref::<Float32Array>()
+                        .ok_or_else(|| IndexError::Store("vectors are not f32".into()))?;
+                    vectors.insert(hashes.value(i).to_owned(), values.values().to_vec());
+                }
+            }
+        }
+        Ok(vectors)
+    }
+
     async fn scan(&self) -> Result<BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
         let stream = self.table.query().execute().await.map_err(store_error)?;
         Ok(Box::pin(stream.map_err(store_error).and_then(|batch| async move { chunk_rows(&batch) })))

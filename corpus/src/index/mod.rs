@@ -160,6 +160,16 @@ pub trait ChunkStore: Send + Sync {
     ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError>;
     /// Folds recent writes into the indexes (after an indexing run).
     async fn optimize(&self) -> Result<(), IndexError>;
+    /// `content hash → vector` of the chunks stored for `documents`: a
+    /// changed document's chunks whose text did not change keep their
+    /// vectors instead of being embedded again. A store that cannot say
+    /// (the default) answers none, and everything is embedded.
+    async fn stored_vectors(
+        &self,
+        _documents: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<f32>>, IndexError> {
+        Ok(std::collections::HashMap::new())
+    }
 }
 
 /// A SQL string literal for LanceDB filters.

@@ -7,8 +7,8 @@
 use super::jobs::{self, Job};
 use crate::audit::Actor;
 use crate::ingest::IngestError;
-use crate::sources::connector::FirstSync;
-use crate::sources::kinds::{upload, website};
+use crate::sources::connector::{FirstSync, WebhookProof};
+use crate::sources::kinds::{git, upload, website};
 use crate::sources::{self, NewSource, Source};
 use crate::{Corpus, Error, Result};
 
@@ -89,6 +89,57 @@ pub async fn website_at(
         name: name.or(host).unwrap_or_else(|| url.to_owned()),
         kind: website::KEY.to_owned(),
         config: Some(serde_json::json!({ "start_url": url })),
+        volatility: None,
+        audience: None,
+    };
+    add_source(lore, actor, new, trigger).await
+}
+
+/// Queues a sync of source `id` for a forge's webhook call, when its
+/// kind verifies the call's proof of the source's secret. A source that
+/// does not exist is refused exactly as a wrong secret is, and a refused
+/// call queues nothing.
+pub async fn sync_by_webhook(lore: &Corpus, id: &str, proof: &WebhookProof<'_>) -> Result<Job> {
+    let found = match sources::get(lore, id).await {
+        Ok(found) => found,
+        Err(Error::Ingest(IngestError::SourceNotFound(_))) => return Err(IngestError::WebhookRefused.into()),
+        Err(other) => return Err(other),
+    };
+    if !found.kind.connector().verifies_webhook(&found.config, proof) {
+        return Err(IngestError::WebhookRefused.into());
+    }
+    start_run(lore, Some(id), false, "webhook").await
+}
+
+/// Whether `target` names a git repository rather than a website or files:
+/// a `git://` or `ssh://` URL, or a URL or path ending in `.git`.
+pub fn is_repository_address(target: &str) -> bool {
+    let target = target.trim().trim_end_matches('/');
+    target.starts_with("git://") || target.starts_with("ssh://") || target.ends_with(".git")
+}
+
+/// The git source following the default branch of the repository at
+/// `url`, created (its first sync queued) when none follows it yet.
+pub async fn repository_at(
+    lore: &Corpus,
+    actor: &Actor,
+    url: &str,
+    name: Option<String>,
+    trigger: &str,
+) -> Result<Added> {
+    for existing in sources::list(lore).await? {
+        if existing.config.get::<git::GitConfig>().is_some_and(|config| config.url == url) {
+            return Ok(Added { source: existing, first_sync: None });
+        }
+    }
+    // `https://host/org/docs.git` is called `docs`.
+    let repository = url.trim_end_matches('/').trim_end_matches(".git").rsplit(['/', ':']).next();
+    let new = NewSource {
+        name: name
+            .or(repository.filter(|r| !r.is_empty()).map(str::to_owned))
+            .unwrap_or_else(|| url.to_owned()),
+        kind: git::KEY.to_owned(),
+        config: Some(serde_json::json!({ "url": url })),
         volatility: None,
         audience: None,
     };

@@ -12,6 +12,7 @@
 //! change re-embeds everything.
 
 pub mod address;
+pub mod git;
 pub mod jobs;
 pub mod lifecycle;
 pub mod table;
@@ -68,6 +69,14 @@ pub enum IngestError {
     ReindexAcknowledgementRequired,
     #[error("{0}")]
     InvalidTuning(String),
+    /// A git source's repository: unreachable, not a repository, no such
+    /// branch, refused credentials, too large.
+    #[error("{1}")]
+    Git(git::GitProblem, String),
+    /// A webhook call that proves no source's secret (an unknown source
+    /// looks the same).
+    #[error("the webhook call carries no valid secret or signature for this source")]
+    WebhookRefused,
 }
 
 impl From<ExtractError> for IngestError {
@@ -152,6 +161,18 @@ struct Changed {
     doc: Option<document::Model>,
 }
 
+/// Where a chunk's citation links to: its document's URL, with the anchor of
+/// its innermost heading when the document's sections have anchors.
+fn chunk_url(fetched: &Fetched, heading: Option<&str>) -> Option<String> {
+    let url = fetched.url.as_deref()?;
+    match heading.and_then(|path| path.rsplit(" › ").next()) {
+        Some(innermost) if fetched.section_anchors => {
+            Some(format!("{url}#{}", extract::heading_anchor(innermost)))
+        }
+        _ => Some(url.to_owned()),
+    }
+}
+
 /// The title a document is indexed under: its own, else its URI.
 fn title_of(fetched: &Fetched, extracted: &Extracted) -> String {
     extracted.title.clone().unwrap_or_else(|| fetched.uri.clone())
@@ -173,6 +194,9 @@ pub struct Fetched {
     /// some of the row's attributes: its chunks are found by that view's
     /// readers only.
     pub view: Option<String>,
+    /// Each chunk's citation links to its section: `url#anchor`, the
+    /// anchor a forge gives the section's heading (a git source's files).
+    pub section_anchors: bool,
 }
 
 /// What became of one document.
@@ -387,8 +411,41 @@ impl Indexer {
         .map_err(|err| Error::Internal(format!("chunking stopped: {err}")))?;
         let made: usize = chunked.iter().map(Vec::len).sum();
 
-        let texts: Vec<String> = chunked.iter().flatten().map(|c| c.embed_text.clone()).collect();
-        let mut vectors = self.embedder.embed(&texts).await?.into_iter();
+        // A changed document's chunks whose text is unchanged keep their
+        // vectors (a full reindex embeds everything again).
+        let replacing: Vec<String> =
+            changed.iter().filter_map(|c| c.doc.as_ref().map(|d| d.id.clone())).collect();
+        // Only vectors the configured model made: after a change of model
+        // (the corpus fingerprint cleared or another), everything is new.
+        let same_model = || async {
+            let stamp = crate::fingerprint::stamped(&self.lore.db).await?;
+            Ok::<bool, Error>(stamp.is_some_and(|stamp| stamp.embedding_model == self.embedder.model()))
+        };
+        let mut kept = if self.full || replacing.is_empty() || !same_model().await? {
+            HashMap::new()
+        } else {
+            self.store.stored_vectors(&replacing).await?
+        };
+        kept.retain(|_, vector| vector.len() == self.embedder.dimensions());
+        let hashes: Vec<String> =
+            chunked.iter().flatten().map(|c| hex(&Sha256::digest(c.embed_text.as_bytes()))).collect();
+        let texts: Vec<String> = chunked
+            .iter()
+            .flatten()
+            .zip(&hashes)
+            .filter(|(_, hash)| !kept.contains_key(*hash))
+            .map(|(c, _)| c.embed_text.clone())
+            .collect();
+        let embedded_now = texts.len();
+        let mut fresh_vectors = self.embedder.embed(&texts).await?.into_iter();
+        let mut hashes = hashes.into_iter();
+        let mut vectors = std::iter::from_fn(move || {
+            let hash = hashes.next()?;
+            match kept.get(&hash) {
+                Some(vector) => Some(vector.clone()),
+                None => fresh_vectors.next(),
+            }
+        });
         let mut rows = Vec::with_capacity(made);
         let mut ids = Vec::with_capacity(changed.len());
         let mut replaced = Vec::new();
@@ -417,7 +474,7 @@ impl Indexer {
                     view: fetched.view.clone(),
                     document_id: document_id.clone(),
                     title: title.clone(),
-                    url: fetched.url.clone(),
+                    url: chunk_url(fetched, chunk.heading.as_deref()),
                     heading: chunk.heading.clone(),
                     position: chunk.position as u32,
                     text: chunk.text.clone(),
@@ -465,7 +522,7 @@ impl Indexer {
         // again a document at a time is not counted twice.
         progress.add(|p| {
             p.chunked += made as u64;
-            p.embedded += made as u64;
+            p.embedded += embedded_now as u64;
         });
         Ok(outcomes)
     }
@@ -511,6 +568,45 @@ impl Indexer {
             row.last_job_id = Set(Some(self.job_id.clone()));
             row.updated_at = Set(Utc::now());
             row.update(txn).await?;
+        }
+        Ok(())
+    }
+
+    /// Indexes a batch of documents together (one embedding call, one write
+    /// of the chunk store), counting each outcome. When the embedder refuses
+    /// the batch, its documents are tried one by one, so a document it
+    /// cannot embed fails alone and is recorded; any other error (the
+    /// database, the chunk store) fails the run, as it would fail each
+    /// document alone.
+    pub async fn index_batch(
+        &self,
+        source_id: &str,
+        documents: &[(Fetched, Extracted)],
+        progress: &jobs::ProgressHandle,
+    ) -> Result<()> {
+        let batch: Vec<(&Fetched, &Extracted)> = documents.iter().map(|(f, e)| (f, e)).collect();
+        match self.index_documents(source_id, &batch, progress).await {
+            Ok(outcomes) => {
+                outcomes.into_iter().for_each(|outcome| outcome.count(progress));
+                return Ok(());
+            }
+            Err(Error::Embedding(err)) => {
+                tracing::warn!(source = %source_id, error = %err, "the embedder refused a batch of documents; trying them one by one")
+            }
+            Err(other) => return Err(other),
+        }
+        for (fetched, extracted) in documents {
+            match self.index_document(source_id, fetched, extracted, progress).await {
+                Ok(outcome) => outcome.count(progress),
+                Err(err) => {
+                    self.record_failure(source_id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
+                        .await?;
+                    progress.add(|p| {
+                        p.failed += 1;
+                        p.done += 1;
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -596,6 +692,21 @@ impl Indexer {
                 row.insert(&self.lore.db).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Gives the document at `from` the identity `to` (a renamed file), when
+    /// there is one at `from` and none at `to`: indexed next under its new
+    /// name, it keeps the vectors of the chunks the rename left alone.
+    pub async fn rename_document(&self, source_id: &str, from: &str, to: &str) -> Result<()> {
+        let Some(doc) = self.existing(source_id, from).await? else { return Ok(()) };
+        if self.existing(source_id, to).await?.is_some() {
+            return Ok(());
+        }
+        let mut row: document::ActiveModel = doc.into();
+        row.uri = Set(to.to_owned());
+        row.updated_at = Set(Utc::now());
+        row.update(&self.lore.db).await?;
         Ok(())
     }
 

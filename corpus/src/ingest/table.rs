@@ -470,7 +470,7 @@ pub async fn sync(
             })
             .collect();
         progress.add(|p| p.extracted += documents.len() as u64);
-        index_batch(indexer, &found.id, &documents, progress).await?;
+        indexer.index_batch(&found.id, &documents, progress).await?;
     }
 
     // Documents whose row is gone, expired or no longer selected, and
@@ -481,45 +481,6 @@ pub async fn sync(
         known.into_iter().filter(|(uri, _)| !present.contains(uri)).map(|(_, doc)| doc.id).collect();
     let removed = indexer.remove_document_ids(gone).await?;
     progress.add(|p| p.removed += removed);
-    Ok(())
-}
-
-/// Indexes a batch of rows' documents together (one embedding call, one
-/// write of the chunk store). When the embedder refuses the batch, its
-/// documents are tried one by one, so a row it cannot embed fails alone and
-/// is recorded; any other error (the database, the chunk store) fails the
-/// run, as it would fail each row alone.
-async fn index_batch(
-    indexer: &Indexer,
-    source_id: &str,
-    documents: &[(Fetched, Extracted)],
-    progress: &ProgressHandle,
-) -> Result<()> {
-    let batch: Vec<(&Fetched, &Extracted)> = documents.iter().map(|(f, e)| (f, e)).collect();
-    match indexer.index_documents(source_id, &batch, progress).await {
-        Ok(outcomes) => {
-            outcomes.into_iter().for_each(|outcome| outcome.count(progress));
-            return Ok(());
-        }
-        Err(crate::Error::Embedding(err)) => {
-            tracing::warn!(source = %source_id, error = %err, "the embedder refused a batch of rows; trying them one by one")
-        }
-        Err(other) => return Err(other),
-    }
-    for (fetched, extracted) in documents {
-        match indexer.index_document(source_id, fetched, extracted, progress).await {
-            Ok(outcome) => outcome.count(progress),
-            Err(err) => {
-                indexer
-                    .record_failure(source_id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
-                    .await?;
-                progress.add(|p| {
-                    p.failed += 1;
-                    p.done += 1;
-                });
-            }
-        }
-    }
     Ok(())
 }
 

@@ -492,6 +492,7 @@ impl Crawler {
                     last_modified,
                     lastmod,
                     view: None,
+                    section_anchors: false,
                 }),
                 final_url,
             },

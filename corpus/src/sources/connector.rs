@@ -68,6 +68,30 @@ pub trait Connector: Send + Sync + 'static {
     fn mirrored_table(&self, _config: &Self::Config) -> Option<MirroredTable> {
         None
     }
+
+    /// One line on where the last completed sync left off, from the state
+    /// it recorded (`source.sync_state`): what the Sources screen shows
+    /// under the source. `None` (the default) for kinds that keep none.
+    fn state_summary(&self, _state: &Value) -> Option<String> {
+        None
+    }
+
+    /// Whether a forge's webhook call proves the secret of a source of this
+    /// kind configured so: such a call queues a sync without a session.
+    /// `false` (the default) for kinds no forge calls.
+    fn verifies_webhook(&self, _config: &Self::Config, _proof: &WebhookProof<'_>) -> bool {
+        false
+    }
+}
+
+/// What a forge's webhook call carries to prove it knows a source's secret.
+#[derive(Clone, Copy, Debug)]
+pub enum WebhookProof<'a> {
+    /// The body signed with the secret, HMAC-SHA256 in hex (GitHub's
+    /// `X-Hub-Signature-256: sha256=…`, which Gitea and Forgejo send too).
+    Signature { hex: &'a str, body: &'a [u8] },
+    /// The secret itself (GitLab's `X-Gitlab-Token`).
+    Token(&'a str),
 }
 
 /// What one sync gets: the run's indexer (models, store, chunking), the
@@ -243,6 +267,10 @@ pub trait AnyConnector: Send + Sync {
     async fn sync(&self, run: Run<'_>) -> Result<()>;
     /// [`Connector::mirrored_table`] (`None` for another kind's configuration).
     fn mirrored_table(&self, config: &SourceConfig) -> Option<MirroredTable>;
+    /// [`Connector::state_summary`].
+    fn state_summary(&self, state: &Value) -> Option<String>;
+    /// [`Connector::verifies_webhook`] (`false` for another kind's configuration).
+    fn verifies_webhook(&self, config: &SourceConfig, proof: &WebhookProof<'_>) -> bool;
 }
 
 #[async_trait]
@@ -274,6 +302,14 @@ impl<C: Connector> AnyConnector for C {
 
     fn mirrored_table(&self, config: &SourceConfig) -> Option<MirroredTable> {
         Connector::mirrored_table(self, config.get::<C::Config>()?)
+    }
+
+    fn state_summary(&self, state: &Value) -> Option<String> {
+        Connector::state_summary(self, state)
+    }
+
+    fn verifies_webhook(&self, config: &SourceConfig, proof: &WebhookProof<'_>) -> bool {
+        config.get::<C::Config>().is_some_and(|config| Connector::verifies_webhook(self, config, proof))
     }
 }
 

@@ -150,9 +150,18 @@ pub struct Source {
     pub next_sync_at: Option<DateTime<Utc>>,
     /// Who may read its content through answers and retrieval.
     pub audience: Audience,
+    /// Where the kind's last completed sync left off, as only that kind
+    /// reads it (a git source's indexed commit: [`kinds::git::GitState`]).
+    pub sync_state: Option<serde_json::Value>,
 }
 
 impl Source {
+    /// One line on where its last completed sync left off (a git source's
+    /// commit), for the Sources screen; `None` for kinds that keep no state.
+    pub fn sync_summary(&self) -> Option<String> {
+        self.kind.connector().state_summary(self.sync_state.as_ref()?)
+    }
+
     /// The table this source copies, when its kind mirrors one.
     pub fn mirrored_table(&self) -> Option<audience::MirroredTable> {
         self.kind.connector().mirrored_table(&self.config)
@@ -194,6 +203,7 @@ impl Source {
             last_synced_at: row.last_synced_at,
             next_sync_at: row.next_sync_at,
             audience,
+            sync_state: row.sync_state,
         })
     }
 }
@@ -309,6 +319,7 @@ pub async fn create(lore: &Corpus, actor: &Actor, new: NewSource) -> Result<Sour
         last_synced_at: Set(None),
         next_sync_at: Set(None),
         audience: Set(audience.as_ref().map(stored_audience).transpose()?),
+        sync_state: Set(None),
     }
     .insert(&lore.db)
     .await?;
@@ -458,6 +469,17 @@ pub async fn set_volatility(lore: &Corpus, actor: &Actor, id: &str, volatility: 
     Ok(updated)
 }
 
+/// Records where a sync of `id` left off, once it has completed: the next
+/// sync of its kind starts from there. A sync that fails or is cut short
+/// never calls this, so its source keeps the state of the last one that
+/// completed.
+pub async fn record_sync_state(lore: &Corpus, id: &str, state: serde_json::Value) -> Result<()> {
+    let mut row: source::ActiveModel = row(lore, id).await?.into();
+    row.sync_state = Set(Some(state));
+    row.update(&lore.db).await?;
+    Ok(())
+}
+
 /// When the scheduler should next re-sync `source`, counted from `from`.
 pub fn next_sync_after(source: &Source, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
     if !source.kind.info().resyncs || !source.enabled {
@@ -493,6 +515,7 @@ pub async fn delete(lore: &Corpus, actor: &Actor, id: &str) -> Result<()> {
     // itself when it finds the row gone (`jobs::remove_deleted`).
     chunks.delete_source(id).await?;
     crate::ingest::upload::remove_all(lore, id).await?;
+    crate::ingest::git::remove_mirror(lore, id).await?;
     audit::record(&lore.db, actor, "source.delete", Some(id), serde_json::json!({"name": found.name}))
         .await?;
     Ok(())

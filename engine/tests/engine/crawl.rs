@@ -6,7 +6,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use crate::support::site::{page_text, Site};
-use crate::support::{open, open_with, progress, run, run_queued};
+use crate::support::{indexed_uris, open, open_with, progress, run, run_queued};
 use engine::audit::Actor;
 use engine::ingest::{jobs, IngestError};
 use engine::retrieve::RetrievalSettings;
@@ -26,18 +26,6 @@ async fn website(lore: &Lore, config: serde_json::Value) -> String {
         audience: None,
     };
     sources::create(lore, &Actor::System, new).await.unwrap().id
-}
-
-async fn indexed_uris(lore: &Lore, source: &str) -> Vec<String> {
-    let mut uris: Vec<String> = sources::documents(lore, source)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|d| d.status == DocumentStatus::Indexed)
-        .map(|d| d.uri)
-        .collect();
-    uris.sort();
-    uris
 }
 
 #[tokio::test]

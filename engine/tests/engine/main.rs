@@ -15,6 +15,7 @@ mod crawl;
 mod embedding;
 mod floors;
 mod generation;
+mod git_source;
 mod ingest;
 mod keys;
 mod model_files;

@@ -31,6 +31,7 @@
 mod answer;
 mod dashboard;
 mod generate;
+mod git;
 mod mcp;
 mod operations;
 mod quality;
@@ -42,6 +43,7 @@ mod table;
 pub use answer::{answer, AnswerOptions};
 pub use dashboard::dashboard;
 pub use generate::{generate, GenerateOptions};
+pub use git::{git_source, GitOptions};
 pub use mcp::{mcp, McpOptions};
 pub use operations::{operations, OperationsOptions};
 pub use quality::{quality, QualityOptions, QualitySet};

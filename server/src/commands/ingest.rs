@@ -1,6 +1,7 @@
-//! `lore ingest PATH-OR-URL`: a website crawled from its URL, or files (a
-//! directory's, recursively) received into an upload source, then indexed
-//! here.
+//! `lore ingest PATH-OR-URL`: a git repository followed from its URL (a
+//! `git://` or `ssh://` URL, or one ending in `.git`), a website crawled
+//! from its URL, or files (a directory's, recursively) received into an
+//! upload source, then indexed here.
 
 use std::path::Path;
 
@@ -16,7 +17,13 @@ pub async fn run(settings: Settings, target: &str, name: Option<String>, json: b
     let lore = open(settings).await?;
     super::models::ensure(&lore, json).await?;
     let is_url = target.starts_with("http://") || target.starts_with("https://");
-    let queued = if is_url {
+    let queued = if lifecycle::is_repository_address(target) {
+        let found = lifecycle::repository_at(&lore, &ACTOR, target, name, "cli").await.map_err(fail)?;
+        match found.first_sync {
+            Some(job) => job,
+            None => lifecycle::start_run(&lore, Some(&found.source.id), false, "cli").await.map_err(fail)?,
+        }
+    } else if is_url {
         let found = lifecycle::website_at(&lore, &ACTOR, target, name, "cli").await.map_err(fail)?;
         // A new site's first sync is queued already: run that one (a second
         // enqueue could make a second job if a worker claimed the first).

@@ -16,6 +16,8 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
             name,
             kind,
             url,
+            branch,
+            citation_url,
             discovery,
             include,
             exclude,
@@ -46,8 +48,12 @@ pub async fn run(settings: Settings, command: SourcesCommand) -> anyhow::Result<
                 .transpose()
                 .map_err(|err| invalid(format!("--conditions is not JSON: {err}")))?;
             let list = |values: Vec<String>| (!values.is_empty()).then(|| values.into());
+            // A git source's address is its `url`; a website's, its start.
+            let url_key = if kind.trim() == "git" { "url" } else { "start_url" };
             for (key, value) in [
-                ("start_url", url.map(Into::into)),
+                (url_key, url.map(Into::into)),
+                ("branch", branch.map(Into::into)),
+                ("citation_url", citation_url.map(Into::into)),
                 ("discovery", discovery.map(Into::into)),
                 ("include", list(include)),
                 ("exclude", list(exclude)),

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::appdb::AppDbError;
 use engine::auth::AuthError;
+use engine::ingest::git::GitProblem;
 use engine::ingest::IngestError;
 use engine::keys::KeyError;
 use engine::profile::ProfileError;
@@ -359,6 +360,14 @@ fn ingest_parts(err: &IngestError) -> (Code, String) {
         IngestError::Fetch(_) => codes::FETCH_FAILED,
         IngestError::ReindexAcknowledgementRequired => codes::REINDEX_ACKNOWLEDGEMENT_REQUIRED,
         IngestError::InvalidTuning(_) => codes::INVALID_TUNING,
+        IngestError::Git(problem, _) => match problem {
+            GitProblem::Unreachable => codes::GIT_UNREACHABLE,
+            GitProblem::NotARepository => codes::GIT_NOT_A_REPOSITORY,
+            GitProblem::BranchNotFound => codes::GIT_BRANCH_NOT_FOUND,
+            GitProblem::AuthenticationFailed => codes::GIT_AUTHENTICATION_FAILED,
+            GitProblem::TooLarge => codes::GIT_REPOSITORY_TOO_LARGE,
+        },
+        IngestError::WebhookRefused => codes::WEBHOOK_REFUSED,
     };
     (code, capitalise(&err.to_string()))
 }

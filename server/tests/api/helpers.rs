@@ -313,3 +313,21 @@ pub async fn finished(app: &TestApp, job: &str) -> serde_json::Value {
     }
     panic!("job {job} did not finish");
 }
+
+/// Runs the real `git` in `dir` as a fixed author; its output, trimmed.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs([
+            ("GIT_AUTHOR_NAME", "Docs"),
+            ("GIT_AUTHOR_EMAIL", "docs@acme.test"),
+            ("GIT_COMMITTER_NAME", "Docs"),
+            ("GIT_COMMITTER_EMAIL", "docs@acme.test"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}

@@ -1,6 +1,8 @@
 //! A crash in the middle of indexing: `lore ingest` is killed with SIGKILL
 //! partway through a crawl, `lore serve` starts on the same data, resumes
-//! the job, and the corpus ends exactly as a clean run leaves it.
+//! the job, and the corpus ends exactly as a clean run leaves it; the same
+//! for a git repository's first sync, whose commit is recorded only once
+//! the resumed sync completes.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -10,7 +12,7 @@ use engine::{Lore, Settings};
 use entity::{document, index_job};
 use sea_orm::EntityTrait;
 
-use crate::helpers::{drop_postgres, fresh_postgres, models_dir};
+use crate::helpers::{drop_postgres, fresh_postgres, git, models_dir};
 use crate::object_store::ObjectStore;
 use crate::site::Site;
 
@@ -147,6 +149,61 @@ async fn a_job_killed_mid_run_resumes_after_restart_with_no_duplicate_or_lost_ch
     assert_eq!(indexed, clean_indexed, "no page lost");
     assert_eq!(chunks, clean_chunks, "no chunk lost or duplicated");
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
+}
+
+/// A repository of `files` Markdown files in a working tree whose path ends
+/// in `.git` (so `lore ingest` takes it as a repository); its head commit.
+fn repository_of(parent: &Path, files: usize) -> (std::path::PathBuf, String) {
+    let repo = parent.join("handbook.git");
+    std::fs::create_dir_all(repo.join("pages")).unwrap();
+    for n in 0..files {
+        let text = format!(
+            "# Procedure {n}\n\nProcedure {n} calibrates gauge {} at {} kilopascals.\n",
+            n * 7,
+            n * 3 + 11
+        );
+        std::fs::write(repo.join("pages").join(format!("p{n:03}.md")), text).unwrap();
+    }
+    for args in
+        [&["init", "--quiet", "-b", "main"][..], &["add", "--all"], &["commit", "--quiet", "-m", "Handbook"]]
+    {
+        git(&repo, args);
+    }
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    (repo, head)
+}
+
+/// The recorded commit of the one source, if a sync of it completed.
+async fn recorded_commit(lore: &Lore) -> Option<String> {
+    let sources = engine::sources::list(lore).await.unwrap();
+    assert_eq!(sources.len(), 1);
+    Some(sources[0].sync_state.as_ref()?["commit"].as_str()?.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_sync_killed_mid_run_resumes_with_nothing_lost_or_doubled_and_records_its_commit_only_at_the_end(
+) {
+    const FILES: usize = 500;
+    let parent = tempfile::tempdir().unwrap();
+    let (repo, head) = repository_of(parent.path(), FILES);
+    let dir = tempfile::tempdir().unwrap();
+    let watcher = open(dir.path()).await;
+    let ingest = lore(dir.path()).args(["ingest", repo.to_str().unwrap(), "--json"]).spawn().unwrap();
+    kill_at(ingest, &watcher, 100).await;
+    let interrupted = the_job(&watcher).await;
+    assert_eq!(interrupted.status, "running", "left as the crash left it");
+    assert!(done(&interrupted) < FILES as u64);
+    assert_eq!(recorded_commit(&watcher).await, None, "the commit moves only when a sync completes");
+
+    let resumed = resumed_by_serve(dir.path(), &watcher).await;
+    assert_eq!(resumed.status, "succeeded", "{:?}", resumed.message);
+    assert_eq!(resumed.attempts, 2, "one crash, one resume");
+    assert_eq!(done(&resumed), FILES as u64, "every file counted once: {}", resumed.progress);
+    let (chunks, by_docs, indexed) = corpus(&watcher).await;
+    assert_eq!(indexed, FILES, "no file lost");
+    assert_eq!(chunks, FILES, "one chunk a file, none lost or doubled");
+    assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
+    assert_eq!(recorded_commit(&watcher).await, Some(head));
 }
 
 /// Two replicas on one PostgreSQL database and one S3-compatible object

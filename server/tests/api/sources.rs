@@ -4,7 +4,7 @@
 use reqwest::multipart::{Form, Part};
 use serde_json::{json, Value};
 
-use crate::helpers::{finished, spawn_app_with, Options, TestApp};
+use crate::helpers::{finished, git, spawn_app_with, Options, TestApp};
 
 async fn admin_app() -> TestApp {
     let app = spawn_app_with(Options {
@@ -236,5 +236,76 @@ async fn a_table_source_answers_a_write_through_the_operations_api_within_second
             "the update was not retrievable within 5 s"
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A repository on disk with one commit of `GUIDE`, made with the real git.
+fn repository() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("restores.md"), GUIDE).unwrap();
+    for args in
+        [&["init", "--quiet", "-b", "main"][..], &["add", "--all"], &["commit", "--quiet", "-m", "Docs"]]
+    {
+        git(repo.path(), args);
+    }
+    repo
+}
+
+#[tokio::test]
+async fn a_forge_s_webhook_queues_a_git_source_s_sync_only_with_the_secret() {
+    use hmac::Mac as _;
+    // This test's process alone reads it (one process per test).
+    std::env::set_var("LORE_TEST_DOCS_WEBHOOK", "hook-s3cret");
+    let app = admin_app().await;
+    let repo = repository();
+    let config =
+        json!({"url": repo.path().display().to_string(), "webhook_secret_env": "LORE_TEST_DOCS_WEBHOOK"});
+    let created = app
+        .post_json("/admin/sources/", json!({"name": "Runbook repo", "kind": "git", "config": config}))
+        .await;
+    assert_eq!(created.status(), 201);
+    let source: Value = created.json().await.unwrap();
+    let id = source["id"].as_str().unwrap().to_owned();
+    let first = source["latest_job"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&app, &first).await["status"], "succeeded");
+    let latest_job = || async {
+        let source: Value = app.get(&format!("/admin/sources/{id}")).await.json().await.unwrap();
+        source["latest_job"]["id"].as_str().unwrap().to_owned()
+    };
+
+    // A forge has no session: only the secret lets its call through.
+    let forge = reqwest::Client::new();
+    let hook = |source: &str| forge.post(app.url(&format!("/admin/sources/{source}/sync")));
+    let body = r#"{"ref":"refs/heads/main"}"#;
+    let signed = |secret: &str| {
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(body.as_bytes());
+        let hex: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        format!("sha256={hex}")
+    };
+    for refused in [
+        hook(&id).header("x-hub-signature-256", signed("wrong")).body(body),
+        hook(&id).header("x-gitlab-token", "hook-s3cre").body(body),
+        hook("no-such-source").header("x-gitlab-token", "hook-s3cret").body(body),
+    ] {
+        let (status, code) = error_code(refused.send().await.unwrap()).await;
+        assert_eq!((status, code.as_str()), (401, "webhook_refused"));
+    }
+    let (status, code) = error_code(hook(&id).body(body).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (401, "unauthenticated"));
+    assert_eq!(latest_job().await, first, "a refused call queues nothing");
+
+    // Signed as GitHub signs, then with GitLab's token: each queues a sync.
+    for accepted in [
+        hook(&id).header("x-hub-signature-256", signed("hook-s3cret")).body(body),
+        hook(&id).header("x-gitlab-token", "hook-s3cret").body(body),
+    ] {
+        let response = accepted.send().await.unwrap();
+        assert_eq!(response.status(), 202);
+        let job: Value = response.json().await.unwrap();
+        assert_eq!(job["trigger"], "webhook");
+        let ended = finished(&app, job["id"].as_str().unwrap()).await;
+        assert_eq!(ended["status"], "succeeded", "{ended}");
+        assert_eq!(latest_job().await, job["id"].as_str().unwrap());
     }
 }

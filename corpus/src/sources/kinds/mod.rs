@@ -2,6 +2,7 @@
 //! kind is a module beside these and one line in [`KINDS`] (see
 //! `docs/source-kinds.md`).
 
+pub mod git;
 pub mod page_bank;
 pub mod table;
 pub mod upload;
@@ -11,7 +12,7 @@ use super::connector::AnyConnector;
 
 /// The registered kinds, in the order the console offers them.
 pub static KINDS: &[&dyn AnyConnector] =
-    &[&website::Website, &upload::Upload, &table::TableKind, &page_bank::PageBank];
+    &[&website::Website, &upload::Upload, &git::Git, &table::TableKind, &page_bank::PageBank];
 
 #[cfg(test)]
 mod tests {

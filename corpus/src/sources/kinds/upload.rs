@@ -19,8 +19,10 @@ pub const KEY: &str = "upload";
 #[serde(deny_unknown_fields)]
 pub struct NoConfig {}
 
-const INFO: KindInfo =
-    KindInfo { takes_files: true, ..KindInfo::new(KEY, "Uploaded files (Markdown, text, HTML, PDF)") };
+const INFO: KindInfo = KindInfo {
+    takes_files: true,
+    ..KindInfo::new(KEY, "Uploaded files (Markdown, reStructuredText, AsciiDoc, text, HTML, PDF)")
+};
 
 #[async_trait]
 impl Connector for Upload {

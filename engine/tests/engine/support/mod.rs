@@ -44,6 +44,19 @@ pub async fn run_queued(lore: &Lore, job_id: &str) -> entity::index_job::Model {
     jobs::run(lore, held, &owner, None).await.unwrap()
 }
 
+/// The URIs of a source's indexed documents, sorted.
+pub async fn indexed_uris(lore: &Lore, source: &str) -> Vec<String> {
+    let mut uris: Vec<String> = engine::sources::documents(lore, source)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.status == engine::sources::DocumentStatus::Indexed)
+        .map(|d| d.uri)
+        .collect();
+    uris.sort();
+    uris
+}
+
 pub fn progress(job: &entity::index_job::Model) -> Progress {
     serde_json::from_value(job.progress.clone()).unwrap()
 }
