@@ -52,6 +52,36 @@ fn page(i: usize) -> String {
     )
 }
 
+/// The sentence commit `k` adds: a word no file has (letters only) in a
+/// sentence whose other words change with `k` too. With one sentence that
+/// differed only by a number, the 16th commit's was not found within a
+/// minute: the 15 before it, alike but for that number, filled the top 5.
+fn marker(k: usize) -> (String, String) {
+    const THINGS: [&str; 10] =
+        ["valve", "gasket", "relay", "filter", "bearing", "fuse", "hinge", "sensor", "spindle", "latch"];
+    const PLACES: [&str; 10] = [
+        "pump room",
+        "north dock",
+        "cold store",
+        "boiler house",
+        "clean lab",
+        "loading bay",
+        "roof plant",
+        "server hall",
+        "paint shop",
+        "archive",
+    ];
+    let letters: String = k.to_string().bytes().map(|digit| char::from(b'a' + (digit - b'0'))).collect();
+    let word = format!("quillback{letters}");
+    let sentence = format!(
+        "In the {}, the {word} {} is replaced every {} weeks.",
+        PLACES[k % 10],
+        THINGS[(k / 10 + k) % 10],
+        k + 3
+    );
+    (word, sentence)
+}
+
 fn path_of(i: usize) -> String {
     format!("docs/section-{}/guide-{i}.md", i % 20)
 }
@@ -188,8 +218,8 @@ pub async fn git_source(mut settings: Settings, options: GitOptions) -> anyhow::
     );
     for k in 0..options.commits {
         let i = (k * 7_919) % files;
-        let word = format!("quillback{k}");
-        let changed = format!("{}\nThe {word} valve must be closed before the pump restarts.\n", page(i));
+        let (word, sentence) = marker(k);
+        let changed = format!("{}\n{sentence}\n", page(i));
         std::fs::write(repo.join(path_of(i)), changed)?;
         git(&repo, &["commit", "--quiet", "-am", &format!("Change {k}")])?;
         let committed = Instant::now();
@@ -199,7 +229,7 @@ pub async fn git_source(mut settings: Settings, options: GitOptions) -> anyhow::
             let found = engine::search::traced_retrieval(
                 &lore,
                 &engine::sources::Reader::Everything,
-                &format!("{word} valve"),
+                &sentence,
                 Some(5),
             )
             .await?;
