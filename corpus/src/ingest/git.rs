@@ -286,7 +286,7 @@ struct Mirror {
 impl Mirror {
     async fn open(lore: &Corpus, source_id: &str) -> Result<Mirror> {
         let dir = mirror_dir(lore, source_id);
-        if !dir.join("HEAD").exists() {
+        if !tokio::fs::try_exists(dir.join("HEAD")).await.unwrap_or(false) {
             let parent = dir.parent().unwrap_or(&dir).to_owned();
             tokio::fs::create_dir_all(&parent)
                 .await

@@ -438,13 +438,15 @@ impl Indexer {
             .collect();
         let embedded_now = texts.len();
         let mut fresh_vectors = self.embedder.embed(&texts).await?.into_iter();
+        // Each chunk in order, with its hash and its vector, kept or new.
         let mut hashes = hashes.into_iter();
         let mut vectors = std::iter::from_fn(move || {
             let hash = hashes.next()?;
-            match kept.get(&hash) {
-                Some(vector) => Some(vector.clone()),
-                None => fresh_vectors.next(),
-            }
+            let vector = match kept.get(&hash) {
+                Some(vector) => vector.clone(),
+                None => fresh_vectors.next()?,
+            };
+            Some((hash, vector))
         });
         let mut rows = Vec::with_capacity(made);
         let mut ids = Vec::with_capacity(changed.len());
@@ -465,7 +467,7 @@ impl Indexer {
                 }
             };
             for chunk in chunks {
-                let vector = vectors.next().ok_or_else(|| {
+                let (content_hash, vector) = vectors.next().ok_or_else(|| {
                     Error::Internal("the embedder returned fewer vectors than texts".into())
                 })?;
                 rows.push(ChunkRow {
@@ -478,7 +480,7 @@ impl Indexer {
                     heading: chunk.heading.clone(),
                     position: chunk.position as u32,
                     text: chunk.text.clone(),
-                    content_hash: hex(&Sha256::digest(chunk.embed_text.as_bytes())),
+                    content_hash,
                     vector,
                 });
             }

@@ -174,27 +174,8 @@ pub async fn git_source(mut settings: Settings, options: GitOptions) -> anyhow::
     .await?;
     let source_id = added.source.id.clone();
     let first = added.first_sync.context("a git source's first sync is queued at once")?;
-    let owner = engine::ingest::jobs::owner_id("bench");
-    let job = engine::ingest::jobs::claim(&lore, &first.id, &owner)
-        .await?
-        .context("the first sync could not be claimed")?;
-    let last_file = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
-    let observer: engine::ingest::jobs::Observer = {
-        let last_file = last_file.clone();
-        std::sync::Arc::new(move |progress: &engine::ingest::Progress| {
-            if progress.done as usize >= files {
-                let mut seen = last_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                seen.get_or_insert_with(Instant::now);
-            }
-        })
-    };
     println!("Running the first sync of {files} files …");
-    let started = Instant::now();
-    let ended = engine::ingest::jobs::run(&lore, job, &owner, Some(observer)).await?;
-    let total_s = started.elapsed().as_secs_f64();
-    anyhow::ensure!(ended.status == "succeeded", "the first sync {}: {:?}", ended.status, ended.message);
-    let files_done = last_file.lock().map(|seen| *seen).unwrap_or_default();
-    let indexing_s = files_done.map(|at| (at - started).as_secs_f64()).unwrap_or(total_s);
+    let (indexing_s, total_s) = super::first_sync(&lore, &first, files).await?;
     let sync_rate = files as f64 / indexing_s;
     let ceiling = before.max(embed_alone().await?);
     let ratio = sync_rate / ceiling;

@@ -484,6 +484,36 @@ fn synthetic_documents(
         .collect()
 }
 
+/// Runs a source's first sync (`queued`) as the worker runs it, here:
+/// the seconds until its `documents`-th document was done, and until the
+/// run ended (its closing optimisation of the chunk store included).
+async fn first_sync(
+    lore: &Lore,
+    queued: &engine::ingest::jobs::Job,
+    documents: usize,
+) -> anyhow::Result<(f64, f64)> {
+    let owner = engine::ingest::jobs::owner_id("bench");
+    let job = engine::ingest::jobs::claim(lore, &queued.id, &owner)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the first sync could not be claimed"))?;
+    let last_done = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let observer: engine::ingest::jobs::Observer = {
+        let last_done = last_done.clone();
+        std::sync::Arc::new(move |progress: &engine::ingest::Progress| {
+            if progress.done as usize >= documents {
+                let mut seen = last_done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                seen.get_or_insert_with(Instant::now);
+            }
+        })
+    };
+    let started = Instant::now();
+    let ended = engine::ingest::jobs::run(lore, job, &owner, Some(observer)).await?;
+    let total_s = started.elapsed().as_secs_f64();
+    anyhow::ensure!(ended.status == "succeeded", "the first sync {}: {:?}", ended.status, ended.message);
+    let done_at = last_done.lock().map(|seen| *seen).unwrap_or_default();
+    Ok((done_at.map(|at| (at - started).as_secs_f64()).unwrap_or(total_s), total_s))
+}
+
 /// Lore serving on a free loopback port in this process, until stopped.
 struct Serving {
     base: String,
