@@ -97,22 +97,38 @@ export async function launchBrowser() {
  * where the browser was stuck.
  */
 export async function signIn(page, baseUrl, account) {
-  const step = async (what, wait) => {
-    try {
-      await wait();
-    } catch (err) {
-      throw new Error(`signing in, ${what}: stuck at ${page.url()} (${await page.title().catch(() => '?')}): ${err.message}`);
-    }
-  };
   await page.goto(`${baseUrl}/`);
-  await step('the sign-in page', () => page.waitForURL(/\/signin/));
-  await page.getByRole('link', { name: 'Sign in with your identity provider' }).click();
-  await step('the provider\'s login', () => page.waitForURL(/\/interaction\//));
-  await page.getByRole('button', { name: `Sign in as ${account.name}` }).click();
-  await step('back at Lore', () => page.waitForURL(
+  await step(page, 'signing in, the sign-in page', () => page.waitForURL(/\/signin/));
+  await atProvider(page, account);
+  await step(page, 'signing in, back at Lore', () => page.waitForURL(
     (url) => url.href.startsWith(baseUrl) && !url.pathname.startsWith('/auth/'),
     { waitUntil: 'commit' },
   ));
+}
+
+/**
+ * Runs one step of a browser flow; a failure says `what` was awaited and
+ * where the browser was stuck (its URL, title and the start of its text).
+ */
+export async function step(page, what, wait) {
+  try {
+    return await wait();
+  } catch (err) {
+    const text = await page.locator('body').innerText({ timeout: 1000 }).catch(() => '?');
+    throw new Error(`${what}: stuck at ${page.url()} (${await page.title().catch(() => '?')}: ${text.slice(0, 300)}): ${err.message}`);
+  }
+}
+
+/**
+ * From Lore's sign-in page, through the identity provider's login as
+ * `account`; the provider then sends the browser back to Lore.
+ */
+export async function atProvider(page, account) {
+  await step(page, 'leaving Lore for the provider', () =>
+    page.getByRole('link', { name: 'Sign in with your identity provider' }).click());
+  await step(page, 'the provider\'s login', () => page.waitForURL(/\/interaction\//));
+  await step(page, 'the provider\'s account buttons', () =>
+    page.getByRole('button', { name: `Sign in as ${account.name}` }).click());
 }
 
 /** Waits until the WASM has hydrated the page (clicks before that do nothing). */

@@ -20,7 +20,7 @@ import { Client as SdkClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as SdkTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { auth as sdkAuth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client as NextClient, StreamableHTTPClientTransport as NextTransport } from '@modelcontextprotocol/client';
-import { ADMIN, USER, launchBrowser, prepareGuides, signIn, startDocsSite, startLlama, startLore } from './helpers.mjs';
+import { ADMIN, USER, atProvider, launchBrowser, prepareGuides, signIn, startDocsSite, startLlama, startLore, step } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CALLBACK = 'http://127.0.0.1:9/callback';
@@ -112,9 +112,8 @@ async function consent(authorizeUrl, client) {
     return route.fulfill({ status: 200, body: 'back at the client' });
   });
   await page.goto(authorizeUrl);
-  await page.getByRole('link', { name: 'Sign in with your identity provider' }).click();
-  await page.getByRole('button', { name: `Sign in as ${USER.name}` }).click();
-  await page.getByRole('heading', { name: `Allow ${client} to use Lore?` }).waitFor();
+  await atProvider(page, USER);
+  await step(page, 'the consent page', () => page.getByRole('heading', { name: `Allow ${client} to use Lore?` }).waitFor());
   assert.match(await page.locator('body').innerText(), new RegExp(`user ${USER.email}`));
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.waitForURL((url) => url.href.startsWith(CALLBACK));

@@ -141,9 +141,14 @@ impl OidcClient {
             _ => None,
         };
         // The token endpoint must never be followed through a redirect (the
-        // code and verifier would travel to wherever it points).
+        // code and verifier would travel to wherever it points). No idle
+        // connection is kept: sign-ins are seconds apart, and a provider that
+        // closes idle connections sooner than the pool forgets them (Node's
+        // default is 5 s) would otherwise now and then fail a sign-in on a
+        // connection it closed just as it was reused.
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
             .timeout(std::time::Duration::from_secs(15))
             .build()
             .map_err(|err| Error::Internal(format!("building the OIDC HTTP client: {err}")))?;
