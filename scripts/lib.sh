@@ -360,3 +360,25 @@ build_server() {
     echo "$CARGO_TARGET_DIR/debug/lore"
   fi
 }
+
+# A library built without a test harness (`[lib] test = false`, see
+# docs/decisions.md, "One test binary per floor") must hold no unit tests:
+# nothing would compile or run them. Fails naming each one found.
+check_no_stray_unit_tests() {
+  python3 - "$LORE_ROOT" <<'PY'
+import pathlib, sys, tomllib
+root = pathlib.Path(sys.argv[1])
+members = tomllib.loads((root / "Cargo.toml").read_text())["workspace"]["members"]
+stray = []
+for member in members:
+    manifest = tomllib.loads((root / member / "Cargo.toml").read_text())
+    if manifest.get("lib", {}).get("test", True):
+        continue
+    for source in sorted((root / member / "src").rglob("*.rs")):
+        if "#[cfg(test)]" in source.read_text():
+            stray.append(str(source.relative_to(root)))
+if stray:
+    sys.exit("unit tests in a library built without a test harness (move them to its test binary):\n  "
+             + "\n  ".join(stray))
+PY
+}

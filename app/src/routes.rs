@@ -126,18 +126,3 @@ pub const PLAYGROUND_FEEDBACK: Route<0> = Route("/admin/playground/feedback");
 // Ratings of answers: the review queue and what is done about an item.
 pub const FEEDBACK: Route<0> = Route("/admin/feedback");
 pub const FEEDBACK_REVIEW: Route<1> = Route("/admin/feedback/{trace_id}/review");
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameters_are_filled_in_order_and_encoded_as_one_segment() {
-        assert_eq!(SOURCES.url(), "/admin/sources/");
-        assert_eq!(SOURCE_FILES.at(["3f2a"]), "/admin/sources/3f2a/files");
-        assert_eq!(ROLE.at(["generation"]), "/admin/roles/generation");
-        assert_eq!(GOLDEN_ONE.at(["a/b c?"]), "/admin/golden/a%2Fb%20c%3F");
-        assert_eq!(PROFILE_RESTORE.at(["12"]), "/admin/profile/versions/12/restore");
-        assert_eq!(SOURCE.at(["café"]), "/admin/sources/caf%C3%A9");
-    }
-}

@@ -68,21 +68,6 @@ impl tracing::field::Visit for Text {
 /// terminal, since in a file or a log collector the codes are noise around
 /// every level and field. `NO_COLOR` set to anything but the empty string
 /// turns them off there too (<https://no-color.org>).
-fn colour(stderr_is_terminal: bool, no_color: Option<OsString>) -> bool {
+pub fn colour(stderr_is_terminal: bool, no_color: Option<OsString>) -> bool {
     stderr_is_terminal && no_color.is_none_or(|value| value.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::colour;
-
-    #[test]
-    fn colour_only_on_a_terminal_and_without_no_color() {
-        assert!(colour(true, None));
-        assert!(!colour(false, None), "a file or a pipe gets plain text");
-        assert!(!colour(true, Some("1".into())));
-        assert!(!colour(false, Some("1".into())));
-        // The convention: an empty NO_COLOR does not count.
-        assert!(colour(true, Some("".into())));
-    }
 }

@@ -68,39 +68,11 @@ impl Lists {
 /// Who the lists are held for: the user, how it signed in, and a digest of
 /// its key (whose scopes decide the custom tools it is offered). No key is
 /// kept.
-pub(crate) fn holder(caller: &Caller) -> String {
+pub fn holder(caller: &Caller) -> String {
     let who = caller.principal.as_ref().map(identity).unwrap_or_default();
     let key = caller.key.as_ref().map(|key| {
         let digest = Sha256::digest(key.expose().as_bytes());
         digest.iter().take(16).map(|b| format!("{b:02x}")).collect::<String>()
     });
     format!("{who}|{}|{}", caller.oauth, key.unwrap_or_default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use engine::appdb::Principal;
-    use engine::settings::Secret;
-
-    #[test]
-    fn callers_are_held_apart_by_user_sign_in_and_key() {
-        let ann = Some(Principal::Admin { account_id: "ann".into() });
-        let bob = Some(Principal::Admin { account_id: "bob".into() });
-        let keyed = |raw: &str| Caller { principal: ann.clone(), key: Some(Secret::new(raw)), oauth: false };
-        let all = [
-            holder(&Caller { principal: ann.clone(), ..Caller::default() }),
-            holder(&Caller { principal: bob, ..Caller::default() }),
-            holder(&Caller { principal: ann.clone(), oauth: true, ..Caller::default() }),
-            holder(&keyed("lore_sk_one")),
-            holder(&keyed("lore_sk_two")),
-        ];
-        for (i, a) in all.iter().enumerate() {
-            for b in &all[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
-        assert!(!all[3].contains("lore_sk_one"), "the key itself is never kept");
-        assert_eq!(holder(&keyed("lore_sk_one")), all[3]);
-    }
 }

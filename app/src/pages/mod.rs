@@ -5,14 +5,14 @@ mod dashboard;
 mod frame;
 mod judging;
 pub(crate) mod playground;
-mod prompt;
+pub mod prompt;
 mod providers;
 mod setup;
 mod signin;
 mod source_form;
 mod sources;
 mod tuning;
-mod users;
+pub mod users;
 
 pub use access::Access;
 pub use dashboard::Dashboard;

@@ -617,23 +617,3 @@ pub fn diff_lines(old: &str, new: &str) -> Vec<(char, String)> {
     out.extend(b[j..].iter().map(|l| ('+', (*l).to_owned())));
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::diff_lines;
-
-    #[test]
-    fn the_diff_marks_changed_lines_only() {
-        let diff = diff_lines("a\nb\nc", "a\nB\nc\nd");
-        assert_eq!(
-            diff,
-            vec![
-                (' ', "a".into()),
-                ('-', "b".into()),
-                ('+', "B".into()),
-                (' ', "c".into()),
-                ('+', "d".into())
-            ]
-        );
-    }
-}

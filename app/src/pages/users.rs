@@ -34,7 +34,7 @@ pub fn preset(kind: &str, database: &str, tables: &[String]) -> Value {
 }
 
 /// A role's permission in a few words, for the list.
-fn summary(permission: &Value) -> String {
+pub fn summary(permission: &Value) -> String {
     if permission["super_user"] == true {
         return "super user".into();
     }
@@ -265,32 +265,5 @@ fn NewUserForm(
             </label>
             <button type="submit">"Add user"</button>
         </form>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn presets_are_permission_trees() {
-        assert_eq!(preset("super", "", &[]), json!({"super_user": true}));
-        assert_eq!(preset("structure", " ", &[]), json!({"structure_user": true}));
-        assert_eq!(preset("structure", "dev", &[]), json!({"structure_user": ["dev"]}));
-        let tables = ["dog".to_owned(), "cat".to_owned()];
-        let read_only = preset("read_only", "dev", &tables);
-        assert_eq!(
-            read_only["dev"]["tables"]["dog"],
-            json!({"read": true, "insert": false, "update": false, "delete": false})
-        );
-        assert_eq!(read_only["dev"]["tables"].as_object().unwrap().len(), 2);
-    }
-
-    #[test]
-    fn a_role_is_summarised_in_words() {
-        assert_eq!(summary(&json!({"super_user": true})), "super user");
-        assert_eq!(summary(&json!({"structure_user": ["dev"]})), "structure of dev");
-        assert_eq!(summary(&preset("read_only", "dev", &["dog".to_owned()])), "1 table(s) of dev");
-        assert_eq!(summary(&json!({})), "nothing yet");
     }
 }

@@ -120,7 +120,7 @@ fn question(passage: &str, claim: &str) -> Vec<Message> {
 }
 
 /// The reply's verdict: its first word, "yes" or "no" (`None`: neither).
-fn yes_or_no(reply: &str) -> Option<bool> {
+pub fn yes_or_no(reply: &str) -> Option<bool> {
     let first = reply.split(|c: char| !c.is_alphabetic()).find(|w| !w.is_empty())?.to_lowercase();
     match first.as_str() {
         "yes" | "true" | "supported" => Some(true),
@@ -167,18 +167,4 @@ pub async fn rephrasings(embedder: &dyn Embedder, verdict: &mut Verdict, min_sim
         at += 1 + quotes.len();
     }
     verdict.weigh_rephrasings(&similarities, min_similarity);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reply_is_read_by_its_first_word() {
-        assert_eq!(yes_or_no("Yes."), Some(true));
-        assert_eq!(yes_or_no(" no, it says 10"), Some(false));
-        assert_eq!(yes_or_no("**No**"), Some(false));
-        assert_eq!(yes_or_no("The passage says"), None);
-        assert_eq!(yes_or_no(""), None);
-    }
 }

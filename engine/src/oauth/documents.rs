@@ -49,7 +49,7 @@ pub fn is_document_id(client_id: &str) -> bool {
 
 /// The fields of a metadata document Lore reads (RFC 7591 §2's names).
 #[derive(Deserialize)]
-struct Document {
+pub struct Document {
     client_id: Option<String>,
     client_name: Option<String>,
     #[serde(default)]
@@ -183,7 +183,7 @@ async fn read(lore: &Lore, url: &url::Url) -> Outcome<(Document, Duration)> {
 /// its own address as `client_id`, a public client (no secret, no other
 /// authentication), redirect URIs a registration could have, and only the
 /// grants Lore offers.
-fn validate(client_id: &str, document: Document) -> Outcome<Client> {
+pub fn validate(client_id: &str, document: Document) -> Outcome<Client> {
     let bad = |why: String| {
         refused(OAuthCode::InvalidClientMetadata, format!("the client's metadata document: {why}"))
     };
@@ -214,58 +214,4 @@ fn validate(client_id: &str, document: Document) -> Outcome<Client> {
         logo_uri,
         created_at: Utc::now(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn document(value: serde_json::Value) -> Document {
-        serde_json::from_value(value).unwrap()
-    }
-
-    const ID: &str = "https://app.example/oauth/client.json";
-
-    #[test]
-    fn a_document_must_name_itself_and_be_a_public_client() {
-        let good = json!({"client_id": ID, "client_name": "App", "redirect_uris": ["http://127.0.0.1/cb"]});
-        let client = validate(ID, document(good.clone())).unwrap();
-        assert_eq!(client.name, "App");
-        assert_eq!(client.redirect_uris, vec!["http://127.0.0.1/cb".to_owned()]);
-
-        let mut elsewhere = good.clone();
-        elsewhere["client_id"] = json!("https://app.example/other.json");
-        let refused = validate(ID, document(elsewhere)).unwrap_err();
-        assert_eq!(refused.code, OAuthCode::InvalidClientMetadata);
-        assert!(refused.description.contains("not the address"), "{}", refused.description);
-
-        let mut secret = good.clone();
-        secret["client_secret"] = json!("s3cret");
-        assert!(validate(ID, document(secret)).unwrap_err().description.contains("client_secret"));
-
-        let mut keyed = good.clone();
-        keyed["token_endpoint_auth_method"] = json!("private_key_jwt");
-        assert!(validate(ID, document(keyed)).is_err());
-
-        let mut far = good.clone();
-        far["redirect_uris"] = json!(["http://192.168.1.9/cb"]);
-        assert!(validate(ID, document(far)).is_err(), "plain http only to loopback");
-
-        // What a client says of itself is checked as at registration: a
-        // logo that is not an https URL is refused, not dropped.
-        let mut logo = good.clone();
-        logo["logo_uri"] = json!("https://app.example/logo.png");
-        assert_eq!(
-            validate(ID, document(logo.clone())).unwrap().logo_uri.as_deref(),
-            Some("https://app.example/logo.png")
-        );
-        logo["logo_uri"] = json!("javascript:alert(1)");
-        let refused = validate(ID, document(logo)).unwrap_err();
-        assert_eq!(refused.code, OAuthCode::InvalidClientMetadata);
-        assert!(refused.description.contains("logo_uri"), "{}", refused.description);
-
-        let mut nameless = good;
-        nameless["client_name"] = json!(" ");
-        assert_eq!(validate(ID, document(nameless)).unwrap().name, "app.example", "the host stands in");
-    }
 }

@@ -28,4 +28,5 @@ mod rollups;
 mod sessions;
 mod store;
 mod table_source;
+mod units;
 mod wizard;

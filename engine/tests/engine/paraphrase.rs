@@ -1,6 +1,6 @@
 //! Paraphrase support on the real embedding model: statements the grounding
 //! check refused for their words, weighed by MiniLM's similarity in meaning
-//! to the spans that keep their facts. The cases (`fixtures/paraphrases.json`)
+//! to the spans that keep their facts. The cases (`grounding/tests/fixtures/paraphrases.json`)
 //! are SmolLM2's right replies that `lore bench quality` found lost, and
 //! wrong statements built on the same passages. MiniLM finds some wrong
 //! statements as close as right ones, so the default leaves it off; an
@@ -17,7 +17,7 @@ const MIN_SIMILARITY: f32 = 0.6;
 #[tokio::test]
 async fn a_paraphrase_keeping_the_facts_is_served_and_a_changed_fact_is_not() {
     let fixture: serde_json::Value =
-        serde_json::from_str(include_str!("../fixtures/paraphrases.json")).unwrap();
+        serde_json::from_str(include_str!("../../../grounding/tests/fixtures/paraphrases.json")).unwrap();
     let passages: Vec<Passage> = fixture["passages"]
         .as_array()
         .unwrap()

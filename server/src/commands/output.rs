@@ -68,28 +68,3 @@ pub fn error_body(err: &anyhow::Error) -> ErrorBody {
 pub fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_coded_failure_keeps_its_code_through_context_and_others_are_internal() {
-        let missing = fail(engine::Error::NotAnswerable(vec!["provider: no generation target".into()]));
-        assert_eq!(
-            missing.to_string(),
-            "Lore cannot answer yet; details.reasons says what is missing. [not_answerable]\n  - provider: no generation target"
-        );
-        let wrapped = missing.context("asking");
-        let body = error_body(&wrapped);
-        assert_eq!(body.error.code, "not_answerable");
-        assert_eq!(body.error.reasons(), ["provider: no generation target"]);
-
-        let plain = anyhow::anyhow!("no such file").context("reading lore.toml");
-        let body = error_body(&plain);
-        assert_eq!(
-            (body.error.code.as_str(), body.error.message.as_str()),
-            ("internal", "reading lore.toml: no such file")
-        );
-    }
-}

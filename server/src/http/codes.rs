@@ -1,7 +1,7 @@
 //! Every stable error code Lore answers with, as data: one table that the
 //! HTTP mapping (`ApiError::parts`) takes its statuses from, and that the
 //! OpenAPI document's error tables, `docs/http.md` and the CLI's codes are
-//! checked against (the tests below). A new code is added here first.
+//! checked against (`server/tests/api/units/server_codes.rs`). A new code is added here first.
 
 use axum::http::StatusCode;
 
@@ -123,58 +123,4 @@ pub const JOB_FAILED: &str = "job_failed";
 /// The code named `key`, if Lore has one.
 pub fn find(key: &str) -> Option<Code> {
     ALL.iter().copied().find(|code| code.key == key)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    /// `(status, code)` of every row of the error table in `docs/http.md`.
-    fn documented() -> Vec<(u16, String)> {
-        let page = include_str!("../../../docs/http.md");
-        let mut rows = Vec::new();
-        for line in page.lines() {
-            let cells: Vec<&str> = line.split(" | ").collect();
-            let Some(status) = cells.first().and_then(|c| c.trim_start_matches("| ").parse::<u16>().ok())
-            else {
-                continue;
-            };
-            let Some(codes) = cells.get(1) else { continue };
-            for code in codes.split(", ") {
-                rows.push((status, code.trim().trim_matches('`').to_owned()));
-            }
-        }
-        rows
-    }
-
-    #[test]
-    fn each_code_is_listed_once_and_named_in_snake_case() {
-        let mut seen = BTreeMap::new();
-        for code in ALL {
-            assert!(seen.insert(code.key, code.status).is_none(), "`{}` is listed twice", code.key);
-            assert!(code.key.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", code.key);
-            assert!(!code.meaning.is_empty(), "{}", code.key);
-        }
-        assert!(find(JOB_FAILED).is_none(), "the CLI's own code is not an HTTP code");
-    }
-
-    #[test]
-    fn the_documented_error_table_is_this_table() {
-        let documented = documented();
-        assert!(documented.len() >= 50, "the table in docs/http.md was not found: {documented:?}");
-        for (status, key) in &documented {
-            let code =
-                find(key).unwrap_or_else(|| panic!("docs/http.md names `{key}`, which Lore does not have"));
-            assert_eq!(code.status.as_u16(), *status, "docs/http.md lists `{key}` under {status}");
-        }
-        for code in ALL {
-            assert!(
-                documented.iter().any(|(_, key)| key == code.key),
-                "`{}` is missing from the error table in docs/http.md",
-                code.key
-            );
-        }
-    }
 }

@@ -36,3 +36,4 @@ mod sources;
 mod storage;
 mod toolserver;
 mod tuning;
+mod units;

@@ -32,7 +32,7 @@ use engine::settings::Secret;
 use lore_toolserver::{self as mcp, hub, sessions, Profile, ToolServer};
 use serde_json::{json, Map, Value};
 
-mod rpc;
+pub mod rpc;
 
 use rpc::{Code, Incoming, Reply, RpcError};
 
@@ -48,7 +48,7 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
 /// Items per page of a list (DESIGN.md).
-const PAGE: usize = 200;
+pub const PAGE: usize = 200;
 
 pub async fn application(
     State(state): State<AppState>,
@@ -113,7 +113,7 @@ fn refuse(status: StatusCode, id: Value, error: RpcError) -> Response {
 }
 
 /// What a request's `Accept` allows: JSON, an event stream, or neither.
-fn accepts(headers: &HeaderMap) -> (bool, bool) {
+pub fn accepts(headers: &HeaderMap) -> (bool, bool) {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return (true, true);
     };
@@ -148,7 +148,7 @@ fn repeats(sent: Option<String>, header: &str, value: &str) -> Result<(), String
 
 /// A header value as 2026-07-28 sends it: `=?base64?…?=` when it is not
 /// plain ASCII.
-fn decode_header(raw: &str) -> Option<String> {
+pub fn decode_header(raw: &str) -> Option<String> {
     match raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
         Some(encoded) => base64::engine::general_purpose::STANDARD
             .decode(encoded)
@@ -616,7 +616,7 @@ fn push_stream(first: Option<Value>, channel: hub::Stream) -> Response {
 }
 
 /// Why a method failed: a JSON-RPC error, or an engine error to convert.
-enum Failure {
+pub enum Failure {
     Rpc(RpcError),
     Engine(engine::Error),
 }
@@ -723,7 +723,7 @@ fn tool_listing(tool: &mcp::Tool) -> Value {
 }
 
 /// One page of a list: `cursor` is the opaque offset the last page gave.
-fn page(params: &Map<String, Value>, field: &str, items: Vec<Value>) -> Result<Value, Failure> {
+pub fn page(params: &Map<String, Value>, field: &str, items: Vec<Value>) -> Result<Value, Failure> {
     let offset = match params.get("cursor").and_then(Value::as_str) {
         None => 0,
         Some(cursor) => base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -747,51 +747,5 @@ fn instructions(profile: Profile) -> &'static str {
     match profile {
         Profile::Application => "Lore answers questions from its indexed content (the answer and retrieve tools) and serves the application database's exported tables (get_, search_, create_, update_, delete_ tools).",
         Profile::Operations => "Lore's operations API: each tool is an operation of POST /operation, with the same arguments and permission checks.",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn with_accept(value: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
-        headers
-    }
-
-    #[test]
-    fn accept_says_json_event_stream_or_neither() {
-        assert_eq!(accepts(&HeaderMap::new()), (true, true), "no Accept takes anything");
-        assert_eq!(accepts(&with_accept("application/json, text/event-stream")), (true, true));
-        assert_eq!(accepts(&with_accept("text/event-stream")), (false, true));
-        assert_eq!(accepts(&with_accept("application/json;q=0.9")), (true, false));
-        assert_eq!(accepts(&with_accept("*/*")), (true, true));
-        assert_eq!(accepts(&with_accept("text/html")), (false, false));
-    }
-
-    #[test]
-    fn header_values_decode_from_the_base64_sentinel() {
-        assert_eq!(decode_header("tools/call").as_deref(), Some("tools/call"));
-        let encoded = format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode("café"));
-        assert_eq!(decode_header(&encoded).as_deref(), Some("café"));
-        assert_eq!(decode_header("=?base64?%%%?="), None);
-    }
-
-    #[test]
-    fn lists_page_by_opaque_cursors() {
-        let items: Vec<Value> = (0..450).map(|i| json!(i)).collect();
-        let Ok(first) = page(&Map::new(), "tools", items.clone()) else { panic!("the first page") };
-        assert_eq!(first["tools"].as_array().unwrap().len(), PAGE);
-        let mut params = Map::new();
-        params.insert("cursor".into(), first["nextCursor"].clone());
-        let Ok(second) = page(&params, "tools", items.clone()) else { panic!("the second page") };
-        assert_eq!(second["tools"][0], json!(200));
-        params.insert("cursor".into(), second["nextCursor"].clone());
-        let Ok(last) = page(&params, "tools", items.clone()) else { panic!("the last page") };
-        assert_eq!(last["tools"].as_array().unwrap().len(), 50);
-        assert!(last.get("nextCursor").is_none());
-        params.insert("cursor".into(), json!("not-a-cursor"));
-        assert!(page(&params, "tools", items).is_err());
     }
 }

@@ -2564,7 +2564,7 @@ mod tests {
     /// real embedding model (`engine/tests/engine/paraphrase.rs`).
     pub(crate) fn paraphrase_cases() -> (Vec<Passage>, Vec<serde_json::Value>) {
         let fixture: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/paraphrases.json")).unwrap();
+            serde_json::from_str(include_str!("../tests/fixtures/paraphrases.json")).unwrap();
         let passages = fixture["passages"]
             .as_array()
             .unwrap()
