@@ -7,16 +7,19 @@
 //! Inference is CPU-bound: it runs in `spawn_blocking`, behind a semaphore so
 //! concurrent callers queue instead of oversubscribing the cores (the matrix
 //! products already use every core); each pass runs on one of rayon's workers.
+//! Queries that wait together are embedded together: whoever gets the
+//! permit takes every query waiting then into one pass, so under load a
+//! pass costs little more than one query's.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams};
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::bert::Encoder;
 use super::{EmbedError, Embedder};
@@ -34,6 +37,14 @@ const DEFAULT_MAX_TOKENS: usize = 256;
 pub struct LocalEmbedder {
     inner: Arc<Inner>,
     permits: Arc<Semaphore>,
+    /// Queries waiting for a pass (see [`LocalEmbedder::embed_query`]).
+    waiting: Arc<Mutex<Vec<Waiting>>>,
+}
+
+/// A query waiting for its vector.
+struct Waiting {
+    text: String,
+    reply: oneshot::Sender<Result<Vec<f32>, EmbedError>>,
 }
 
 struct Inner {
@@ -97,6 +108,7 @@ impl LocalEmbedder {
                 max_tokens,
             }),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            waiting: Arc::new(Mutex::new(Vec::new())),
         })
     }
 }
@@ -127,21 +139,79 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.run(texts.to_vec(), false).await
+        self.run(texts.to_vec()).await
     }
 
+    /// Waits in line with the other queries: when a permit comes free, its
+    /// taker embeds every query waiting then (up to a batch) in one pass, in
+    /// a task of its own, so that a caller who stops waiting (a closed
+    /// connection) never takes the others' vectors with it.
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        self.run(vec![text.to_owned()], true)
-            .await?
-            .pop()
-            .ok_or_else(|| EmbedError::Inference("no vector came back for the query".into()))
+        let (reply, mut answer) = oneshot::channel();
+        self.queue().push(Waiting { text: text.to_owned(), reply });
+        loop {
+            let permit = tokio::select! {
+                biased;
+                answered = &mut answer => {
+                    return answered.map_err(|_| EmbedError::Inference("the embedding task failed".into()))?;
+                }
+                permit = self.permits.clone().acquire_owned() => {
+                    permit.map_err(|_| EmbedError::Inference("the embedder is shutting down".into()))?
+                }
+            };
+            let batch: Vec<Waiting> = {
+                let mut waiting = self.queue();
+                let taken = waiting.len().min(BATCH_SIZE);
+                waiting.drain(..taken).collect()
+            };
+            // Empty: this query is in a pass another caller started, which
+            // answers before it lets its permit go.
+            if !batch.is_empty() {
+                tokio::spawn(embed_queries(self.inner.clone(), permit, batch));
+            }
+        }
     }
 }
 
+/// One pass over waiting queries; answers each, then frees the permit.
+async fn embed_queries(inner: Arc<Inner>, permit: OwnedSemaphorePermit, batch: Vec<Waiting>) {
+    let texts: Vec<String> = batch.iter().map(|waiting| waiting.text.clone()).collect();
+    let embedded = tokio::task::spawn_blocking(move || {
+        let encoder = inner.query_encoder.as_ref().unwrap_or(&inner.encoder);
+        // On one of rayon's workers, as in `LocalEmbedder::run`.
+        rayon::scope(|_| inner.embed_all(encoder, &texts))
+    })
+    .await;
+    let vectors = match embedded {
+        Ok(Ok(vectors)) if vectors.len() == batch.len() => Ok(vectors),
+        Ok(Ok(_)) => Err("a vector per query did not come back".to_owned()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(err) => Err(format!("the embedding task failed: {err}")),
+    };
+    match vectors {
+        Ok(vectors) => {
+            for (waiting, vector) in batch.into_iter().zip(vectors) {
+                let _ = waiting.reply.send(Ok(vector));
+            }
+        }
+        Err(why) => {
+            for waiting in batch {
+                let _ = waiting.reply.send(Err(EmbedError::Inference(why.clone())));
+            }
+        }
+    }
+    drop(permit);
+}
+
 impl LocalEmbedder {
-    /// Embeds `texts` off the async executor, one batch run at a time per
-    /// permit; `query` picks the query encoder when there is one.
-    async fn run(&self, texts: Vec<String>, query: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+        // Each change is one push or one drain: a poisoned lock is still whole.
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Embeds documents' `texts` off the async executor, one batch run at a
+    /// time per permit.
+    async fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -153,16 +223,12 @@ impl LocalEmbedder {
             .map_err(|_| EmbedError::Inference("the embedder is shutting down".into()))?;
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
-            let encoder = match (&inner.query_encoder, query) {
-                (Some(query_encoder), true) => query_encoder,
-                _ => &inner.encoder,
-            };
             // The whole pass runs on one of rayon's workers, so the encoder's
             // parallel loops (a few dozen per pass) are work-stealing tasks
             // on that worker: the other worker joins in when it is free, and
             // none of them waits for a sleeping pool to wake up, as each
             // would if it were sent to the pool from this blocking thread.
-            rayon::scope(|_| inner.embed_all(encoder, &texts))
+            rayon::scope(|_| inner.embed_all(&inner.encoder, &texts))
         })
         .await
         .map_err(|err| EmbedError::Inference(format!("the embedding task failed: {err}")))?

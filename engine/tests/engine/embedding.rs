@@ -121,6 +121,38 @@ async fn concurrent_callers_get_their_own_vectors() {
     }
 }
 
+/// Queries asked at once are embedded together (one pass for those
+/// waiting), each still getting its own vector; a caller who stops waiting
+/// takes nobody else's with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_asked_at_once_share_a_pass_and_each_gets_its_own_vector() {
+    let embedder = embedder();
+    let texts: Vec<String> =
+        (0..24).map(|i| format!("How do I close invoice number {i} for good?")).collect();
+    let alone = embedder.embed(&texts).await.unwrap();
+    let asked: Vec<_> = texts
+        .iter()
+        .cloned()
+        .map(|text| {
+            let embedder = embedder.clone();
+            tokio::spawn(async move { embedder.embed_query(&text).await })
+        })
+        .collect();
+    // Some callers give up at once; the others are answered all the same.
+    for task in asked.iter().skip(1).step_by(5) {
+        task.abort();
+    }
+    for (i, (task, expected)) in asked.into_iter().zip(&alone).enumerate() {
+        match task.await {
+            Ok(vector) => assert!(cosine(&vector.unwrap(), expected) > 0.9999, "query {i}"),
+            Err(gave_up) => assert!(gave_up.is_cancelled() && i % 5 == 1, "query {i}: {gave_up}"),
+        }
+    }
+    // And the queue is left empty: a query asked alone afterwards is answered.
+    let again = embedder.embed_query(&texts[0]).await.unwrap();
+    assert!(cosine(&again, &alone[0]) > 0.9999);
+}
+
 #[tokio::test]
 async fn chunks_fit_the_window_overlap_and_keep_their_heading() {
     let embedder = embedder();
