@@ -79,6 +79,7 @@ pub const SOURCE_VOLATILITY: Route<1> = Route("/admin/sources/{id}/volatility");
 pub const SOURCE_AUDIENCE: Route<1> = Route("/admin/sources/{id}/audience");
 pub const JOB: Route<1> = Route("/admin/jobs/{id}");
 pub const REINDEX: Route<0> = Route("/admin/reindex");
+pub const VECTOR_INDEX: Route<0> = Route("/admin/index");
 pub const SEARCH: Route<0> = Route("/admin/search");
 pub const TUNING: Route<0> = Route("/admin/tuning");
 pub const TUNING_CHUNKING: Route<0> = Route("/admin/tuning/chunking");

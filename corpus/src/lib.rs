@@ -31,6 +31,7 @@ pub mod search;
 pub mod shadow;
 pub mod sources;
 pub mod tuning;
+pub mod upkeep;
 
 use std::sync::Arc;
 

@@ -28,7 +28,7 @@ pub mod wizard;
 /// paths so that the edge and the floors here name them as before.
 pub use lore_corpus::{
     appdb, auth, chunk, cluster, embed, error, extract, fingerprint, index, ingest, judging, profile,
-    providers, rerank, retrieve, search, shadow, sources, tuning, Corpus,
+    providers, rerank, retrieve, search, shadow, sources, tuning, upkeep, Corpus,
 };
 
 use std::sync::Arc;

@@ -104,11 +104,31 @@ pub struct EvalScore {
 }
 
 /// Assesses every concern and derives `can_answer` from them.
+/// A vector index being trained anew is said on the indexing check (not
+/// read on the answer path: answers go on through the previous index).
 pub async fn assess(lore: &Lore) -> Result<SetupState> {
-    let (assessment, wizard) = tokio::try_join!(Assessment::read(lore), crate::wizard::progress(lore))?;
+    let (assessment, wizard, training) = tokio::try_join!(
+        Assessment::read(lore),
+        crate::wizard::progress(lore),
+        crate::upkeep::training_under_way(lore)
+    )?;
     let mut state = assessment.state;
     state.wizard_complete = wizard.step == crate::wizard::Step::Complete;
+    if let (Some(training), Some(check)) =
+        (training, state.checks.iter_mut().find(|check| check.concern == Concern::Indexing))
+    {
+        check.detail = format!("{} {}", check.detail, training_in_words(&training));
+    }
     Ok(state)
+}
+
+/// A training under way, for the admin.
+fn training_in_words(training: &crate::upkeep::Training) -> String {
+    format!(
+        "The vector index is being trained anew on {} chunks (since {}); searches use the previous index until it is done.",
+        training.rows,
+        training.started_at.format("%H:%M UTC")
+    )
 }
 
 /// A verdict with the facts it was made on.

@@ -11,7 +11,7 @@ use crate::client;
 use crate::routes;
 use crate::wire::{
     audience_in_words, AudienceRequest, CreateSourceRequest, DocumentView, JobView, NoBody, SearchRequest,
-    SearchResults, SourceView, UploadReceipt,
+    SearchResults, SourceView, UploadReceipt, VectorIndexView,
 };
 
 /// Shared by the list and the form: bumping it reloads the list at once.
@@ -47,6 +47,7 @@ pub fn Sources() -> impl IntoView {
             <div class="panel" aria-live="polite">
                 <h2>"Your sources"</h2>
                 <ReindexEverything/>
+                <VectorIndexLine/>
                 {move || match sources.get() {
                     None => view! { <p class="loading">"Loading sources…"</p> }.into_any(),
                     Some(Err(message)) => view! { <p class="error">{message}</p> }.into_any(),
@@ -91,6 +92,51 @@ fn ReindexEverything() -> impl IntoView {
             <button type="button" on:click=start disabled=move || busy.get()>"Reindex everything"</button>
             " Embeds every source again and re-stamps the corpus fingerprint."
         </p>
+    }
+}
+
+/// The vector index in a line, reloaded with the list: what it covers, and
+/// a training anew under way (the previous index serves meanwhile).
+#[component]
+fn VectorIndexLine() -> impl IntoView {
+    let reload = use_context::<Reload>();
+    let index = RwSignal::new(None::<VectorIndexView>);
+    Effect::new(move |_| {
+        if let Some(Reload(signal)) = reload {
+            signal.track();
+        }
+        leptos::task::spawn_local(async move {
+            // The line is a courtesy: the list above shows any error.
+            if let Ok(found) = client::get::<VectorIndexView>(routes::VECTOR_INDEX.url()).await {
+                index.set(Some(found));
+            }
+        });
+    });
+    move || {
+        index.get().map(|index| {
+            let coverage = match (index.indexed, index.trained_on) {
+                (None, _) => format!("Vector index: none yet; the {} chunks are each compared.", index.chunks),
+                (Some(indexed), Some(trained)) => format!(
+                    "Vector index: covers {indexed} of {} chunks; trained on {trained}.",
+                    index.chunks
+                ),
+                (Some(indexed), None) => format!("Vector index: covers {indexed} of {} chunks.", index.chunks),
+            };
+            let training = index.training.map(|training| match training.failed {
+                None => view! {
+                    <p class="index-training" role="status">{format!(
+                        "Training the vector index anew on {} chunks since {}; searches use the previous index until it is done.",
+                        training.chunks, training.started_at
+                    )}</p>
+                }
+                .into_any(),
+                Some(why) => view! {
+                    <p class="error">{format!("The last training of the vector index failed ({why}); the previous index serves, and it is tried again ten minutes later.")}</p>
+                }
+                .into_any(),
+            });
+            view! { <div class="vector-index"><p class="meta">{coverage}</p>{training}</div> }
+        })
     }
 }
 

@@ -60,6 +60,32 @@ pub struct JobView {
     pub finished_at: Option<String>,
 }
 
+/// The vector index of the chunks (`GET /admin/index`): how much of the
+/// corpus it covers, what it was trained on, and a training under way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VectorIndexView {
+    pub chunks: u64,
+    /// Chunks the index covers; `None` without an index (below its
+    /// threshold every vector is compared). The rest are compared exactly
+    /// until the next fold takes them in.
+    pub indexed: Option<u64>,
+    /// The chunks its partitions were trained on, and when (RFC 3339, UTC).
+    pub trained_on: Option<u64>,
+    pub trained_at: Option<String>,
+    /// A training anew under way (or the last one, failed).
+    pub training: Option<TrainingView>,
+}
+
+/// A training of the vector index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingView {
+    pub chunks: u64,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// Why it failed; it is tried again ten minutes later.
+    pub failed: Option<String>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProgressView {
     pub discovered: u64,
@@ -314,6 +340,22 @@ mod from_engine {
                 chunk_count: doc.chunk_count.into(),
                 error: doc.error,
                 indexed_at: doc.indexed_at.map(time),
+            }
+        }
+    }
+
+    impl From<engine::upkeep::Status> for VectorIndexView {
+        fn from(status: engine::upkeep::Status) -> Self {
+            Self {
+                chunks: status.index.rows as u64,
+                indexed: status.index.indexed.map(|rows| rows as u64),
+                trained_on: status.trained.as_ref().map(|t| t.rows as u64),
+                trained_at: status.trained.map(|t| time(t.at)),
+                training: status.training.map(|t| TrainingView {
+                    chunks: t.rows as u64,
+                    started_at: time(t.started_at),
+                    failed: t.failed,
+                }),
             }
         }
     }

@@ -24,7 +24,7 @@ use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::table::OptimizeAction;
 use lancedb::{DistanceType, Table};
 
-use super::{quote, sources_filter, ChunkRow, ChunkStore, Hit, IndexError, Scope};
+use super::{quote, sources_filter, ChunkRow, ChunkStore, Folded, Hit, IndexError, Scope, VectorIndex};
 
 /// The table of chunks until a judged embedding model's shadow index is adopted.
 pub const DEFAULT_TABLE: &str = "chunks";
@@ -553,11 +553,27 @@ impl ChunkStore for LanceChunkStore {
         Ok(Box::pin(stream.map_err(store_error).and_then(|batch| async move { chunk_rows(&batch) })))
     }
 
-    async fn optimize(&self) -> Result<(), IndexError> {
+    async fn optimize(&self) -> Result<Folded, IndexError> {
         self.compact().await?;
-        if self.count(None).await? >= VECTOR_INDEX_MIN_ROWS && !self.has_vector_index().await? {
+        let rows = self.count(None).await?;
+        if rows >= VECTOR_INDEX_MIN_ROWS && !self.has_vector_index().await? {
             self.build_vector_index().await?;
+            return Ok(Folded { trained: Some(rows) });
         }
-        Ok(())
+        Ok(Folded::default())
+    }
+
+    async fn vector_index(&self) -> Result<VectorIndex, IndexError> {
+        let rows = self.count(None).await?;
+        let indices = self.table.list_indices().await.map_err(store_error)?;
+        let Some(index) = indices.iter().find(|index| index.columns.iter().any(|c| c == "vector")) else {
+            return Ok(VectorIndex { rows, indexed: None });
+        };
+        let stats = self.table.index_stats(&index.name).await.map_err(store_error)?;
+        Ok(VectorIndex { rows, indexed: Some(stats.map_or(0, |stats| stats.num_indexed_rows)) })
+    }
+
+    async fn retrain_vector_index(&self) -> Result<(), IndexError> {
+        self.build_vector_index().await
     }
 }

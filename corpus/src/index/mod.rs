@@ -113,6 +113,25 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// What [`ChunkStore::optimize`] did beyond folding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// The rows a vector index was first trained on, when this call built
+    /// one (the store had just grown past its threshold).
+    pub trained: Option<usize>,
+}
+
+/// A store's vector index as it stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorIndex {
+    /// Rows stored.
+    pub rows: usize,
+    /// Rows the vector index covers (those it was trained on and those
+    /// folded in since); `None` without an index, when searches scan every
+    /// vector. Rows it does not cover are still searched, exactly.
+    pub indexed: Option<usize>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     #[error("the vector store failed: {0}")]
@@ -158,8 +177,23 @@ pub trait ChunkStore: Send + Sync {
     async fn scan(
         &self,
     ) -> Result<futures::stream::BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError>;
-    /// Folds recent writes into the indexes (after an indexing run).
-    async fn optimize(&self) -> Result<(), IndexError>;
+    /// Folds recent writes into the indexes (after an indexing run), and
+    /// trains the vector index the first time the store is big enough for
+    /// one (see [`Folded`]).
+    async fn optimize(&self) -> Result<Folded, IndexError>;
+    /// The vector index as it stands. A store without one (the default)
+    /// answers its row count alone.
+    async fn vector_index(&self) -> Result<VectorIndex, IndexError> {
+        Ok(VectorIndex { rows: self.count(None).await?, indexed: None })
+    }
+    /// Trains the vector index anew on every stored row and swaps it in with
+    /// one commit: searches use the previous index until then, and rows
+    /// written meanwhile stay searchable (exactly, until the next
+    /// [`ChunkStore::optimize`] folds them in). A store without a vector
+    /// index (the default) has nothing to train.
+    async fn retrain_vector_index(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
     /// `content hash → vector` of the chunks stored for `documents`: a
     /// changed document's chunks whose text did not change keep their
     /// vectors instead of being embedded again. A store that cannot say

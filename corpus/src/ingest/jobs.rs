@@ -516,9 +516,16 @@ pub fn owner_id(role: &str) -> String {
 pub async fn work(lore: Corpus, mut stop: tokio::sync::watch::Receiver<bool>) {
     let owner = owner_id("serve");
     let lease = lore.settings.ingest.job_lease();
+    let mut upkeep_at = tokio::time::Instant::now();
     loop {
         if let Err(err) = tick(&lore, &owner, lease).await {
             tracing::error!(error = %err, "the indexing worker failed a round");
+        }
+        if tokio::time::Instant::now() >= upkeep_at {
+            upkeep_at = tokio::time::Instant::now() + UPKEEP_EVERY;
+            if let Err(err) = upkeep(&lore, &owner).await {
+                tracing::warn!(error = %err, "the vector index's upkeep failed a round");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -529,6 +536,18 @@ pub async fn work(lore: Corpus, mut stop: tokio::sync::watch::Receiver<bool>) {
             _ = stop.changed() => return,
         }
     }
+}
+
+/// How often the worker looks at the vector index (see [`crate::upkeep`]):
+/// a few metadata reads of the chunk table.
+const UPKEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// The worker's look at the vector index, once anything has been indexed.
+async fn upkeep(lore: &Corpus, owner: &str) -> Result<()> {
+    if fingerprint::stamped(&lore.db).await?.is_some() {
+        crate::upkeep::tick(lore, owner).await?;
+    }
+    Ok(())
 }
 
 async fn tick(lore: &Corpus, owner: &str, lease: Duration) -> Result<()> {
@@ -702,7 +721,14 @@ async fn execute(
         }
     }
     remove_deleted(lore, store.as_ref(), &synced).await?;
-    store.optimize().await?;
+    // A training under way replaces the index a fold would rewrite; it
+    // folds this run's rows in once it is done (see `upkeep`).
+    if crate::upkeep::training_under_way(lore).await?.is_none() {
+        let folded = store.optimize().await?;
+        if let Some(rows) = folded.trained {
+            crate::upkeep::record_trained(lore, &table, rows).await?;
+        }
+    }
     if !failures.is_empty() {
         return Err(Error::Ingest(IngestError::Fetch(failures.join("; "))));
     }

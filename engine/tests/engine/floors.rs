@@ -35,6 +35,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("rerank", 3),
     ("shadow", 3),
     ("judging", 3),
+    ("upkeep", 3),
     ("error", 3),
     // 4. Answer (the crate `engine` from here up).
     ("answer", 4),

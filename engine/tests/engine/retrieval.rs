@@ -416,3 +416,64 @@ async fn a_rebuilt_index_swapped_in_mid_query_never_fails_a_search() {
     assert!(searches >= 20, "{searches}");
     assert!(store.has_vector_index().await.unwrap());
 }
+
+/// The worker trains the vector index anew once the rows have doubled since
+/// it was trained, in the background: one worker at a time, readiness says
+/// so, the previous index serves meanwhile, rows written meanwhile are
+/// folded in after, and the record moves to the rows trained on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_is_trained_anew_in_the_background_once_the_corpus_doubled() {
+    use engine::index::lance::VECTOR_INDEX_MIN_ROWS;
+    use engine::upkeep;
+    let (lore, _dir) = crate::support::open().await;
+    let store = lore.chunks().await.unwrap();
+    let table = engine::shadow::active_table(&lore.db).await.unwrap();
+    let first = VECTOR_INDEX_MIN_ROWS;
+    store.write_documents(&[], clustered_rows(0, first)).await.unwrap();
+    assert_eq!(store.optimize().await.unwrap().trained, Some(first), "the first index, by the run");
+    upkeep::record_trained(&lore, &table, first).await.unwrap();
+    assert!(upkeep::tick(&lore, "worker-a").await.unwrap().is_none(), "trained on every row there is");
+
+    // Grown, but by less than double: new rows are folded, not trained on.
+    let more = clustered_rows(first, first);
+    store.write_documents(&[], more[..first - 1].to_vec()).await.unwrap();
+    assert!(upkeep::tick(&lore, "worker-a").await.unwrap().is_none());
+    store.write_documents(&[], more[first - 1..].to_vec()).await.unwrap();
+
+    let training = upkeep::tick(&lore, "worker-a").await.unwrap().expect("doubled: trained anew");
+    assert!(upkeep::tick(&lore, "worker-b").await.unwrap().is_none(), "one training at a time");
+    let under_way = upkeep::status(&lore).await.unwrap().training.expect("recorded while it runs");
+    assert_eq!((under_way.rows, under_way.owner.as_str()), (2 * first, "worker-a"));
+    let state = engine::readiness::assess(&lore).await.unwrap();
+    let indexing = state.checks.iter().find(|c| c.concern == engine::readiness::Concern::Indexing).unwrap();
+    assert!(
+        indexing.detail.contains(&format!("trained anew on {} chunks", 2 * first)),
+        "{}",
+        indexing.detail
+    );
+    // Meanwhile the previous index serves, and new rows are found at once.
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    let during = clustered_rows(200_000, 100);
+    store.write_documents(&[], during.clone()).await.unwrap();
+    for row in [&more[0], &during[0], &during[99]] {
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id);
+    }
+
+    let trained = training.await.unwrap().unwrap();
+    assert_eq!(trained.rows, 2 * first);
+    let status = upkeep::status(&lore).await.unwrap();
+    assert_eq!(status.trained.map(|t| t.rows), Some(2 * first));
+    assert_eq!(status.training, None, "the record of the training is gone");
+    let rows = 2 * first + during.len();
+    assert_eq!(
+        status.index,
+        engine::index::VectorIndex { rows, indexed: Some(rows) },
+        "and what was written meanwhile folded in"
+    );
+    for row in [&more[first - 1], &during[50]] {
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id);
+    }
+    assert!(upkeep::tick(&lore, "worker-b").await.unwrap().is_none(), "nothing more is due");
+}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use engine::appdb::Principal;
 use engine::audit::Actor;
 use engine::embed::{EmbedError, Embedder};
-use engine::index::{ChunkRow, ChunkStore, Hit, IndexError, Scope};
+use engine::index::{ChunkRow, ChunkStore, Folded, Hit, IndexError, Scope};
 use engine::ingest::jobs::ProgressHandle;
 use engine::ingest::{lifecycle, table, Indexer, IngestError};
 use engine::sources::kinds::table::TableConfig;
@@ -382,7 +382,7 @@ impl ChunkStore for CountingStore {
     async fn scan(&self) -> Result<BoxStream<'static, Result<Vec<ChunkRow>, IndexError>>, IndexError> {
         self.inner.scan().await
     }
-    async fn optimize(&self) -> Result<(), IndexError> {
+    async fn optimize(&self) -> Result<Folded, IndexError> {
         self.inner.optimize().await
     }
 }

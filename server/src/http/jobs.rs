@@ -5,6 +5,7 @@
 //! | POST | /admin/sources/{id}/sync | queue a run of one source now |
 //! | POST | /admin/reindex | queue a full reindex of every source |
 //! | GET | /admin/jobs/{id} | one run with its progress |
+//! | GET | /admin/index | the vector index: coverage, training, a training under way |
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -14,7 +15,7 @@ use engine::auth::{AuthError, Viewer};
 use engine::ingest::{jobs, lifecycle};
 use engine::sources::connector::WebhookProof;
 
-use app::wire::JobView;
+use app::wire::{JobView, VectorIndexView};
 
 use super::admin::Admin;
 use super::error::ApiError;
@@ -63,4 +64,11 @@ pub async fn job(
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     Ok(Json(jobs::job(&state.lore, &id).await?.into()))
+}
+
+pub async fn vector_index(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Json<VectorIndexView>, ApiError> {
+    Ok(Json(engine::upkeep::status(&state.lore).await?.into()))
 }

@@ -66,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .route(routes::SOURCE_DOCUMENTS.pattern(), get(sources::documents))
         .route(routes::JOB.pattern(), get(jobs::job))
         .route(routes::REINDEX.pattern(), post(jobs::reindex))
+        .route(routes::VECTOR_INDEX.pattern(), get(jobs::vector_index))
         .route(routes::SEARCH.pattern(), post(search::search))
         .route(routes::TUNING_CHUNKING.pattern(), put(tuning::set_chunking))
         .route(routes::TUNING.pattern(), get(tuning::get_tuning).put(tuning::put_tuning))

@@ -302,6 +302,112 @@ async fn a_table_sync_killed_mid_run_resumes_with_no_lost_or_duplicated_chunk() 
     assert_eq!(chunks as i64, by_docs, "every stored chunk belongs to a document");
 }
 
+/// Row `i` of a synthetic source, its vector a blend of one of 40 centres
+/// and its own direction (embeddings fall in clusters).
+fn synthetic_row(i: usize) -> engine::index::ChunkRow {
+    let unit = |seed: u64| {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+        let mut vector: Vec<f32> = (0..384)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+            })
+            .collect();
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        vector.iter_mut().for_each(|x| *x /= norm);
+        vector
+    };
+    let (centre, own) = (unit(1_000_000 + (i % 40) as u64), unit(i as u64));
+    let mut vector: Vec<f32> = centre.iter().zip(&own).map(|(c, o)| 0.8 * c + 0.6 * o).collect();
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    vector.iter_mut().for_each(|x| *x /= norm);
+    engine::index::ChunkRow {
+        id: format!("doc{}:{}", i / 100, i % 100),
+        source_id: "synthetic".into(),
+        view: None,
+        document_id: format!("doc{}", i / 100),
+        title: format!("Document {}", i / 100),
+        url: None,
+        heading: None,
+        position: (i % 100) as u32,
+        text: format!("passage number {i}"),
+        content_hash: format!("hash-{i}"),
+        vector,
+    }
+}
+
+/// `lore serve` trains the vector index anew once the corpus doubled, and
+/// is killed with SIGKILL mid-training: the previous index goes on
+/// serving, the record of the rows it was trained on does not move, and
+/// the next `lore serve` trains it again, to the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vector_index_training_killed_mid_way_leaves_the_previous_index_serving_and_is_done_after_restart()
+{
+    use engine::index::lance::VECTOR_INDEX_MIN_ROWS;
+    use engine::upkeep;
+    let dir = tempfile::tempdir().unwrap();
+    let watcher = open(dir.path()).await;
+    let store = watcher.chunks().await.unwrap();
+    let table = engine::shadow::active_table(&watcher.db).await.unwrap();
+    // Indexed once: the worker looks at the index only then.
+    let embedder = watcher.embedder().await.unwrap();
+    let fingerprint = engine::fingerprint::Fingerprint {
+        embedding_model: embedder.model().to_owned(),
+        dimensions: embedder.dimensions(),
+        chunking: engine::tuning::chunking(&watcher).await.unwrap(),
+    };
+    engine::fingerprint::set(&watcher.db, Some(&fingerprint)).await.unwrap();
+    let first = VECTOR_INDEX_MIN_ROWS + 1_000;
+    store.write_documents(&[], (0..first).map(synthetic_row).collect()).await.unwrap();
+    assert_eq!(store.optimize().await.unwrap().trained, Some(first));
+    upkeep::record_trained(&watcher, &table, first).await.unwrap();
+    // Doubled, not yet folded in.
+    store.write_documents(&[], (first..2 * first).map(synthetic_row).collect()).await.unwrap();
+
+    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while upkeep::status(&watcher).await.unwrap().training.is_none() {
+        assert!(serve.try_wait().unwrap().is_none(), "lore serve ended");
+        assert!(Instant::now() < deadline, "no training started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+
+    let status = upkeep::status(&watcher).await.unwrap();
+    assert_eq!(status.trained.map(|t| t.rows), Some(first), "killed before the new index was committed");
+    assert_eq!(status.index.indexed, Some(first), "the previous index is still the table's");
+    let scope = engine::index::Scope { sources: vec!["synthetic".into()], every_source: true };
+    for i in [0, first / 2, first + 7, 2 * first - 1] {
+        let row = synthetic_row(i);
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id, "old index and the rows it does not cover, all searched");
+    }
+
+    let mut serve = lore(dir.path()).arg("serve").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let trained = loop {
+        let status = upkeep::status(&watcher).await.unwrap();
+        // This process sees the other's commits within a second of them.
+        let covered = status.index.indexed == Some(status.index.rows);
+        if status.training.is_none() && status.trained.as_ref().is_some_and(|t| t.rows > first) && covered {
+            break status;
+        }
+        assert!(serve.try_wait().unwrap().is_none(), "lore serve ended");
+        assert!(Instant::now() < deadline, "the training was not started again: {status:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
+    assert_eq!(trained.trained.map(|t| t.rows), Some(2 * first));
+    assert_eq!(trained.index, engine::index::VectorIndex { rows: 2 * first, indexed: Some(2 * first) });
+    for i in [3, first + 11, 2 * first - 2] {
+        let row = synthetic_row(i);
+        let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id, "the new index finds every row");
+    }
+}
+
 /// `lore sources add` fills the kind's configuration from `--source-config` and
 /// the named options, and the kind refuses a key it does not take (here a
 /// website's start URL on a table source), naming it, with nothing created.

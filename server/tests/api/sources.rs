@@ -32,6 +32,47 @@ async fn error_code(response: reqwest::Response) -> (u16, String) {
 
 const GUIDE: &str = "# Restores\n\n## From a snapshot\n\nStop Lore, copy the snapshot over the data directory, and start it again.\n";
 
+/// `GET /admin/index`: the vector index as the Sources screen shows it,
+/// with a training under way on another replica; for admins only.
+#[tokio::test]
+async fn the_vector_index_and_a_training_under_way_are_shown_to_admins() {
+    let app = admin_app().await;
+    let created: Value = app
+        .post_json("/admin/sources/", json!({"name": "Runbook", "kind": "upload"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let received: Value =
+        upload(&app, created["id"].as_str().unwrap(), "restores.md", GUIDE.as_bytes().to_vec())
+            .await
+            .json()
+            .await
+            .unwrap();
+    finished(&app, received[0]["job"]["id"].as_str().unwrap()).await;
+
+    let index: Value = app.get("/admin/index").await.json().await.unwrap();
+    assert_eq!(index["chunks"], 1, "{index}");
+    assert!(index["indexed"].is_null(), "below the threshold every vector is compared: {index}");
+    assert!(index["training"].is_null(), "{index}");
+
+    let training = engine::upkeep::Training {
+        table: engine::shadow::active_table(&app.lore.db).await.unwrap(),
+        rows: 12_000,
+        owner: "replica-2".into(),
+        started_at: chrono::Utc::now(),
+        failed: None,
+    };
+    let value = serde_json::to_value(&training).unwrap();
+    engine::store::put_setting(&app.lore.db, engine::upkeep::TRAINING, value, "replica-2").await.unwrap();
+    let index: Value = app.get("/admin/index").await.json().await.unwrap();
+    assert_eq!(index["training"]["chunks"], 12_000, "{index}");
+    assert!(index["training"]["failed"].is_null(), "{index}");
+
+    let signed_out = reqwest::get(app.url("/admin/index")).await.unwrap();
+    assert_eq!(signed_out.status(), 401);
+}
+
 #[tokio::test]
 async fn uploads_are_indexed_by_the_worker_and_bad_files_get_stable_codes() {
     let app = admin_app().await;
