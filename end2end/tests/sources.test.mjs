@@ -1,6 +1,7 @@
 // The Sources screen in a real browser: an admin creates a website source
 // for a small documentation site served on 127.0.0.1, watches the indexing
-// progress advance without reloading, and sees the source ready; makes a
+// progress advance without reloading, and sees the source ready (and the
+// vector index line follow the store); makes a
 // table source; follows a git repository and sees the commit it indexed.
 
 import { after, before, test } from 'node:test';
@@ -63,6 +64,10 @@ test('an admin creates a website source and watches it index to ready', async ()
   await page.getByText('No sources yet').waitFor();
   assert.equal(await page.locator('select[name=kind] option[value=page_bank]').isDisabled(), true,
     'the page bank is announced, not available');
+  // The vector index in a line: nothing stored yet, so nothing indexed.
+  const vectorIndex = page.locator('.vector-index p.meta');
+  await vectorIndex.waitFor();
+  assert.equal(await vectorIndex.textContent(), 'Vector index: none yet; the 0 chunks are each compared.');
 
   await page.fill('input[name=name]', 'Field manual');
   await page.fill('input[name=start_url]', `${site.url}/`);
@@ -89,6 +94,13 @@ test('an admin creates a website source and watches it index to ready', async ()
   // The source turns ready once its documents are in; the run itself ends a
   // moment later, after the chunk store is compacted.
   await card.locator('.job[data-job-status="succeeded"]').waitFor({ timeout: 60_000 });
+  // The index line follows the store as the list reloads, with no reload of
+  // the page: below the threshold of an index every chunk is compared.
+  const chunks = await card.locator('[data-chunks]').getAttribute('data-chunks');
+  assert.ok(Number(chunks) >= PAGES, `each page gave a chunk: ${chunks}`);
+  await page.locator('.vector-index p.meta',
+    { hasText: `Vector index: none yet; the ${chunks} chunks are each compared.` }).waitFor();
+  assert.equal(await page.locator('.vector-index .index-training').count(), 0, 'no training is under way');
 
   // The corpus search finds a page by its content, with per-mode scores.
   await page.fill('input[name=query]', 'calibrating instrument 17');
