@@ -90,10 +90,12 @@ pub enum Due {
 /// What `index`, trained on `trained` rows if known, needs. An index is
 /// first trained by the run that takes the table past
 /// [`crate::index::lance::VECTOR_INDEX_MIN_ROWS`]; one that was not (its
-/// run failed before) is trained here.
+/// run failed before) is trained here, and so is one of a kind an earlier
+/// version built (IVF_PQ), as [`crate::index::lance::VECTOR_INDEX`].
 pub fn due(index: VectorIndex, trained: Option<usize>) -> Due {
     use crate::index::lance::VECTOR_INDEX_MIN_ROWS;
     match (index.indexed, trained) {
+        (Some(_), _) if index.outdated => Due::Train,
         (None, _) if index.rows >= VECTOR_INDEX_MIN_ROWS => Due::Train,
         (None, _) => Due::Nothing,
         (Some(indexed), None) => Due::Record(indexed.max(1)),
@@ -300,7 +302,7 @@ mod tests {
     use crate::index::lance::VECTOR_INDEX_MIN_ROWS;
 
     fn index(rows: usize, indexed: Option<usize>) -> VectorIndex {
-        VectorIndex { rows, indexed }
+        VectorIndex { rows, indexed, outdated: false }
     }
 
     #[test]
@@ -317,5 +319,12 @@ mod tests {
         assert_eq!(due(index(10_000, Some(10_000)), Some(10_000)), Due::Nothing, "trained on them all");
         // An index left by rows since deleted stays until the corpus grows.
         assert_eq!(due(index(100, Some(100)), Some(8_000)), Due::Nothing);
+    }
+
+    #[test]
+    fn an_index_of_the_kind_an_earlier_version_built_is_trained_anew_whatever_its_rows() {
+        let outdated = VectorIndex { rows: 6_000, indexed: Some(6_000), outdated: true };
+        assert_eq!(due(outdated, Some(6_000)), Due::Train);
+        assert_eq!(due(outdated, None), Due::Train, "recorded or not");
     }
 }

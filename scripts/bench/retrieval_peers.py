@@ -5,7 +5,7 @@ built, one query at a time on the same number of threads. Not a test.
 Input: a directory Lore wrote, holding
   manifest.json  {"dimensions": 384, "count": N, "queries": Q, "k": 10,
                   "threads": 2, "lance": {"uri": ..., "table": ...,
-                  "nprobes": ..., "refine_factor": ...} or null}
+                  "nprobes": ..., "refine_factor": ..., "ef": ...} or null}
   vectors.f32    N x dimensions little-endian float32, unit length, row i
                  being chunk i
   queries.f32    Q x dimensions, unit length
@@ -141,8 +141,9 @@ def hnswlib_peer(manifest, vectors, queries, exact):
 
 
 def lancedb_peer(manifest, vectors, queries, exact):
-    """Lore's own table through LanceDB's Python client, with the probes and
-    refinement Lore asks for: Lore's time above this is Lore's overhead."""
+    """Lore's own table through LanceDB's Python client, with the probes,
+    refinement and search breadth Lore asks for: Lore's time above this is
+    Lore's overhead."""
     import lancedb
 
     lance = manifest["lance"]
@@ -157,6 +158,8 @@ def lancedb_peer(manifest, vectors, queries, exact):
             query = query.nprobes(lance["nprobes"])
         if lance.get("refine_factor"):
             query = query.refine_factor(lance["refine_factor"])
+        if lance.get("ef"):
+            query = query.ef(lance["ef"])
         hits = query.select(["id"]).to_arrow()["id"].to_pylist()
         return [ids.get(i, -1) for i in hits]
 

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
-use lancedb::index::vector::IvfPqIndexBuilder;
-use lancedb::index::Index;
+use lancedb::index::vector::IvfHnswSqIndexBuilder;
+use lancedb::index::{Index, IndexType};
 use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::table::OptimizeAction;
 use lancedb::{DistanceType, Table};
@@ -29,28 +29,65 @@ use super::{quote, sources_filter, ChunkRow, ChunkStore, Folded, Hit, IndexError
 /// The table of chunks until a judged embedding model's shadow index is adopted.
 pub const DEFAULT_TABLE: &str = "chunks";
 
-/// From this many rows on, `optimize` builds a vector index (IVF_PQ, cosine);
-/// below it a flat scan is as fast. `lore bench index` (README, Measurements)
-/// measured hybrid retrieval, query embedding included, flat and indexed: a
-/// flat scan decodes every stored vector on each query and grows by about
-/// 1.1 ms per 1,000 rows (14.6 ms p50 at 2k rows, 21.6 at 10k, 32.8 at 20k),
-/// while the indexed search stays near 17 to 19 ms. At 5k rows the two are
-/// even at p50 and the index is ahead at p95 (20.2 against 22.8 ms), with a
-/// recall@20 of 1.000 against the flat scan and a build of under a second;
-/// at 10k it saves 5 ms at p50 (recall 0.995).
+/// From this many rows on, `optimize` builds a vector index (IVF_HNSW_SQ,
+/// cosine); below it a flat scan is as fast. `lore bench index` (README,
+/// Measurements) measured hybrid retrieval, query embedding included, flat
+/// and indexed: a flat scan decodes every stored vector on each query and
+/// grows by about 1.1 ms per 1,000 rows (14.6 ms p50 at 2k rows, 21.6 at
+/// 10k, 32.8 at 20k), while the indexed search stays near 17 to 19 ms. At 5k
+/// rows the two are even at p50 and the index is ahead at p95 (20.2 against
+/// 22.8 ms), with a recall@20 of 1.000 against the flat scan and a build of
+/// under a second; at 10k it saves 5 ms at p50 (recall 0.995).
 pub const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
 
-/// IVF partitions searched per query, and how many candidates per result are
-/// re-ranked with exact distances: recall close to a flat scan. Each
-/// re-ranked candidate is one more read of its stored vector. `lore bench
+/// The vector index Lore builds: IVF partitions (LanceDB makes one per
+/// million rows), each an HNSW graph over 8-bit scalar-quantised vectors.
+/// It replaced IVF_PQ with exact re-ranking (issue 58): at the same recall
+/// of the final top 10, `lore bench retrieval` measured a quicker vector
+/// stage and more `/retrieve` requests per second at 10,000 and 100,000
+/// chunks, with no re-read of stored vectors per query
+/// (`bench-results/README.md`, "The vector index's kind"; the reasons and
+/// costs in `docs/decisions.md`). An IVF_PQ index built by an earlier version is
+/// still searched as it was built to be ([`PQ_NPROBES`],
+/// [`PQ_REFINE_FACTOR`]) until the index upkeep trains it anew as this kind
+/// (`upkeep::due`).
+pub const VECTOR_INDEX: IndexType = IndexType::IvfHnswSq;
+
+/// IVF partitions searched per query: with a partition per million rows,
+/// every partition up to two million.
+pub const NPROBES: usize = 2;
+
+/// HNSW's breadth of search: the candidates each partition's graph walk
+/// keeps (at least the rows asked for). Wider finds more of the exact
+/// nearest for a longer walk.
+pub const EF: usize = 100;
+
+/// How an IVF_PQ index of an earlier version is searched: partitions probed,
+/// and candidates per result re-ranked with exact distances. `lore bench
 /// index` at 10k rows (near-copies of 2,000 chunks, the hardest case for
-/// 8-bit codes) measured recall@20 against the flat scan of 0.33, 0.67, 0.95,
-/// 0.99 and 1.00 re-ranking 1, 2, 3, 5 and 10 candidates per result. In the
-/// answer benchmark 3 served about 30% more `/retrieve` requests per second
-/// than 10, and 5 no more than 10 within the machine's noise: the last 5% of
-/// recall is worth more than the throughput.
-pub const NPROBES: usize = 20;
-pub const REFINE_FACTOR: u32 = 10;
+/// 8-bit codes) measured recall@20 against the flat scan of 0.33, 0.67,
+/// 0.95, 0.99 and 1.00 re-ranking 1, 2, 3, 5 and 10 candidates per result.
+pub const PQ_NPROBES: usize = 20;
+pub const PQ_REFINE_FACTOR: u32 = 10;
+
+/// How hard a search of an index works: partitions probed, candidates per
+/// result re-ranked with exact distances (IVF_PQ), and HNSW's breadth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchEffort {
+    pub nprobes: usize,
+    pub refine_factor: Option<u32>,
+    pub ef: Option<usize>,
+}
+
+/// The effort a search of an index of `kind` asks for.
+pub fn search_effort(kind: &IndexType) -> SearchEffort {
+    match kind {
+        IndexType::IvfPq => {
+            SearchEffort { nprobes: PQ_NPROBES, refine_factor: Some(PQ_REFINE_FACTOR), ef: None }
+        }
+        _ => SearchEffort { nprobes: NPROBES, refine_factor: None, ef: Some(EF) },
+    }
+}
 
 pub use crate::settings::{object_store_scheme, Location, OBJECT_STORE_SCHEMES};
 
@@ -69,6 +106,9 @@ pub struct LanceChunkStore {
     schema: SchemaRef,
     dimensions: usize,
     hashes: Mutex<HashMemo>,
+    /// The vector index's kind as last read, with the table version it was
+    /// read at: a search asks for what that kind needs.
+    kind: Mutex<Option<(u64, Option<IndexType>)>>,
     /// Search without the vector index (see [`LanceChunkStore::exact`]).
     exact: bool,
 }
@@ -157,7 +197,14 @@ impl LanceChunkStore {
                 }
             }
         }
-        Ok(Self { table, schema, dimensions, hashes: Mutex::new(HashMemo::default()), exact: false })
+        Ok(Self {
+            table,
+            schema,
+            dimensions,
+            hashes: Mutex::new(HashMemo::default()),
+            kind: Mutex::new(None),
+            exact: false,
+        })
     }
 
     fn memo(&self) -> std::sync::MutexGuard<'_, HashMemo> {
@@ -226,18 +273,13 @@ impl LanceChunkStore {
         Ok(())
     }
 
-    /// Builds (or rebuilds) the vector index. Each vector's code is one byte
-    /// per 8 dimensions (48 for MiniLM's 384), not LanceDB's default of one
-    /// per 16: on clustered vectors, where neighbours are nearly tied, the
-    /// default's recall@10 against exact search was 0.89 and this one's at
-    /// least 0.95 (`engine/tests/engine/retrieval.rs`), for codes twice as
-    /// long to scan.
+    /// Builds (or rebuilds) the vector index, of the kind [`VECTOR_INDEX`]
+    /// says. LanceDB commits it in one step: searches use the previous one
+    /// until then.
     pub async fn build_vector_index(&self) -> Result<(), IndexError> {
-        let builder = IvfPqIndexBuilder::default()
-            .distance_type(DistanceType::Cosine)
-            .num_sub_vectors((self.dimensions / 8) as u32);
+        let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
         self.table
-            .create_index(&["vector"], Index::IvfPq(builder))
+            .create_index(&["vector"], Index::IvfHnswSq(builder))
             .replace(true)
             .execute()
             .await
@@ -253,14 +295,34 @@ impl LanceChunkStore {
             schema: self.schema.clone(),
             dimensions: self.dimensions,
             hashes: Mutex::new(HashMemo::default()),
+            kind: Mutex::new(None),
             exact: true,
         }
     }
 
     /// Whether the table has a vector index (else searches scan flat).
     pub async fn has_vector_index(&self) -> Result<bool, IndexError> {
+        Ok(self.vector_index_kind().await?.is_some())
+    }
+
+    /// The kind of the table's vector index, if it has one: read once per
+    /// table version (this process's writes and, within
+    /// [`OTHER_WRITERS_SEEN_WITHIN`], another's make a new one).
+    async fn vector_index_kind(&self) -> Result<Option<IndexType>, IndexError> {
+        let version = self.table.version().await.map_err(store_error)?;
+        let known = self.kind.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some((at, kind)) = known {
+            if at == version {
+                return Ok(kind);
+            }
+        }
         let indices = self.table.list_indices().await.map_err(store_error)?;
-        Ok(indices.iter().any(|index| index.columns.iter().any(|c| c == "vector")))
+        let kind = indices
+            .into_iter()
+            .find(|index| index.columns.iter().any(|c| c == "vector"))
+            .map(|index| index.index_type);
+        *self.kind.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, kind.clone()));
+        Ok(kind)
     }
 
     async fn collect(
@@ -435,10 +497,20 @@ impl ChunkStore for LanceChunkStore {
         }
         let query =
             self.table.query().nearest_to(vector).map_err(store_error)?.distance_type(DistanceType::Cosine);
-        let query = if self.exact {
-            query.bypass_vector_index()
-        } else {
-            query.refine_factor(REFINE_FACTOR).nprobes(NPROBES).map_err(store_error)?
+        let query = match (self.exact, self.vector_index_kind().await?) {
+            (true, _) | (false, None) => query.bypass_vector_index(),
+            (false, Some(kind)) => {
+                let effort = search_effort(&kind);
+                let query = query.nprobes(effort.nprobes).map_err(store_error)?;
+                let query = match effort.refine_factor {
+                    Some(factor) => query.refine_factor(factor),
+                    None => query,
+                };
+                match effort.ef {
+                    Some(ef) => query.ef(ef.max(limit)),
+                    None => query,
+                }
+            }
         };
         let query = query.limit(limit);
         let query = match scoped(scope) {
@@ -567,10 +639,14 @@ impl ChunkStore for LanceChunkStore {
         let rows = self.count(None).await?;
         let indices = self.table.list_indices().await.map_err(store_error)?;
         let Some(index) = indices.iter().find(|index| index.columns.iter().any(|c| c == "vector")) else {
-            return Ok(VectorIndex { rows, indexed: None });
+            return Ok(VectorIndex { rows, indexed: None, outdated: false });
         };
         let stats = self.table.index_stats(&index.name).await.map_err(store_error)?;
-        Ok(VectorIndex { rows, indexed: Some(stats.map_or(0, |stats| stats.num_indexed_rows)) })
+        Ok(VectorIndex {
+            rows,
+            indexed: Some(stats.map_or(0, |stats| stats.num_indexed_rows)),
+            outdated: index.index_type != VECTOR_INDEX,
+        })
     }
 
     async fn retrain_vector_index(&self) -> Result<(), IndexError> {

@@ -130,6 +130,9 @@ pub struct VectorIndex {
     /// folded in since); `None` without an index, when searches scan every
     /// vector. Rows it does not cover are still searched, exactly.
     pub indexed: Option<usize>,
+    /// The index is of a kind an earlier version built (IVF_PQ): searched
+    /// as that kind asks, and trained anew as the current kind.
+    pub outdated: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,7 +187,7 @@ pub trait ChunkStore: Send + Sync {
     /// The vector index as it stands. A store without one (the default)
     /// answers its row count alone.
     async fn vector_index(&self) -> Result<VectorIndex, IndexError> {
-        Ok(VectorIndex { rows: self.count(None).await?, indexed: None })
+        Ok(VectorIndex { rows: self.count(None).await?, indexed: None, outdated: false })
     }
     /// Trains the vector index anew on every stored row and swaps it in with
     /// one commit: searches use the previous index until then, and rows

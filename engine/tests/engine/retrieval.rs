@@ -369,6 +369,82 @@ async fn the_indexed_search_finds_what_the_exact_search_finds() {
     assert!(recall >= 0.95, "recall@10 against the exact search: {recall:.3}");
 }
 
+/// A reader of one small source searches the indexed store through a
+/// filter: every hit is that source's, and the top 10 are the exact
+/// search's within the index's tolerance, though the source holds a
+/// twentieth of the rows (a graph walk that only met other sources' rows
+/// would find few of them).
+#[tokio::test]
+async fn a_search_scoped_to_a_small_source_finds_what_the_exact_search_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
+    let mut rows = clustered_rows(0, 6_000);
+    for row in rows.iter_mut().step_by(20) {
+        row.source_id = "small".into();
+    }
+    store.append(rows).await.unwrap();
+    store.optimize().await.unwrap();
+    assert!(store.has_vector_index().await.unwrap());
+    let scope = Scope::only(vec!["small".into()]);
+    let queries: Vec<Vec<f32>> = clustered_rows(60_000, 40).into_iter().map(|row| row.vector).collect();
+    for query in &queries {
+        let found = store.vector_search(query, &scope, 10).await.unwrap();
+        assert_eq!(found.len(), 10);
+        assert!(found.iter().all(|hit| hit.chunk.source_id == "small"), "only the reader's source");
+    }
+    let recall = recall_at_10(&store, &scope, &queries).await;
+    assert!(recall >= 0.95, "recall@10 of the scoped search against the exact one: {recall:.3}");
+}
+
+/// Recall@10 of `store`'s indexed search over `scope` against its exact
+/// search, over `queries`.
+async fn recall_at_10(store: &LanceChunkStore, scope: &Scope, queries: &[Vec<f32>]) -> f64 {
+    let exact = store.exact();
+    let mut kept = 0;
+    for query in queries {
+        let truth = exact.vector_search(query, scope, 10).await.unwrap();
+        let found = store.vector_search(query, scope, 10).await.unwrap();
+        kept += ids(&truth).iter().filter(|id| ids(&found).contains(id)).count();
+    }
+    kept as f64 / (queries.len() * 10) as f64
+}
+
+/// A table indexed by an earlier version (IVF_PQ) is searched as that kind
+/// asks, probes and exact re-ranking, until the index upkeep trains it anew
+/// as the kind Lore builds now.
+#[tokio::test]
+async fn an_index_an_earlier_version_built_serves_until_it_is_trained_anew_as_the_current_kind() {
+    use engine::upkeep::{due, Due};
+    use lancedb::index::{vector::IvfPqIndexBuilder, Index};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lancedb");
+    let location = path.to_str().unwrap().into();
+    let rows = clustered_rows(0, 6_000);
+    LanceChunkStore::open(&location, 384).await.unwrap().append(rows).await.unwrap();
+    // What an earlier version built on the table.
+    let db = lancedb::connect(path.to_str().unwrap()).execute().await.unwrap();
+    let table = db.open_table("chunks").execute().await.unwrap();
+    let pq = IvfPqIndexBuilder::default().distance_type(lancedb::DistanceType::Cosine).num_sub_vectors(48);
+    table.create_index(&["vector"], Index::IvfPq(pq)).execute().await.unwrap();
+
+    let store = LanceChunkStore::open(&location, 384).await.unwrap();
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    let queries: Vec<Vec<f32>> = clustered_rows(70_000, 30).into_iter().map(|row| row.vector).collect();
+    let index = store.vector_index().await.unwrap();
+    assert!(index.outdated, "{index:?}");
+    assert_eq!(due(index, Some(6_000)), Due::Train, "trained anew, though the rows have not doubled");
+    let recall = recall_at_10(&store, &scope, &queries).await;
+    assert!(recall >= 0.95, "the earlier index still searched as it asks: {recall:.3}");
+
+    store.retrain_vector_index().await.unwrap();
+    let index = store.vector_index().await.unwrap();
+    assert!(!index.outdated, "{index:?}");
+    assert_eq!(due(index, Some(6_000)), Due::Nothing);
+    let recall = recall_at_10(&store, &scope, &queries).await;
+    assert!(recall >= 0.95, "and the new one: {recall:.3}");
+}
+
 #[tokio::test]
 async fn chunks_written_after_the_index_was_built_are_found_before_and_after_it_takes_them_in() {
     let dir = tempfile::tempdir().unwrap();
@@ -385,6 +461,32 @@ async fn chunks_written_after_the_index_was_built_are_found_before_and_after_it_
         let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
         assert_eq!(hits[0].chunk.id, row.id, "and still once the index holds it");
     }
+}
+
+/// The full-text index is built on the empty table, and every later row is
+/// searched by its words at once; the fold takes the rows into the index
+/// and they are still found.
+#[tokio::test]
+async fn chunks_written_after_the_full_text_index_was_built_are_found_by_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    let first: Vec<ChunkRow> = (0..50).map(|i| numbered_row(i, unit_vector(i as u64, 384))).collect();
+    store.append(first).await.unwrap();
+    store.optimize().await.unwrap();
+
+    let mut late = numbered_row(50, unit_vector(50, 384));
+    late.text = "The heliotrope valve is bled each spring".into();
+    store.append(vec![late.clone()]).await.unwrap();
+    let hits = store.text_search("heliotrope valve", &scope, 5).await.unwrap();
+    assert_eq!(ids(&hits), vec![late.id.clone()], "found before the fold takes it into the index");
+
+    store.optimize().await.unwrap();
+    let hits = store.text_search("heliotrope valve", &scope, 5).await.unwrap();
+    assert_eq!(ids(&hits), vec![late.id.clone()], "and after");
+    let hits = store.text_search("passage number 7", &scope, 5).await.unwrap();
+    assert!(ids(&hits).contains(&"doc0:7".to_owned()), "the rows before are still found: {:?}", ids(&hits));
 }
 
 #[tokio::test]
@@ -468,7 +570,7 @@ async fn the_index_is_trained_anew_in_the_background_once_the_corpus_doubled() {
     let rows = 2 * first + during.len();
     assert_eq!(
         status.index,
-        engine::index::VectorIndex { rows, indexed: Some(rows) },
+        engine::index::VectorIndex { rows, indexed: Some(rows), outdated: false },
         "and what was written meanwhile folded in"
     );
     for row in [&more[first - 1], &during[50]] {

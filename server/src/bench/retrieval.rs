@@ -474,11 +474,17 @@ pub async fn retrieval(mut settings: Settings, options: RetrievalOptions) -> any
             goal["verdict"].as_str().unwrap_or_default()
         );
     }
+    let effort = engine::index::lance::search_effort(&engine::index::lance::VECTOR_INDEX);
     let record = json!({
         "benchmark": "retrieval",
         "at": chrono::Utc::now().to_rfc3339(),
         "build": build_profile(),
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "vector_index": {
+            "kind": engine::index::lance::VECTOR_INDEX.to_string(),
+            "from_rows": engine::index::lance::VECTOR_INDEX_MIN_ROWS,
+            "search": {"nprobes": effort.nprobes, "refine_factor": effort.refine_factor, "ef": effort.ef},
+        },
         "corpus": {
             "real_chunks": real.chunks.len(),
             "docs": options.docs,
@@ -728,6 +734,7 @@ async fn run_peers(
     let ids: serde_json::Map<String, Value> = (0..size).map(|i| (format!("c{i}"), json!(i))).collect();
     std::fs::write(dir.join("ids.json"), serde_json::to_vec(&ids)?)?;
     let location = lore.settings.vectors();
+    let effort = engine::index::lance::search_effort(&engine::index::lance::VECTOR_INDEX);
     std::fs::write(
         dir.join("manifest.json"),
         serde_json::to_vec(&json!({
@@ -736,8 +743,8 @@ async fn run_peers(
             "queries": queries.len(),
             "k": K,
             "threads": 2,
-            "lance": {"uri": location.uri, "table": engine::index::lance::DEFAULT_TABLE, "setting": "Lore's probes and refinement",
-                      "nprobes": engine::index::lance::NPROBES, "refine_factor": engine::index::lance::REFINE_FACTOR},
+            "lance": {"uri": location.uri, "table": engine::index::lance::DEFAULT_TABLE, "setting": "Lore's search effort",
+                      "nprobes": effort.nprobes, "refine_factor": effort.refine_factor, "ef": effort.ef},
         }))?,
     )?;
     println!("Running the peers (FAISS, hnswlib, LanceDB's Python client) on the same vectors …");

@@ -400,7 +400,10 @@ async fn a_vector_index_training_killed_mid_way_leaves_the_previous_index_servin
     Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
     tokio::task::spawn_blocking(move || wait_exit(&mut serve, Duration::from_secs(30))).await.unwrap();
     assert_eq!(trained.trained.map(|t| t.rows), Some(2 * first));
-    assert_eq!(trained.index, engine::index::VectorIndex { rows: 2 * first, indexed: Some(2 * first) });
+    assert_eq!(
+        trained.index,
+        engine::index::VectorIndex { rows: 2 * first, indexed: Some(2 * first), outdated: false }
+    );
     for i in [3, first + 11, 2 * first - 2] {
         let row = synthetic_row(i);
         let hits = store.vector_search(&row.vector, &scope, 5).await.unwrap();
