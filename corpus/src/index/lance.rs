@@ -19,7 +19,7 @@ use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 use lancedb::index::vector::IvfHnswSqIndexBuilder;
-use lancedb::index::{Index, IndexType};
+use lancedb::index::{Index, IndexConfig, IndexType};
 use lancedb::query::{ExecutableQuery, QueryBase};
 use lancedb::table::OptimizeAction;
 use lancedb::{DistanceType, Table};
@@ -316,13 +316,15 @@ impl LanceChunkStore {
                 return Ok(kind);
             }
         }
-        let indices = self.table.list_indices().await.map_err(store_error)?;
-        let kind = indices
-            .into_iter()
-            .find(|index| index.columns.iter().any(|c| c == "vector"))
-            .map(|index| index.index_type);
+        let kind = self.vector_column_index().await?.map(|index| index.index_type);
         *self.kind.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, kind.clone()));
         Ok(kind)
+    }
+
+    /// The index on the `vector` column, if there is one.
+    async fn vector_column_index(&self) -> Result<Option<IndexConfig>, IndexError> {
+        let indices = self.table.list_indices().await.map_err(store_error)?;
+        Ok(indices.into_iter().find(|index| index.columns.iter().any(|c| c == "vector")))
     }
 
     async fn collect(
@@ -637,8 +639,7 @@ impl ChunkStore for LanceChunkStore {
 
     async fn vector_index(&self) -> Result<VectorIndex, IndexError> {
         let rows = self.count(None).await?;
-        let indices = self.table.list_indices().await.map_err(store_error)?;
-        let Some(index) = indices.iter().find(|index| index.columns.iter().any(|c| c == "vector")) else {
+        let Some(index) = self.vector_column_index().await? else {
             return Ok(VectorIndex { rows, indexed: None, outdated: false });
         };
         let stats = self.table.index_stats(&index.name).await.map_err(store_error)?;
