@@ -1,6 +1,6 @@
 //! The vector index's upkeep as the corpus grows.
 //!
-//! The vector index (IVF_PQ) sorts every vector into partitions whose
+//! The vector index (IVF_HNSW_SQ) sorts every vector into partitions whose
 //! centres are trained once, on the rows there are then, and their count
 //! follows the table's size. Rows written later are folded into those
 //! partitions ([`ChunkStore::optimize`]) without moving them: a corpus
@@ -36,6 +36,7 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde::{Deserialize, Serialize};
 
+use crate::index::lance::MERGE_AFTER_WRITES;
 use crate::index::{ChunkStore, VectorIndex};
 use crate::{store, Corpus, Error, Result};
 
@@ -132,6 +133,24 @@ pub async fn status(lore: &Corpus) -> Result<Status> {
             .filter(|(t, fresh)| t.table == table && (*fresh || t.failed.is_some()))
             .map(|(training, _)| training),
     })
+}
+
+/// Merges the small commits an indexing run has made, once there are
+/// [`MERGE_AFTER_WRITES`] of them, so that a long run's writes stay as
+/// quick as its first (see [`crate::index::lance::FRAGMENT_ROWS`]). Not
+/// while a training is under way: the merge moves rows the training is
+/// indexing, and LanceDB would refuse the training's commit; the fold at
+/// the end of the run merges them instead. A merge that fails (another
+/// process's commit won the race) loses nothing, every row stays where it
+/// was written: it is logged and tried again after as many writes.
+pub async fn merge_small_writes(lore: &Corpus, store: &dyn ChunkStore) -> Result<()> {
+    if store.small_writes() < MERGE_AFTER_WRITES || training_under_way(lore).await?.is_some() {
+        return Ok(());
+    }
+    if let Err(err) = store.merge_small_writes().await {
+        tracing::warn!(error = %err, "could not merge the run's small writes; the fold at its end will");
+    }
+    Ok(())
 }
 
 /// The training under way, if one is: indexing runs leave the index alone

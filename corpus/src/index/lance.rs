@@ -6,6 +6,7 @@
 //! the merge's scan of the whole table.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::types::Float32Type;
@@ -21,7 +22,7 @@ use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
 use lancedb::index::vector::IvfHnswSqIndexBuilder;
 use lancedb::index::{Index, IndexConfig, IndexType};
 use lancedb::query::{ExecutableQuery, QueryBase};
-use lancedb::table::OptimizeAction;
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::{DistanceType, Table};
 
 use super::{quote, sources_filter, ChunkRow, ChunkStore, Folded, Hit, IndexError, Scope, VectorIndex};
@@ -52,6 +53,34 @@ pub const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
 /// [`PQ_REFINE_FACTOR`]) until the index upkeep trains it anew as this kind
 /// (`upkeep::due`).
 pub const VECTOR_INDEX: IndexType = IndexType::IvfHnswSq;
+
+/// The rows a fragment (one of the table's data files) is merged up to.
+/// Every LanceDB commit writes a manifest listing every fragment, and each
+/// write adds one: a million chunks written a page at a time (as a crawl
+/// writes them) left 18,000 fragments, a manifest of about a megabyte
+/// written again on every commit, 15 GB of manifests beside 2 GB of data,
+/// and writes slowed from 4,700 rows/s to 50 (`bench-results/README.md`,
+/// "A million chunks"). Merging keeps the fragments few. A merge leaves
+/// fragments of this size alone, so it rewrites only recent small ones,
+/// not the table (LanceDB's default target, a million rows, would rewrite
+/// every fragment of a smaller table on each fold): a million chunks are
+/// 50 fragments.
+pub const FRAGMENT_ROWS: usize = 20_000;
+
+/// The commits after which an indexing run merges what it wrote
+/// (`upkeep::merge_small_writes`): the manifest then lists at most about
+/// this many small fragments beside the merged ones, and each small
+/// fragment's rows are rewritten a few times at most before they make up a
+/// full one.
+pub const MERGE_AFTER_WRITES: usize = 64;
+
+/// How long versions of the table are kept after a newer one replaced
+/// them. Lore reads only the latest version; an index training reads the
+/// version it started from until it commits, which stays well inside this
+/// (`lore bench retrieval` built a million rows' index in minutes). Older
+/// versions, their manifests and the data only they refer to are removed
+/// by the fold after an indexing run.
+pub const KEEP_VERSIONS_HOURS: i64 = 1;
 
 /// IVF partitions searched per query: with a partition per million rows,
 /// every partition up to two million.
@@ -109,6 +138,8 @@ pub struct LanceChunkStore {
     /// The vector index's kind as last read, with the table version it was
     /// read at: a search asks for what that kind needs.
     kind: Mutex<Option<(u64, Option<IndexType>)>>,
+    /// Commits by this handle since it last merged fragments.
+    writes: AtomicUsize,
     /// Search without the vector index (see [`LanceChunkStore::exact`]).
     exact: bool,
 }
@@ -203,6 +234,7 @@ impl LanceChunkStore {
             dimensions,
             hashes: Mutex::new(HashMemo::default()),
             kind: Mutex::new(None),
+            writes: AtomicUsize::new(0),
             exact: false,
         })
     }
@@ -218,6 +250,13 @@ impl LanceChunkStore {
         let mut memo = self.memo();
         memo.generation += 1;
         memo.known.clear();
+    }
+
+    /// After a commit (whether or not it succeeded): forgets what may be
+    /// stale, and counts the commit towards the next merge.
+    fn wrote(&self) {
+        self.forget_hashes();
+        self.writes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Drops table `name` and creates it empty for `dimensions`.
@@ -261,15 +300,36 @@ impl LanceChunkStore {
         let reader: Box<dyn RecordBatchReader + Send> =
             Box::new(RecordBatchIterator::new(vec![Ok(batch)], self.schema.clone()));
         let added = self.table.add(reader).execute().await;
-        self.forget_hashes();
+        self.wrote();
         added.map_err(store_error)?;
         Ok(())
     }
 
-    /// Compacts small fragments and folds new rows into the existing
+    /// Merges small fragments, removes versions older than
+    /// [`KEEP_VERSIONS_HOURS`], and folds new rows into the existing
     /// indexes, without building a vector index (see [`ChunkStore::optimize`]).
     pub async fn compact(&self) -> Result<(), IndexError> {
-        self.table.optimize(OptimizeAction::All).await.map_err(store_error)?;
+        self.merge_fragments().await?;
+        let prune = OptimizeAction::Prune {
+            older_than: lancedb::table::Duration::try_hours(KEEP_VERSIONS_HOURS),
+            delete_unverified: None,
+            error_if_tagged_old_versions: None,
+        };
+        self.table.optimize(prune).await.map_err(store_error)?;
+        self.table.optimize(OptimizeAction::Index(OptimizeOptions::default())).await.map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Merges fragments smaller than [`FRAGMENT_ROWS`] (and materialises
+    /// deletions in those a tenth deleted), remapping the indexes to the
+    /// rows' new places; a search meanwhile reads the version before.
+    async fn merge_fragments(&self) -> Result<(), IndexError> {
+        self.writes.store(0, Ordering::Relaxed);
+        let options = CompactionOptions { target_rows_per_fragment: FRAGMENT_ROWS, ..Default::default() };
+        self.table
+            .optimize(OptimizeAction::Compact { options, remap_options: None })
+            .await
+            .map_err(store_error)?;
         Ok(())
     }
 
@@ -286,6 +346,12 @@ impl LanceChunkStore {
             .map_err(store_error)
     }
 
+    /// The table's fragments: its data files, each written by one commit or
+    /// merged from several (see [`FRAGMENT_ROWS`]).
+    pub async fn fragments(&self) -> Result<usize, IndexError> {
+        Ok(self.table.stats().await.map_err(store_error)?.fragment_stats.num_fragments)
+    }
+
     /// The same table searched without its vector index, every vector
     /// compared: the reference that tests and `lore bench retrieval` hold
     /// the index's results to.
@@ -296,6 +362,7 @@ impl LanceChunkStore {
             dimensions: self.dimensions,
             hashes: Mutex::new(HashMemo::default()),
             kind: Mutex::new(None),
+            writes: AtomicUsize::new(0),
             exact: true,
         }
     }
@@ -460,7 +527,7 @@ impl ChunkStore for LanceChunkStore {
             (true, false) => self.append(rows).await,
             (false, true) => {
                 let deleted = self.table.delete(&documents_filter(replaced)).await;
-                self.forget_hashes();
+                self.wrote();
                 deleted.map_err(store_error)?;
                 Ok(())
             }
@@ -474,7 +541,7 @@ impl ChunkStore for LanceChunkStore {
                     .when_not_matched_insert_all()
                     .when_not_matched_by_source_delete(Some(documents_filter(replaced)));
                 let merged = merge.execute(reader).await;
-                self.forget_hashes();
+                self.wrote();
                 merged.map_err(store_error)?;
                 Ok(())
             }
@@ -483,7 +550,7 @@ impl ChunkStore for LanceChunkStore {
 
     async fn delete_source(&self, source_id: &str) -> Result<(), IndexError> {
         let deleted = self.table.delete(&super::source_filter(source_id)).await;
-        self.forget_hashes();
+        self.wrote();
         deleted.map_err(store_error)?;
         Ok(())
     }
@@ -652,5 +719,13 @@ impl ChunkStore for LanceChunkStore {
 
     async fn retrain_vector_index(&self) -> Result<(), IndexError> {
         self.build_vector_index().await
+    }
+
+    fn small_writes(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    async fn merge_small_writes(&self) -> Result<(), IndexError> {
+        self.merge_fragments().await
     }
 }

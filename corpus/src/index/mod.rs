@@ -189,6 +189,19 @@ pub trait ChunkStore: Send + Sync {
     async fn vector_index(&self) -> Result<VectorIndex, IndexError> {
         Ok(VectorIndex { rows: self.count(None).await?, indexed: None, outdated: false })
     }
+    /// Commits written by this handle since it last merged small writes
+    /// ([`ChunkStore::merge_small_writes`]); a store whose writes cost the
+    /// same however many came before (the default) counts none.
+    fn small_writes(&self) -> usize {
+        0
+    }
+    /// Merges what many small commits left behind (a crawl writes a page at
+    /// a time) so that the next commit costs what the first did; indexes
+    /// and earlier versions are left as they are. A store with nothing to
+    /// merge (the default) does nothing.
+    async fn merge_small_writes(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
     /// Trains the vector index anew on every stored row and swaps it in with
     /// one commit: searches use the previous index until then, and rows
     /// written meanwhile stay searchable (exactly, until the next

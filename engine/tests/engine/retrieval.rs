@@ -579,3 +579,70 @@ async fn the_index_is_trained_anew_in_the_background_once_the_corpus_doubled() {
     }
     assert!(upkeep::tick(&lore, "worker-b").await.unwrap().is_none(), "nothing more is due");
 }
+
+/// Writes a page at a time (as a crawl makes them) are merged as the run
+/// goes: each LanceDB commit rewrites a manifest of every fragment, so
+/// unmerged a run's writes would grow slower with each one. The fragments
+/// stay few whatever the commits, every row stays findable, and nothing is
+/// merged while an index training is under way (the merge would move rows
+/// the training indexes, and LanceDB would refuse its commit).
+#[tokio::test]
+async fn a_run_of_small_writes_is_merged_as_it_goes_but_not_under_a_training() {
+    use engine::index::lance::MERGE_AFTER_WRITES;
+    use engine::upkeep;
+    let (lore, _dir) = crate::support::open().await;
+    // The run's own handle: it sees its commits at once.
+    let store = LanceChunkStore::open(&lore.settings.vectors(), 384).await.unwrap();
+    let table = &store;
+    let write = |document: usize| {
+        let (lore, store) = (&lore, &store);
+        async move {
+            store.write_documents(&[], clustered_rows(document * 100, 5)).await.unwrap();
+            upkeep::merge_small_writes(lore, store).await.unwrap();
+        }
+    };
+
+    let documents = 3 * MERGE_AFTER_WRITES + 1;
+    let mut most = 0;
+    for document in 0..documents {
+        write(document).await;
+        most = most.max(table.fragments().await.unwrap());
+    }
+    assert!(most <= MERGE_AFTER_WRITES, "at most one fragment per write between merges: {most}");
+    assert!(table.fragments().await.unwrap() <= 2, "merged three times over {documents} writes");
+    assert_eq!(store.count(None).await.unwrap(), documents * 5);
+    let scope = Scope { sources: vec!["help".into()], every_source: true };
+    for document in (0..documents).step_by(16) {
+        let row = &clustered_rows(document * 100, 1)[0];
+        let hits = store.vector_search(&row.vector, &scope, 1).await.unwrap();
+        assert_eq!(hits[0].chunk.id, row.id, "found where the merge put it");
+    }
+
+    // A training under way, as another process records it: no merge.
+    let training = upkeep::Training {
+        table: engine::shadow::active_table(&lore.db).await.unwrap(),
+        rows: documents * 5,
+        owner: "worker-b".into(),
+        started_at: chrono::Utc::now(),
+        failed: None,
+    };
+    engine::store::put_setting(
+        &lore.db,
+        upkeep::TRAINING,
+        serde_json::to_value(&training).unwrap(),
+        "worker-b",
+    )
+    .await
+    .unwrap();
+    let before = table.fragments().await.unwrap();
+    for document in documents..documents + 2 * MERGE_AFTER_WRITES {
+        write(document).await;
+    }
+    assert_eq!(table.fragments().await.unwrap(), before + 2 * MERGE_AFTER_WRITES, "left alone");
+
+    // Once it is done, the next write merges what waited.
+    engine::store::delete_setting(&lore.db, upkeep::TRAINING).await.unwrap();
+    write(documents + 2 * MERGE_AFTER_WRITES).await;
+    assert!(table.fragments().await.unwrap() <= 2);
+    assert_eq!(store.count(None).await.unwrap(), (documents + 2 * MERGE_AFTER_WRITES + 1) * 5);
+}

@@ -574,8 +574,10 @@ async fn at_size(
         }
         generating += made.elapsed().as_secs_f64();
         bar.inc(batch.len() as u64);
+        // A document to a commit, merged as an indexing run merges them.
         for document in batch.chunk_by(|a, b| a.document_id == b.document_id) {
             store.write_documents(&[], document.to_vec()).await?;
+            engine::upkeep::merge_small_writes(lore.corpus(), store.as_ref()).await?;
         }
     }
     bar.finish_and_clear();
@@ -688,6 +690,7 @@ async fn at_size(
         checked.len()
     );
     let disk = disk_mb(&lore.settings.data_dir);
+    let fragments = table.fragments().await?;
 
     // The peers, on the same vectors and queries.
     let peers = match &options.peers {
@@ -706,6 +709,7 @@ async fn at_size(
             "rss_mb": rss_mb,
             "peak_rss_mb": peak_mb,
             "disk_mb": disk,
+            "fragments": fragments,
             "retrieve": one.json(None),
             "under_load": under_load,
             "vector_stage": vector_stage.json(None),
