@@ -75,12 +75,13 @@ pub const FRAGMENT_ROWS: usize = 20_000;
 pub const MERGE_AFTER_WRITES: usize = 64;
 
 /// How long versions of the table are kept after a newer one replaced
-/// them. Lore reads only the latest version; an index training reads the
-/// version it started from until it commits, which stays well inside this
-/// (`lore bench retrieval` built a million rows' index in minutes). Older
-/// versions, their manifests and the data only they refer to are removed
-/// by the fold after an indexing run.
-pub const KEEP_VERSIONS_HOURS: i64 = 1;
+/// them (LanceDB's own default). Lore searches only the latest version,
+/// but a shadow index's build streams the active table from the version it
+/// began with while it embeds every chunk again, hours at a million chunks
+/// on this hardware: removing the files that version refers to under it
+/// would fail the build. Older versions, their manifests and the data only
+/// they refer to are removed by the fold after an indexing run.
+pub const KEEP_VERSIONS_DAYS: i64 = 7;
 
 /// IVF partitions searched per query: with a partition per million rows,
 /// every partition up to two million.
@@ -306,12 +307,12 @@ impl LanceChunkStore {
     }
 
     /// Merges small fragments, removes versions older than
-    /// [`KEEP_VERSIONS_HOURS`], and folds new rows into the existing
+    /// [`KEEP_VERSIONS_DAYS`], and folds new rows into the existing
     /// indexes, without building a vector index (see [`ChunkStore::optimize`]).
     pub async fn compact(&self) -> Result<(), IndexError> {
         self.merge_fragments().await?;
         let prune = OptimizeAction::Prune {
-            older_than: lancedb::table::Duration::try_hours(KEEP_VERSIONS_HOURS),
+            older_than: lancedb::table::Duration::try_days(KEEP_VERSIONS_DAYS),
             delete_unverified: None,
             error_if_tagged_old_versions: None,
         };
