@@ -143,7 +143,7 @@ pub async fn status(lore: &Corpus) -> Result<Status> {
 /// the end of the run merges them instead. A merge that fails (another
 /// process's commit won the race) loses nothing, every row stays where it
 /// was written: it is logged and tried again after as many writes.
-pub async fn merge_small_writes(lore: &Corpus, store: &dyn ChunkStore) -> Result<()> {
+pub async fn merge_when_due(lore: &Corpus, store: &dyn ChunkStore) -> Result<()> {
     if store.small_writes() < MERGE_AFTER_WRITES || training_under_way(lore).await?.is_some() {
         return Ok(());
     }

@@ -68,7 +68,7 @@ pub const VECTOR_INDEX: IndexType = IndexType::IvfHnswSq;
 pub const FRAGMENT_ROWS: usize = 20_000;
 
 /// The commits after which an indexing run merges what it wrote
-/// (`upkeep::merge_small_writes`): the manifest then lists at most about
+/// (`upkeep::merge_when_due`): the manifest then lists at most about
 /// this many small fragments beside the merged ones, and each small
 /// fragment's rows are rewritten a few times at most before they make up a
 /// full one.

@@ -520,7 +520,7 @@ impl Indexer {
         }
         self.touch(&txn, &unchanged, batch).await?;
         txn.commit().await?;
-        crate::upkeep::merge_small_writes(&self.lore, self.store.as_ref()).await?;
+        crate::upkeep::merge_when_due(&self.lore, self.store.as_ref()).await?;
         // Counted once the batch is done: a batch that fails and is tried
         // again a document at a time is not counted twice.
         progress.add(|p| {

@@ -593,12 +593,11 @@ async fn a_run_of_small_writes_is_merged_as_it_goes_but_not_under_a_training() {
     let (lore, _dir) = crate::support::open().await;
     // The run's own handle: it sees its commits at once.
     let store = LanceChunkStore::open(&lore.settings.vectors(), 384).await.unwrap();
-    let table = &store;
     let write = |document: usize| {
         let (lore, store) = (&lore, &store);
         async move {
             store.write_documents(&[], clustered_rows(document * 100, 5)).await.unwrap();
-            upkeep::merge_small_writes(lore, store).await.unwrap();
+            upkeep::merge_when_due(lore, store).await.unwrap();
         }
     };
 
@@ -606,10 +605,10 @@ async fn a_run_of_small_writes_is_merged_as_it_goes_but_not_under_a_training() {
     let mut most = 0;
     for document in 0..documents {
         write(document).await;
-        most = most.max(table.fragments().await.unwrap());
+        most = most.max(store.fragments().await.unwrap());
     }
     assert!(most <= MERGE_AFTER_WRITES, "at most one fragment per write between merges: {most}");
-    assert!(table.fragments().await.unwrap() <= 2, "merged three times over {documents} writes");
+    assert!(store.fragments().await.unwrap() <= 2, "merged three times over {documents} writes");
     assert_eq!(store.count(None).await.unwrap(), documents * 5);
     let scope = Scope { sources: vec!["help".into()], every_source: true };
     for document in (0..documents).step_by(16) {
@@ -634,15 +633,35 @@ async fn a_run_of_small_writes_is_merged_as_it_goes_but_not_under_a_training() {
     )
     .await
     .unwrap();
-    let before = table.fragments().await.unwrap();
+    let before = store.fragments().await.unwrap();
     for document in documents..documents + 2 * MERGE_AFTER_WRITES {
         write(document).await;
     }
-    assert_eq!(table.fragments().await.unwrap(), before + 2 * MERGE_AFTER_WRITES, "left alone");
+    assert_eq!(store.fragments().await.unwrap(), before + 2 * MERGE_AFTER_WRITES, "left alone");
 
     // Once it is done, the next write merges what waited.
     engine::store::delete_setting(&lore.db, upkeep::TRAINING).await.unwrap();
     write(documents + 2 * MERGE_AFTER_WRITES).await;
-    assert!(table.fragments().await.unwrap() <= 2);
+    assert!(store.fragments().await.unwrap() <= 2);
     assert_eq!(store.count(None).await.unwrap(), (documents + 2 * MERGE_AFTER_WRITES + 1) * 5);
+}
+
+/// The fold after a run merges only fragments smaller than
+/// `FRAGMENT_ROWS`: a full one is left as it is, not rewritten with the
+/// few rows written after it (LanceDB's default target, a million rows,
+/// would rewrite the whole table of a smaller corpus at every fold).
+#[tokio::test]
+async fn the_fold_after_a_run_leaves_full_fragments_alone() {
+    use engine::index::lance::FRAGMENT_ROWS;
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        LanceChunkStore::open(&dir.path().join("lancedb").to_str().unwrap().into(), 384).await.unwrap();
+    store.append(clustered_rows(0, FRAGMENT_ROWS)).await.unwrap();
+    for document in 0..3 {
+        store.write_documents(&[], clustered_rows((FRAGMENT_ROWS / 100 + document) * 100, 5)).await.unwrap();
+    }
+    assert_eq!(store.fragments().await.unwrap(), 4);
+    store.compact().await.unwrap();
+    assert_eq!(store.fragments().await.unwrap(), 2, "the full fragment, and the small ones merged");
+    assert_eq!(store.count(None).await.unwrap(), FRAGMENT_ROWS + 15);
 }

@@ -577,7 +577,7 @@ async fn at_size(
         // A document to a commit, merged as an indexing run merges them.
         for document in batch.chunk_by(|a, b| a.document_id == b.document_id) {
             store.write_documents(&[], document.to_vec()).await?;
-            engine::upkeep::merge_small_writes(lore.corpus(), store.as_ref()).await?;
+            engine::upkeep::merge_when_due(lore.corpus(), store.as_ref()).await?;
         }
     }
     bar.finish_and_clear();
