@@ -353,6 +353,12 @@ impl LanceChunkStore {
         Ok(self.table.stats().await.map_err(store_error)?.fragment_stats.num_fragments)
     }
 
+    /// The table's version: one more with each commit (a write, a merge,
+    /// an index).
+    pub async fn version(&self) -> Result<u64, IndexError> {
+        self.table.version().await.map_err(store_error)
+    }
+
     /// The same table searched without its vector index, every vector
     /// compared: the reference that tests and `lore bench retrieval` hold
     /// the index's results to.

@@ -39,9 +39,6 @@ const NETWORK_TIMEOUT: Duration = Duration::from_secs(600);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a command on the mirror alone may take.
 const LOCAL_TIMEOUT: Duration = Duration::from_secs(120);
-/// Files read and extracted before they are indexed together (one
-/// embedding call, one write of the chunk store).
-const BATCH: usize = 16;
 /// The ref that holds the fetched head, and the one that keeps the indexed
 /// commit reachable.
 const FETCHED_REF: &str = "refs/lore/fetched";
@@ -491,7 +488,7 @@ pub async fn sync(
         p.skipped += if state.compared == "full" { skipped } else { 0 };
     });
 
-    let mut batch: Vec<(Fetched, extract::Extracted)> = Vec::with_capacity(BATCH);
+    let mut batch: Vec<(Fetched, extract::Extracted)> = Vec::with_capacity(super::DOCUMENTS_PER_WRITE);
     for path in &reads {
         if *cancel.borrow() {
             // Cut short: the indexed commit does not move.
@@ -523,7 +520,7 @@ pub async fn sync(
             Reading::Extracted(Ok(extracted)) => {
                 progress.add(|p| p.extracted += 1);
                 batch.push((fetched, extracted));
-                if batch.len() >= BATCH {
+                if batch.len() >= super::DOCUMENTS_PER_WRITE {
                     indexer.index_batch(&found.id, &batch, progress).await?;
                     batch.clear();
                 }

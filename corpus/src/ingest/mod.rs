@@ -281,6 +281,13 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// is room for the PDF library's recursion over a document's structure.
 const EXTRACT_STACK_BYTES: usize = 64 * 1024 * 1024;
 
+/// Documents a sync reads and extracts before it indexes them together: one
+/// embedding call and one commit of the chunk store. Each commit of a large
+/// store costs about the same whatever it holds (a replacing write joins
+/// against every row), so a crawl or a git sync that commits one document at
+/// a time is what makes changes at a million chunks slow.
+pub const DOCUMENTS_PER_WRITE: usize = 16;
+
 /// SHA-256 of a document's bytes as read: what a quarantine remembers.
 pub fn bytes_hash(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
@@ -604,10 +611,7 @@ impl Indexer {
                 Err(err) => {
                     self.record_failure(source_id, &fetched.uri, fetched.url.as_deref(), &err.to_string())
                         .await?;
-                    progress.add(|p| {
-                        p.failed += 1;
-                        p.done += 1;
-                    });
+                    progress.error(&fetched.uri, &err.to_string());
                 }
             }
         }

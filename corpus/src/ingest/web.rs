@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use entity::document;
 use futures::StreamExt;
@@ -34,10 +34,11 @@ use url::Url;
 use super::address::{self, Reason};
 use super::jobs::ProgressHandle;
 use super::{text_hash, Fetched, Indexer, IngestError, Reading};
+use crate::extract;
 use crate::settings::Settings;
 use crate::sources::kinds::website::{validate, Discovery, WebsiteConfig};
 use crate::sources::Source;
-use crate::{Error, Result};
+use crate::Result;
 
 /// The crawler's name in User-Agent and for robots.txt rules.
 pub const AGENT: &str = "LoreBot";
@@ -748,6 +749,7 @@ async fn visit(
     futures::pin_mut!(fetches);
 
     let mut links = Vec::new();
+    let mut pending = Pending::default();
     while let Some((url, doc, page)) = fetches.next().await {
         if *cancel.borrow() {
             break;
@@ -825,19 +827,47 @@ async fn visit(
                 seen.uris.insert(uri.clone());
                 seen.texts.insert(text, uri.clone());
                 fetched.uri = uri.clone();
-                fetched.url = Some(uri.clone());
-                match indexer.index_document(&found.id, &fetched, &extracted, progress).await {
-                    Ok(outcome) => outcome.count(progress),
-                    Err(err @ Error::Embedding(_)) => {
-                        indexer.record_failure(&found.id, &uri, Some(&uri), &err.to_string()).await?;
-                        progress.error(&uri, &err.to_string());
-                    }
-                    Err(other) => return Err(other),
+                fetched.url = Some(uri);
+                if pending.push(*fetched, extracted) {
+                    pending.index(indexer, &found.id, progress).await?;
                 }
             }
         }
     }
+    // What was read before a cancel is indexed too, as it was page by page.
+    pending.index(indexer, &found.id, progress).await?;
     Ok(links)
+}
+
+/// Pages read and extracted, waiting to be indexed together (one embedding
+/// call, one commit of the chunk store; see [`super::DOCUMENTS_PER_WRITE`]).
+#[derive(Default)]
+struct Pending {
+    pages: Vec<(Fetched, extract::Extracted)>,
+    since: Option<Instant>,
+}
+
+impl Pending {
+    /// The longest a read page waits for others: a slow or polite crawl
+    /// still shows its pages in the progress, and in answers, as it goes.
+    const AT_MOST: Duration = Duration::from_secs(2);
+
+    /// Adds a page; says whether the batch is due.
+    fn push(&mut self, fetched: Fetched, extracted: extract::Extracted) -> bool {
+        self.pages.push((fetched, extracted));
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.pages.len() >= super::DOCUMENTS_PER_WRITE || since.elapsed() >= Self::AT_MOST
+    }
+
+    /// Indexes what waits. A page the embedder refuses fails alone.
+    async fn index(&mut self, indexer: &Indexer, source_id: &str, progress: &ProgressHandle) -> Result<()> {
+        self.since = None;
+        if self.pages.is_empty() {
+            return Ok(());
+        }
+        let pages = std::mem::take(&mut self.pages);
+        indexer.index_batch(source_id, &pages, progress).await
+    }
 }
 
 fn is_html(fetched: &Fetched) -> bool {

@@ -42,6 +42,16 @@ async fn a_sitemap_sync_indexes_exactly_the_pages_and_re_syncs_only_what_changed
     assert!(p.duplicates >= 2, "the redirect, the copy and the print page are duplicates: {p:?}");
     assert!(p.skipped >= 2, "robots.txt's /private/ and the external URL are skipped: {p:?}");
     let all_chunks = lore.chunks().await.unwrap().count(None).await.unwrap();
+    // The pages reach the chunk store a batch to a commit, not one each:
+    // every commit of a large store joins against all of its rows.
+    let table = engine::shadow::active_table(&lore.db).await.unwrap();
+    let commits = engine::index::lance::LanceChunkStore::open_table(&lore.settings.vectors(), &table, 384)
+        .await
+        .unwrap()
+        .version()
+        .await
+        .unwrap();
+    assert!(commits < (PAGES / 3) as u64, "{commits} commits of the chunk store for {PAGES} pages");
 
     // The boilerplate (navigation, header, footer) is not in any chunk.
     let found =
