@@ -343,14 +343,15 @@ fn build_profile() -> String {
 /// (`field` with its colon: `VmRSS:` now, `VmHWM:` at its peak); 0 where
 /// there is none.
 fn process_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix(field))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
+    std::fs::read_to_string("/proc/self/status").map_or(0.0, |status| kib_of(&status, field))
+}
+
+/// A `kB` figure of a `/proc/<pid>/status` text (`VmRSS:`, `VmHWM:`).
+fn kib_of(status: &str, field: &str) -> f64 {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .unwrap_or(0.0)
 }
 
