@@ -848,8 +848,9 @@ struct Pending {
 }
 
 impl Pending {
-    /// The longest a read page waits for others: a slow or polite crawl
-    /// still shows its pages in the progress, and in answers, as it goes.
+    /// Once the first page waiting is this old, the next page read makes
+    /// the batch due: a slow or polite crawl still shows its pages in the
+    /// progress, and in answers, as it goes.
     const AT_MOST: Duration = Duration::from_secs(2);
 
     /// Adds a page; says whether the batch is due.
@@ -882,6 +883,28 @@ mod tests {
     use super::*;
     use crate::sources::connector::Connector;
     use crate::sources::kinds::website::Website;
+
+    #[test]
+    fn read_pages_wait_for_a_full_batch_or_two_seconds() {
+        let page = || {
+            let extracted = extract::Extracted { title: None, canonical_url: None, sections: Vec::new() };
+            (Fetched::default(), extracted)
+        };
+        let mut pending = Pending::default();
+        for _ in 1..crate::ingest::DOCUMENTS_PER_WRITE {
+            let (fetched, extracted) = page();
+            assert!(!pending.push(fetched, extracted));
+        }
+        let (fetched, extracted) = page();
+        assert!(pending.push(fetched, extracted), "a full batch is due");
+
+        let mut pending = Pending::default();
+        let (fetched, extracted) = page();
+        assert!(!pending.push(fetched, extracted));
+        pending.since = Instant::now().checked_sub(Pending::AT_MOST);
+        let (fetched, extracted) = page();
+        assert!(pending.push(fetched, extracted), "the first page has waited long enough");
+    }
 
     #[test]
     fn cache_control_says_how_long_a_document_is_kept() {
